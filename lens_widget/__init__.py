@@ -1,0 +1,25 @@
+"""lens_widget: see everything a PyTorch model does in one forward pass."""
+
+from lens_widget.capture.trace import trace
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import OpRecord, ParamUse, ParentArg
+from lens_widget.log.validate import ValidationError, ValidationReport
+
+__all__ = [
+    "ModelLog",
+    "OpRecord",
+    "ParamUse",
+    "ParentArg",
+    "ValidationError",
+    "ValidationReport",
+    "trace",
+]
+
+
+def __getattr__(name: str) -> object:
+    # The widget pulls in anywidget/ipywidgets: import it only when asked for.
+    if name == "LensWidget":
+        from lens_widget.widget import LensWidget
+
+        return LensWidget
+    raise AttributeError(f"module 'lens_widget' has no attribute {name!r}")

@@ -1,0 +1,90 @@
+"""Find the tensors among a call's arguments and keep a replayable template of the call.
+
+Plain tuples and lists are walked by hand (the hot path: most torch calls take a few
+tensors and scalars); any other container goes through torch.utils._pytree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+Tensor = torch.Tensor
+
+
+class TensorSlot:
+    """Stands in for the k-th tensor argument of a call inside its template."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"<tensor {self.index}>"
+
+
+def _scan(value: Any, position: str, found: list[tuple[str, Tensor]]) -> Any:
+    kind = type(value)
+    if kind is Tensor or isinstance(value, Tensor):
+        found.append((position, value))
+        return TensorSlot(len(found) - 1)
+    if kind is tuple or kind is list:
+        if not value or not any(isinstance(v, (Tensor, tuple, list, dict)) for v in value):
+            return value
+        return kind(_scan(v, f"{position}.{i}", found) for i, v in enumerate(value))
+    if kind is dict:
+        return {k: _scan(v, f"{position}.{k}", found) for k, v in value.items()}
+    if kind in (int, float, bool, str) or value is None:
+        return value
+    if pytree._get_node_type(value) in pytree.SUPPORTED_NODES:
+        leaves, spec = pytree.tree_flatten(value)
+        if any(isinstance(leaf, Tensor) for leaf in leaves):
+            slots = [_scan(leaf, f"{position}.{i}", found) for i, leaf in enumerate(leaves)]
+            return _Rebuild(slots, spec)
+    return value
+
+
+class _Rebuild:
+    """A pytree container (namedtuple, ...) whose leaves hold tensors; rebuilt on replay."""
+
+    __slots__ = ("leaves", "spec")
+
+    def __init__(self, leaves: list[Any], spec: pytree.TreeSpec) -> None:
+        self.leaves, self.spec = leaves, spec
+
+
+def scan_call(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any], list[tuple[str, Tensor]]]:
+    """(args template, kwargs template, [(position, tensor)]) for one call."""
+    found: list[tuple[str, Tensor]] = []
+    args_template = tuple(_scan(a, str(i), found) for i, a in enumerate(args))
+    kwargs_template = {k: _scan(v, k, found) for k, v in kwargs.items()} if kwargs else {}
+    return args_template, kwargs_template, found
+
+
+def fill_template(template: Any, tensors: list[Tensor]) -> Any:
+    """The inverse of scanning: put tensors back into their slots."""
+    kind = type(template)
+    if kind is TensorSlot:
+        return tensors[template.index]
+    if kind is tuple or kind is list:
+        return kind(fill_template(v, tensors) for v in template)
+    if kind is dict:
+        return {k: fill_template(v, tensors) for k, v in template.items()}
+    if kind is _Rebuild:
+        return pytree.tree_unflatten([fill_template(v, tensors) for v in template.leaves], template.spec)
+    return template
+
+
+def tensor_leaves(value: Any) -> list[Tensor]:
+    """Every tensor in a (possibly nested) output, in a stable order."""
+    if type(value) is Tensor:
+        return [value]
+    if type(value) in (tuple, list) and all(type(v) is Tensor for v in value):
+        return list(value)
+    return [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, Tensor)]

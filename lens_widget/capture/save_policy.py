@@ -1,0 +1,55 @@
+"""Which activations a trace keeps: "all", None, a list of names, or a predicate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Union
+
+from lens_widget.log.records import OpRecord
+
+SaveSpec = Union[str, None, Iterable[str], Callable[[OpRecord], bool]]
+
+
+class SavePolicy:
+    """Decides per op, at the moment it runs, whether its outputs are kept.
+
+    A list may name op labels (``linear_2_7`` for every pass, ``linear_2_7:3`` for one),
+    module addresses (every op inside that module) and function names (``conv2d``).
+    """
+
+    def __init__(self, spec: SaveSpec) -> None:
+        self.keeps_nothing = spec is None
+        self.keeps_all = spec == "all"
+        self._predicate: Callable[[OpRecord], bool] | None = None
+        self._names: frozenset[str] = frozenset()
+        if self.keeps_nothing or self.keeps_all:
+            return
+        if callable(spec):
+            self._predicate = spec
+        elif isinstance(spec, str):
+            raise ValueError(
+                f'save={spec!r}: use save="all", save=None, a list of labels / module '
+                "addresses / function names, or a predicate on the op record"
+            )
+        else:
+            try:
+                names = frozenset(spec)
+            except TypeError:
+                raise TypeError(
+                    f"save must be 'all', None, a list of names or a callable, got {type(spec).__name__}"
+                ) from None
+            if not all(isinstance(n, str) for n in names):
+                raise TypeError("save: every name in the list must be a string")
+            self._names = names
+
+    def keeps(self, record: OpRecord) -> bool:
+        if self.keeps_all:
+            return True
+        if self.keeps_nothing:
+            return False
+        if self._predicate is not None:
+            return bool(self._predicate(record))
+        names = self._names
+        if record.layer in names or record.label in names or record.func in names:
+            return True
+        return any(address in names for address, _ in record.module_stack)

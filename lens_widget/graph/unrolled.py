@@ -1,0 +1,35 @@
+"""The unrolled graph: every node of the log, edges from parent to child."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import networkx as nx
+
+if TYPE_CHECKING:
+    from lens_widget.log.model_log import ModelLog
+
+
+def shape_text(shape: tuple[int, ...] | None) -> str:
+    return "x".join(map(str, shape)) if shape is not None else ""
+
+
+def build_unrolled_graph(log: ModelLog) -> nx.DiGraph:
+    graph = nx.DiGraph(model_class=log.model_class)
+    graph.add_nodes_from(
+        (n.label, {"record": n, "kind": n.kind, "func": n.func, "module": n.module, "shape": n.shape})
+        for n in log.nodes
+    )
+    by_label = {n.label: n for n in log.nodes}
+    for node in log.nodes:
+        for arg in node.parent_args:
+            parent = by_label[arg.parent]
+            shape = parent.shapes[arg.output_index] if parent.shapes else parent.shape
+            if graph.has_edge(arg.parent, node.label):  # the same tensor passed twice (x * x)
+                graph.edges[arg.parent, node.label]["positions"].append(arg.position)
+            else:
+                graph.add_edge(
+                    arg.parent, node.label, positions=[arg.position], shape=shape_text(shape),
+                    output_index=arg.output_index,
+                )  # fmt: skip
+    return graph

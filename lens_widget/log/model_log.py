@@ -1,0 +1,157 @@
+"""ModelLog: the record of one forward pass, indexable by label, position or module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from lens_widget.log.records import OpRecord
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from lens_widget.capture.module_tracker import ModuleInfo
+    from lens_widget.log.validate import ValidationReport
+
+
+@dataclass(eq=False)
+class ModelLog:
+    """Everything one forward pass did. ``print(log)`` summarises it.
+
+    ``log[i]`` is the i-th op, ``log["linear_2_7:3"]`` an op (or source/sink) by label,
+    ``log["encoder.layer.3"]`` the node that produced that module's output (its last pass;
+    ``"encoder.layer.3:1"`` for a given pass).
+    """
+
+    model_class: str
+    nodes: list[OpRecord]
+    modules: dict[str, ModuleInfo]
+    output: Any
+    error: BaseException | None
+    failed_op: str | None
+    elapsed: float
+    n_params: int
+    param_bytes: int
+    _by_label: dict[str, OpRecord] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_label = {node.label: node for node in self.nodes}
+
+    # ---- views of the nodes -----------------------------------------------------------
+
+    @cached_property
+    def ops(self) -> list[OpRecord]:
+        """Operations in execution order (sources and outputs excluded)."""
+        return [n for n in self.nodes if n.kind == "op"]
+
+    @property
+    def inputs(self) -> list[OpRecord]:
+        return [n for n in self.nodes if n.kind == "input"]
+
+    @property
+    def outputs(self) -> list[OpRecord]:
+        return [n for n in self.nodes if n.kind == "output"]
+
+    @property
+    def labels(self) -> list[str]:
+        return [n.label for n in self.ops]
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __iter__(self) -> Iterator[OpRecord]:
+        return iter(self.ops)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            return False
+        return True
+
+    def __getitem__(self, key: int | str) -> OpRecord:
+        if isinstance(key, int):
+            return self.ops[key]
+        if not isinstance(key, str):
+            raise TypeError(f"index a ModelLog by position (int) or name (str), not {type(key).__name__}")
+        node = self._by_label.get(key)
+        if node is not None:
+            return node
+        return self._module_output(key)
+
+    def _module_output(self, key: str) -> OpRecord:
+        address, _, pass_text = key.rpartition(":") if ":" in key else (key, "", "")
+        info = self.modules.get(address)
+        if info is None or not info.outputs:
+            raise KeyError(self._unknown(key))
+        if pass_text:
+            if not pass_text.isdigit() or int(pass_text) not in info.outputs:
+                raise KeyError(f"module {address!r} ran {info.n_passes} time(s); no pass {pass_text!r}")
+            labels = info.outputs[int(pass_text)]
+        else:
+            labels = info.outputs[max(info.outputs)]
+        if not labels:
+            raise KeyError(f"module {address!r} returned no tensor produced in the trace")
+        return self._by_label[labels[0]]
+
+    def _unknown(self, key: str) -> str:
+        import difflib
+
+        names = list(self._by_label) + [a for a in self.modules if a]
+        close = difflib.get_close_matches(key, names, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        return f"{key!r} is not an op label, source, output or module address of this log{hint}"
+
+    # ---- derived structures --------------------------------------------------------------
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """Unrolled graph: one node per label, sources and outputs included."""
+        from lens_widget.graph.unrolled import build_unrolled_graph
+
+        return build_unrolled_graph(self)
+
+    @cached_property
+    def rolled_graph(self) -> nx.DiGraph:
+        """Passes of the same layer folded into one node; edges list their passes."""
+        from lens_widget.graph.rolled import build_rolled_graph
+
+        return build_rolled_graph(self)
+
+    @property
+    def saved_bytes(self) -> int:
+        """Bytes held by saved activations, each distinct tensor storage counted once."""
+        seen: dict[int, int] = {}
+        for node in self.nodes:
+            if node.kind in ("op", "output") and node.activations is not None:
+                for t in node.activations:
+                    storage = t.untyped_storage()
+                    seen[storage.data_ptr()] = storage.nbytes()
+        return sum(seen.values())
+
+    @property
+    def structure(self) -> str:
+        """ "recurrent" (a layer ran more than once), "branching" or "feedforward"."""
+        ops = self.ops
+        if any(n.n_passes > 1 for n in ops):
+            return "recurrent"
+        if any(sum(1 for c in n.children if self._by_label[c].kind == "op") > 1 for n in ops):
+            return "branching"
+        return "feedforward"
+
+    def validate(self, *, rtol: float = 1e-5, atol: float = 1e-6) -> ValidationReport:
+        """Replay every op from its saved inputs; raise on the first that differs."""
+        from lens_widget.log.validate import validate_log
+
+        return validate_log(self, rtol=rtol, atol=atol)
+
+    def __str__(self) -> str:
+        from lens_widget.log.summary import summarize
+
+        return summarize(self)
+
+    def __repr__(self) -> str:
+        state = f", partial: {type(self.error).__name__}" if self.error is not None else ""
+        return f"<ModelLog {self.model_class}: {len(self.ops)} ops{state}>"

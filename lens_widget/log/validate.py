@@ -1,0 +1,96 @@
+"""validate(): re-execute each op from its saved inputs and compare with what was saved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+from lens_widget.capture.arguments import fill_template, tensor_leaves
+
+if TYPE_CHECKING:
+    from lens_widget.log.model_log import ModelLog
+    from lens_widget.log.records import OpRecord
+
+
+class ValidationError(AssertionError):
+    """An op did not reproduce its saved activation."""
+
+    def __init__(self, label: str, detail: str) -> None:
+        super().__init__(f"op {label!r} does not reproduce its saved activation: {detail}")
+        self.label = label
+
+
+@dataclass
+class ValidationReport:
+    checked: int = 0
+    # label -> why it could not be replayed (an input not saved, ...)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.checked} ops replayed and matched, {len(self.skipped)} skipped"
+
+
+def validate_log(log: ModelLog, *, rtol: float, atol: float) -> ValidationReport:
+    report = ValidationReport()
+    # Replays of random ops set the RNG; the user's stream must be untouched afterwards.
+    rng = torch.get_rng_state()
+    try:
+        with torch.no_grad():
+            for node in log.ops:
+                why_not = _replay_and_compare(node, rtol, atol)
+                if why_not is None:
+                    report.checked += 1
+                else:
+                    report.skipped[node.label] = why_not
+    finally:
+        torch.set_rng_state(rng)
+    return report
+
+
+def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
+    if node.failed:
+        return "raised during the forward pass"
+    if node.activations is None:
+        return "its activation was not saved"
+    call, parent_refs = node.replay
+    tensors: list[torch.Tensor] = []
+    for slot, (_, parent, output_index) in enumerate(parent_refs):
+        literal = call.literals.get(slot)
+        if literal is not None:
+            tensors.append(literal.clone())
+            continue
+        if parent.activations is None:
+            return f"input {parent.label!r} was not saved"
+        # Copies: a replayed in-place op must not write into the saved values.
+        tensors.append(parent.activations[output_index].clone())
+    args = fill_template(call.args, tensors)
+    kwargs = fill_template(call.kwargs, tensors)
+    if call.rng_state is not None:
+        torch.set_rng_state(call.rng_state)
+    result = call.func(*args, **kwargs)
+    produced = tensor_leaves(result) if result is not None else []
+    if node.func == "__setitem__":
+        produced = [args[0]]
+    expected = node.activations
+    if len(produced) != len(expected):
+        raise ValidationError(node.label, f"replay gave {len(produced)} outputs, saved {len(expected)}")
+    for i, (got, want) in enumerate(zip(produced, expected)):
+        _compare(node.label, i, got, want, rtol, atol)
+    return None
+
+
+def _compare(label: str, i: int, got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> None:
+    where = f" (output {i})" if i else ""
+    if got.shape != want.shape or got.dtype != want.dtype:
+        raise ValidationError(
+            label, f"replay gave {tuple(got.shape)} {got.dtype}, saved {tuple(want.shape)} {want.dtype}{where}"
+        )
+    if torch.equal(got, want):
+        return
+    try:
+        torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    except AssertionError as err:
+        first_line = str(err).strip().splitlines()[0]
+        raise ValidationError(label, f"{first_line}{where}") from None

@@ -1,0 +1,200 @@
+"""The notebook widget: trace a model, sync its graph, answer activation requests."""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
+
+from lens_widget.widget import requests
+from lens_widget.widget.payload import build_payload
+
+if TYPE_CHECKING:
+    import torch
+
+    from lens_widget.log import ModelLog
+    from lens_widget.log.records import OpRecord
+
+Save = Any  # "all" | None | list[str] | Callable[[OpRecord], bool], as lens_widget.trace takes
+
+_STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
+# The bundle is a build output; without it the package must still import and say why.
+_MISSING_ESM = (
+    "export default { render({ el }) { el.textContent = "
+    "'lens_widget frontend not built: run `make`'; } };"
+)
+
+
+def _asset(name: str, fallback: str) -> pathlib.Path | str:
+    path = _STATIC / name
+    return path if path.is_file() else fallback
+
+
+class LensWidget(anywidget.AnyWidget):
+    """Every op of one forward pass as an interactive graph; click a node to plot its output.
+
+    >>> w = LensWidget(model, x)            # traces model(x); w.log is the ModelLog
+    >>> w.view = "rolled"; w.selected = "linear_1_1"
+    """
+
+    _esm = _asset("widget.js", _MISSING_ESM)
+    _css = _asset("widget.css", "")
+
+    graph = traitlets.Dict().tag(sync=True)
+    selected = traitlets.Unicode("").tag(sync=True)
+    view = traitlets.Enum(("unrolled", "rolled"), default_value="unrolled").tag(sync=True)
+    expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(
+        self,
+        model: torch.nn.Module | None,
+        inputs: Any = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        save: Save = "all",
+        log: ModelLog | None = None,
+        **widget_kwargs: Any,
+    ) -> None:
+        self._model = model
+        self._inputs = inputs
+        self._kwargs = dict(kwargs or {})
+        self._save = save
+        self._extra_save: list[str] = []  # labels saved on request by "rerun"
+        if log is None:
+            if model is None:
+                raise ValueError("LensWidget needs a model to trace (or use LensWidget.from_log)")
+            log = self._trace(save)
+        self._set_log(log, sync=False)
+        super().__init__(graph=self._payload, **widget_kwargs)
+        self.on_msg(self._on_msg)
+
+    @classmethod
+    def from_log(cls, log: ModelLog, **widget_kwargs: Any) -> LensWidget:
+        """Show an existing log (from `lens_widget.trace`); re-running is then unavailable."""
+        return cls(None, log=log, **widget_kwargs)
+
+    @property
+    def log(self) -> ModelLog:
+        """The ModelLog currently shown."""
+        return self._log
+
+    # ---- tracing ----
+
+    def _trace(self, save: Save) -> ModelLog:
+        import lens_widget as lw  # late: lens_widget/__init__ imports this module
+
+        try:
+            return lw.trace(self._model, self._inputs, self._kwargs, save=save)
+        except Exception as err:
+            partial = getattr(err, "lens_log", None)
+            if partial is None:
+                raise
+            # Show what ran up to the failure instead of losing the whole graph.
+            warnings.warn(
+                f"the forward pass raised {type(err).__name__}: {err}; showing the partial trace",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return partial
+
+    def _set_log(self, log: ModelLog, *, sync: bool = True) -> None:
+        self._log = log
+        self._payload = build_payload(log)
+        self._records: dict[str, OpRecord] = {r.label: r for r in log.nodes}
+        rolled = self._payload["rolled"]["nodes"]
+        self._ids = {
+            "unrolled": {n["id"] for n in self._payload["unrolled"]["nodes"]},
+            "rolled": {n["id"] for n in rolled},
+        }
+        self._to_rolled = {p: n["id"] for n in rolled for p in n["passes"]}
+        self._to_unrolled = {n["id"]: n["passes"][0] for n in rolled if n["passes"]}
+        self._modules = {m["address"] for m in self._payload["modules"]}
+        if sync:
+            self.graph = self._payload
+            if self.selected and self._convert(self.selected, self.view) is None:
+                self.selected = ""
+
+    def _effective_save(self) -> Save:
+        base, extra = self._save, list(self._extra_save)
+        if base == "all" or not extra:
+            return base
+        if base is None:
+            return extra
+        if callable(base):
+            wanted = set(extra)
+            f: Callable[[OpRecord], bool] = base
+            return lambda record: record.label in wanted or bool(f(record))
+        return [*base, *extra]
+
+    def rerun(self, node_id: str | None = None) -> None:
+        """Trace the model again, also saving `node_id`'s activation (labels are stable)."""
+        if self._model is None:
+            raise RuntimeError("this widget was built from a log; there is no model to re-run")
+        if node_id is not None:
+            label = requests.node_record(self._records, node_id).label
+            if label not in self._extra_save:
+                self._extra_save.append(label)
+        self.status = "re-running the model…"
+        try:
+            self._set_log(self._trace(self._effective_save()))
+        finally:
+            self.status = ""
+
+    # ---- trait validation ----
+
+    def _convert(self, value: str, view: str) -> str | None:
+        """`value` as an id of `view`: ids of the other view map to their layer / first pass."""
+        if value in self._ids[view]:
+            return value
+        mapped = (self._to_rolled if view == "rolled" else self._to_unrolled).get(value)
+        return mapped if mapped in self._ids[view] else None
+
+    @traitlets.validate("selected")
+    def _validate_selected(self, proposal: dict[str, Any]) -> str:
+        value = proposal["value"]
+        if value == "":
+            return value
+        converted = self._convert(value, self.view)
+        if converted is None:
+            example = next(iter(self._ids[self.view]), "")
+            raise traitlets.TraitError(
+                f"selected: unknown node id {value!r} in the {self.view} view "
+                f"(ids look like {example!r}; see w.graph[{self.view!r}]['nodes'])"
+            )
+        return converted
+
+    @traitlets.validate("expanded")
+    def _validate_expanded(self, proposal: dict[str, Any]) -> list[str]:
+        unknown = [a for a in proposal["value"] if a not in self._modules]
+        if unknown:
+            raise traitlets.TraitError(f"expanded: unknown module addresses {unknown[:5]}")
+        return list(dict.fromkeys(proposal["value"]))  # drop repeats, keep order
+
+    @traitlets.observe("view")
+    def _on_view(self, change: dict[str, Any]) -> None:
+        # Keep the selection on the same op when switching views.
+        if self.selected:
+            self.selected = self._convert(self.selected, change["new"]) or ""
+
+    # ---- requests from the frontend ----
+
+    def _activation(self, params: Any) -> requests.Reply:
+        return requests.activation(self._records, params)
+
+    def _rerun(self, params: Any) -> requests.Reply:
+        label = requests.rerun_target(self._records, params)
+        if self._model is None:
+            raise requests.RequestError("this widget was built from a log; it cannot re-run")
+        self.rerun(label)
+        return {"ok": True}, []
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: list[Any]) -> None:
+        handlers = {"activation": self._activation, "rerun": self._rerun}
+        reply = requests.handle(content, handlers)
+        if reply is not None:
+            self.send(reply[0], reply[1])

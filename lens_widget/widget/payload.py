@@ -1,0 +1,159 @@
+"""Turn a ModelLog into the `graph` trait the frontend draws (protocol.ts `GraphPayload`).
+
+Every step is a single pass over nodes or edges (dict lookups only), so a 5,000-op log
+converts in well under a second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lens_widget.log.records import OpRecord
+
+if TYPE_CHECKING:
+    from lens_widget.log import ModelLog
+
+# Sources that the frontend draws beside the op that first reads them.
+_PLACED_AT_CONSUMER = frozenset({"param", "buffer", "const"})
+
+
+def shape_text(shape: Sequence[int] | str | None) -> str:
+    """ "1x128x768" for an edge label; "scalar" for 0-d tensors, "" when unknown."""
+    if shape is None:
+        return ""
+    if isinstance(shape, str):
+        return shape
+    return "x".join(str(int(s)) for s in shape) if len(shape) else "scalar"
+
+
+def error_text(error: BaseException | None) -> str | None:
+    return None if error is None else f"{type(error).__name__}: {error}"
+
+
+def unrolled_groups(record: OpRecord) -> list[str]:
+    """ "address:pass" of the enclosing modules, outermost first; the root is not a group."""
+    return [f"{address}:{p}" for address, p in record.module_stack if address]
+
+
+def rolled_groups(record: OpRecord) -> list[str]:
+    return [address for address, _ in record.module_stack if address]
+
+
+def _node(record: OpRecord, groups: list[str], passes: list[str]) -> dict[str, Any]:
+    return {
+        "id": record.label,
+        "kind": record.kind,
+        "func": record.func,
+        "groups": groups,
+        "module": record.module,
+        "shape": list(record.shape) if record.shape is not None else None,
+        "dtype": record.dtype,
+        "device": record.device,
+        "nbytes": int(record.nbytes),
+        "params": [[p.name, list(p.shape)] for p in record.params],
+        "hasParams": bool(record.params),
+        "fromInput": bool(record.from_input),
+        "feedsOutput": bool(record.feeds_output),
+        "failed": bool(record.failed),
+        "saved": record.saved,
+        "source": record.source,
+        "sourceCode": record.source_code,
+        "nPasses": 1,
+        "passes": passes,
+    }
+
+
+def first_consumers(nodes: Iterable[OpRecord]) -> dict[str, OpRecord]:
+    """For every param/buffer/const: the earliest node that reads it."""
+    by_label = {r.label: r for r in nodes}
+    found: dict[str, OpRecord] = {}
+    for r in by_label.values():
+        if r.kind in _PLACED_AT_CONSUMER and r.children:
+            consumers = [by_label[c] for c in r.children if c in by_label]
+            if consumers:
+                found[r.label] = min(consumers, key=lambda c: c.index)
+    return found
+
+
+def module_list(log: ModelLog) -> list[dict[str, Any]]:
+    """Every module that ran, each after its parent (the frontend builds the tree in one pass)."""
+    modules = log.modules
+    out: list[dict[str, Any]] = []
+    done: set[str] = set()
+
+    def emit(address: str) -> None:
+        if address in done or address not in modules:
+            return
+        info = modules[address]
+        if info.parent is not None:
+            emit(info.parent)
+        done.add(address)
+        out.append(
+            {
+                "address": info.address,
+                "className": info.class_name,
+                "parent": info.parent,
+                "nPasses": int(info.n_passes),
+                "nOps": int(info.n_ops),
+            }
+        )
+
+    for address in modules:
+        emit(address)
+    return out
+
+
+def build_payload(log: ModelLog) -> dict[str, Any]:
+    """The GraphPayload dict for `log` (see js/src/protocol.ts)."""
+    records = list(log.nodes)
+    by_label = {r.label: r for r in records}
+    consumer = first_consumers(records)
+
+    # ---- unrolled view: one node per record, edges straight from the log's graph ----
+    u_nodes = []
+    for r in records:
+        placed = consumer.get(r.label, r)
+        u_nodes.append(_node(r, unrolled_groups(placed), [r.label]))
+    u_edges = []
+    edge_shape: dict[tuple[str, str], str] = {}  # (source layer, target layer) -> first shape
+    for src, dst, data in log.graph.edges(data=True):
+        text = shape_text(data.get("shape", by_label[src].shape))
+        u_edges.append({"source": src, "target": dst, "shape": text, "passes": []})
+        edge_shape.setdefault((by_label[src].layer, by_label[dst].layer), text)
+
+    # ---- rolled view: one node per layer, passes folded ----
+    r_nodes = []
+    for layer, data in log.rolled_graph.nodes(data=True):
+        passes: list[OpRecord] = list(data["records"])
+        first = passes[0]
+        node = _node(first, rolled_groups(consumer.get(first.label, first)), [])
+        node.update(
+            id=layer,
+            nPasses=int(data.get("n_passes", len(passes))),
+            passes=[p.label for p in passes],
+            saved=all(p.saved for p in passes),
+            failed=any(p.failed for p in passes),
+            fromInput=any(p.from_input for p in passes),
+            feedsOutput=any(p.feeds_output for p in passes),
+        )
+        r_nodes.append(node)
+    r_edges = [
+        {
+            "source": src,
+            "target": dst,
+            "shape": edge_shape.get((src, dst), ""),
+            "passes": [int(p) for p in data.get("passes", [])],
+        }
+        for src, dst, data in log.rolled_graph.edges(data=True)
+    ]
+
+    return {
+        "modelClass": log.model_class,
+        "error": error_text(log.error),
+        "failedOp": log.failed_op,
+        "nOps": len(log.ops),
+        "modules": module_list(log),
+        "unrolled": {"nodes": u_nodes, "edges": u_edges},
+        "rolled": {"nodes": r_nodes, "edges": r_edges},
+    }
