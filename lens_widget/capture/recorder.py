@@ -133,7 +133,8 @@ class Recorder(TorchFunctionMode):
         self._describe_outputs(node, (tensor,))
         self.nodes.append(node)
         if not self.save.keeps_nothing:  # sources are references: free to keep
-            self._keep(node, (tensor,))
+            # A parameter is kept as a plain tensor sharing its storage (no copy).
+            self._keep(node, (tensor.detach() if kind in ("param", "buffer") else tensor,))
         self._set_producer(tensor, node, 0)
         return node
 

@@ -134,10 +134,14 @@ class ModelLog:
     @property
     def structure(self) -> str:
         """ "recurrent" (a layer ran more than once), "branching" or "feedforward"."""
-        ops = self.ops
-        if any(n.n_passes > 1 for n in ops):
+        if any(n.n_passes > 1 for n in self.ops):
             return "recurrent"
-        if any(sum(1 for c in n.children if self._by_label[c].kind == "op") > 1 for n in ops):
+        # A value used by two ops branches; a weight shared by two ops does not.
+        if any(
+            sum(1 for c in n.children if self._by_label[c].kind == "op") > 1
+            for n in self.nodes
+            if n.kind in ("op", "input", "const")
+        ):
             return "branching"
         return "feedforward"
 

@@ -6,7 +6,9 @@ converts in well under a second.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from lens_widget.log.records import OpRecord
@@ -104,8 +106,26 @@ def module_list(log: ModelLog) -> list[dict[str, Any]]:
     return out
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Tens of thousands of new dicts trigger full collections that walk the whole log
+    # (every record and tensor): pausing the collector makes this 3-5x faster.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def build_payload(log: ModelLog) -> dict[str, Any]:
     """The GraphPayload dict for `log` (see js/src/protocol.ts)."""
+    with _gc_paused():
+        return _build_payload(log)
+
+
+def _build_payload(log: ModelLog) -> dict[str, Any]:
     records = list(log.nodes)
     by_label = {r.label: r for r in records}
     consumer = first_consumers(records)

@@ -1,0 +1,125 @@
+"""Which activations are saved, and that each equals what its op produced at that moment."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import lens_widget as lw
+
+
+class InplaceAfterSave(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2  # saved by reference ...
+        view = y.view(-1)
+        y.add_(100)  # ... then overwritten in place, also through the view
+        y[0] = -1  # setitem overwrites again
+        return view + 0  # consumes the view after both writes
+
+
+def test_saved_activation_is_the_value_at_that_moment():
+    x = torch.arange(4.0).reshape(2, 2)
+    log = lw.trace(InplaceAfterSave(), x)
+    assert torch.equal(log["mul_1_1"].activation, x * 2)
+    assert torch.equal(log["view_1_2"].activation, (x * 2).view(-1))
+    assert torch.equal(log["add_1_3"].activation, x * 2 + 100)
+    expected = x * 2 + 100
+    expected[0] = -1
+    assert torch.equal(log["setitem_1_4"].activation, expected)
+    assert torch.equal(log["add_2_5"].activation, expected.view(-1))
+    log.validate()
+
+
+def test_only_tensors_about_to_be_written_are_copied():
+    class NoWrites(nn.Module):
+        def forward(self, x):
+            y = x.exp()
+            return y.view(-1), y.t()
+
+    x = torch.randn(3, 3)
+    log = lw.trace(NoWrites(), x)
+    exp, view = log["exp_1_1"].activation, log["view_1_2"].activation
+    assert exp.untyped_storage().data_ptr() == view.untyped_storage().data_ptr()
+    assert log["view_1_2"].activation is log.output[0]  # a reference, not a copy
+    assert log.saved_bytes == x.numel() * 4  # one storage, counted once
+
+    written = lw.trace(InplaceAfterSave(), torch.ones(2, 2))
+    copied = {
+        n.label
+        for n in written.ops
+        if n.activation.untyped_storage().data_ptr()
+        != written["setitem_1_4"].activation.untyped_storage().data_ptr()
+    }
+    assert copied == {"mul_1_1", "view_1_2", "add_1_3", "add_2_5"}  # add_2_5 is a new tensor
+
+
+def test_save_none_keeps_the_graph_but_no_tensors():
+    log = lw.trace(InplaceAfterSave(), torch.ones(2, 2), save=None)
+    assert all(n.activations is None for n in log.nodes)
+    assert len(log.ops) == 5 and log.graph.number_of_edges() > 0
+    assert log.saved_bytes == 0
+    report = log.validate()
+    assert report.checked == 0 and len(report.skipped) == 5
+
+
+class TwoBlocks(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+        self.b = nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(x)).tanh()
+
+
+@pytest.mark.parametrize(
+    ("save", "expected"),
+    [
+        (["tanh_1_4"], {"tanh_1_4"}),  # a label
+        (["a"], {"linear_1_1", "relu_1_2"}),  # a module address: every op inside
+        (["linear"], {"linear_1_1", "linear_2_3"}),  # a function name
+        (lambda op: op.module == "b", {"linear_2_3"}),  # a predicate
+    ],
+)
+def test_save_selects_by_label_module_function_or_predicate(save, expected):
+    log = lw.trace(TwoBlocks(), torch.randn(1, 2), save=save)
+    assert {op.label for op in log.ops if op.saved} == expected
+
+
+def test_validate_with_partial_saving_skips_ops_whose_inputs_were_dropped():
+    log = lw.trace(TwoBlocks(), torch.randn(1, 2), save=["a"])
+    report = log.validate()
+    assert report.checked == 2  # linear_1_1 (input + params saved), relu_1_2
+    assert set(report.skipped) == {"linear_2_3", "tanh_1_4"}
+
+
+def test_bad_save_values_are_explained():
+    with pytest.raises(ValueError, match="save="):
+        lw.trace(TwoBlocks(), torch.randn(1, 2), save="everything")
+    with pytest.raises(TypeError, match="save must be"):
+        lw.trace(TwoBlocks(), torch.randn(1, 2), save=3)  # type: ignore[arg-type]
+
+
+def test_validate_names_the_first_op_that_diverges():
+    log = lw.trace(TwoBlocks(), torch.randn(1, 2))
+    log["relu_1_2"].activations = (log["relu_1_2"].activation + 1,)
+    with pytest.raises(lw.ValidationError, match="relu_1_2") as caught:
+        log.validate()
+    assert caught.value.label == "relu_1_2"
+
+
+def test_validate_replays_random_ops_and_leaves_the_rng_alone():
+    class Noisy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.drop = nn.Dropout(0.5)
+
+        def forward(self, x):
+            return self.drop(x) + torch.randn(x.shape)
+
+    torch.manual_seed(0)
+    log = lw.trace(Noisy().train(), torch.ones(64))
+    state = torch.get_rng_state()
+    assert log.validate().checked == 3
+    assert torch.equal(torch.get_rng_state(), state)

@@ -1,0 +1,134 @@
+"""Modules and their passes, labels, the rolled view, and indexing a log."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import lens_widget as lw
+
+
+class LoopOverLinear(nn.Module):
+    """One Linear applied five times: five passes of one layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(5):
+            x = torch.relu(self.fc(x))
+        return x
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x).sigmoid()
+
+
+class Nested(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(), Block()])
+        self.shared = Block()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        x = self.shared(x)
+        return self.shared(x) * 2  # reused: two passes
+
+
+def test_loop_over_one_linear_is_one_layer_with_five_passes():
+    log = lw.trace(LoopOverLinear(), torch.randn(2, 3))
+    assert [op.label for op in log.ops if op.func == "linear"] == [
+        f"linear_1_1:{p}" for p in range(1, 6)
+    ]
+    assert {op.layer for op in log.ops} == {"linear_1_1", "relu_1_2"}
+    rolled = log.rolled_graph
+    assert rolled.nodes["linear_1_1"]["n_passes"] == 5
+    assert rolled.edges["linear_1_1", "relu_1_2"]["passes"] == [1, 2, 3, 4, 5]
+    assert rolled.edges["relu_1_2", "linear_1_1"]["passes"] == [2, 3, 4, 5]
+    assert rolled.edges["input.0", "linear_1_1"]["passes"] == [1]
+    assert log.graph.number_of_nodes() == 10 + 4  # ops + input, weight, bias, output
+    assert log.structure == "recurrent"
+
+
+def test_module_stack_and_passes():
+    log = lw.trace(Nested(), torch.randn(1, 4))
+    first = log.ops[0]
+    assert first.module == "blocks.0.inner"
+    assert first.module_stack == (("blocks.0", 1), ("blocks.0.inner", 1))
+    shared_ops = [op for op in log.ops if op.module_stack[:1] == (("shared", 2),)]
+    assert [op.func for op in shared_ops] == ["linear", "sigmoid"]
+    assert shared_ops[0].pass_label == "shared.inner:2"
+    assert log.modules["shared"].n_passes == 2
+    assert log.modules["shared"].parent == ""
+    assert log.modules["blocks.0.inner"].parent == "blocks.0"
+    assert log.modules["blocks.1"].class_name == "Block"
+    assert log.modules[""].n_ops == len(log.ops)
+    assert log.modules["blocks.0"].n_ops == 2
+
+
+def test_module_outputs_are_addressable_per_pass():
+    log = lw.trace(Nested(), torch.randn(1, 4))
+    assert log["blocks.0"].func == "sigmoid" and log["blocks.0"].module == "blocks.0"
+    assert log["shared:1"].label == "sigmoid_3_6:1"
+    assert log["shared:2"].label == "sigmoid_3_6:2"
+    assert log["shared"] is log["shared:2"]  # the last pass
+    assert torch.equal(log["shared:2"].activation, torch.sigmoid(log["linear_3_5:2"].activation))
+    with pytest.raises(KeyError, match="no pass"):
+        log["shared:3"]
+    with pytest.raises(KeyError, match="did you mean"):
+        log["blocks.0.iner"]
+
+
+def test_indexing_by_position_label_and_module():
+    log = lw.trace(Nested(), torch.randn(1, 4))
+    assert log[0] is log.ops[0] and log[-1] is log.ops[-1]
+    assert log[log.ops[3].label] is log.ops[3]
+    assert "blocks.1" in log and "nope" not in log
+    with pytest.raises(TypeError):
+        log[1.5]  # type: ignore[index]
+
+
+def test_labels_are_unique_readable_and_stable_across_runs():
+    model = Nested()
+    x = torch.randn(1, 4)
+    first, second = lw.trace(model, x), lw.trace(model, x)
+    assert first.labels == second.labels
+    labels = [n.label for n in first.nodes]
+    assert len(labels) == len(set(labels))
+    for op in first.ops:
+        base = op.label.split(":")[0]
+        func, kind_index, layer_index = base.rsplit("_", 2)
+        assert func == op.func.strip("_") and kind_index.isdigit() and layer_index.isdigit()
+        assert (":" in op.label) == (op.n_passes > 1)
+
+
+def test_same_line_two_calls_are_two_layers():
+    class TwoAddsOneLine(nn.Module):
+        def forward(self, a, b, c):
+            return a + b + c
+
+    log = lw.trace(TwoAddsOneLine(), (torch.ones(1), torch.ones(1), torch.ones(1)))
+    assert log.labels == ["add_1_1", "add_2_2"]
+
+
+def test_structure_branching_and_feedforward():
+    class Branch(nn.Module):
+        def forward(self, x):
+            y = x.exp()
+            return y.sin() + y.cos()
+
+    class Chain(nn.Module):
+        def forward(self, x):
+            return x.exp().sin()
+
+    assert lw.trace(Branch(), torch.ones(2)).structure == "branching"
+    assert lw.trace(Chain(), torch.ones(2)).structure == "feedforward"
