@@ -77,7 +77,9 @@ def fill_template(template: Any, tensors: list[Tensor]) -> Any:
     if kind is dict:
         return {k: fill_template(v, tensors) for k, v in template.items()}
     if kind is _Rebuild:
-        return pytree.tree_unflatten([fill_template(v, tensors) for v in template.leaves], template.spec)
+        return pytree.tree_unflatten(
+            [fill_template(v, tensors) for v in template.leaves], template.spec
+        )
     return template
 
 

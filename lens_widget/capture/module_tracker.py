@@ -33,7 +33,9 @@ class ModuleInfo:
 class ModuleTracker:
     """Maintains the stack of (address, pass) of the modules currently running."""
 
-    def __init__(self, model: torch.nn.Module, on_module_output: Callable[[str, int, Any], None]) -> None:
+    def __init__(
+        self, model: torch.nn.Module, on_module_output: Callable[[str, int, Any], None]
+    ) -> None:
         self._root = model
         self._addresses = {id(m): name for name, m in model.named_modules(remove_duplicate=False)}
         self._addresses[id(model)] = ""

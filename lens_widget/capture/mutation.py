@@ -15,9 +15,8 @@ import torch
 # Python's augmented-assignment operators write into their left operand.
 _INPLACE_DUNDERS = frozenset(
     f"__i{op}__"
-    for op in (
-        "add sub mul matmul truediv floordiv mod pow lshift rshift and or xor div".split()
-    )
+    for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow")
+    + ("lshift", "rshift", "and", "or", "xor", "div")
 )
 
 # Kernels that update buffers they are handed (batch norm's running statistics in training).
@@ -51,7 +50,9 @@ class MutationRule:
         """The tensors this call will write to (empty for pure functions)."""
         found: list[torch.Tensor] = []
         first = args[0] if args else None
-        if isinstance(first, torch.Tensor) and (self.writes_first or self._inplace_flag(args, kwargs)):
+        if isinstance(first, torch.Tensor) and (
+            self.writes_first or self._inplace_flag(args, kwargs)
+        ):
             found.append(first)
         out = kwargs.get("out")
         if out is not None:
@@ -59,7 +60,9 @@ class MutationRule:
         if self.writes_running_stats:
             found.extend(a for a in args[1:3] if isinstance(a, torch.Tensor))
             found.extend(
-                kwargs[k] for k in ("running_mean", "running_var") if isinstance(kwargs.get(k), torch.Tensor)
+                kwargs[k]
+                for k in ("running_mean", "running_var")
+                if isinstance(kwargs.get(k), torch.Tensor)
             )
         return found
 

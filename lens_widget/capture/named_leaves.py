@@ -18,7 +18,7 @@ def _key_text(key: Any) -> str:
 
 
 def named_tensor_leaves(value: Any, prefix: str) -> Iterator[tuple[str, torch.Tensor]]:
-    """(dotted name, tensor) for each tensor leaf; dataclasses pytree does not know are walked too."""
+    """(dotted name, tensor) per tensor leaf; dataclasses unknown to pytree are walked too."""
     for path, leaf in pytree.tree_flatten_with_path(value)[0]:
         name = ".".join([prefix, *(_key_text(k) for k in path)])
         if isinstance(leaf, torch.Tensor):

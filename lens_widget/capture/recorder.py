@@ -126,9 +126,10 @@ class Recorder(TorchFunctionMode):
     # ---- sources ---------------------------------------------------------------------
 
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str) -> OpRecord:
+        stack = self.tracker.stack
         node = OpRecord(
             label=name, kind=kind, func=name, index=len(self.nodes), layer=name,
-            module_stack=self.tracker.stack, module=self.tracker.stack[-1][0] if self.tracker.stack else "",
+            module_stack=stack, module=stack[-1][0] if stack else "",
         )  # fmt: skip
         self._describe_outputs(node, (tensor,))
         self.nodes.append(node)
@@ -151,7 +152,12 @@ class Recorder(TorchFunctionMode):
         return tensor._version if self.track_versions else 0
 
     def _set_producer(self, tensor: Tensor, node: OpRecord, output_index: int) -> None:
-        self._producers[id(tensor)] = (weakref.ref(tensor), node, output_index, self._version(tensor))
+        self._producers[id(tensor)] = (
+            weakref.ref(tensor),
+            node,
+            output_index,
+            self._version(tensor),
+        )
 
     def producer_of(self, tensor: Tensor) -> tuple[OpRecord, int] | None:
         entry = self._producers.get(id(tensor))
@@ -242,7 +248,11 @@ class Recorder(TorchFunctionMode):
             entry = self._producers.get(id(tensor))
             if entry is not None and entry[0]() is tensor:
                 parent, output_index = entry[1], entry[2]
-                if self.track_versions and entry[3] != tensor._version and not self.save.keeps_nothing:
+                if (
+                    self.track_versions
+                    and entry[3] != tensor._version
+                    and not self.save.keeps_nothing
+                ):
                     # Written through another view since it was produced: keep the value now.
                     with torch.no_grad():
                         replay.literals[slot] = tensor.detach().clone()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Union
 
 from lens_widget.log.records import OpRecord
 
-SaveSpec = Union[str, None, Iterable[str], Callable[[OpRecord], bool]]
+SaveSpec = str | None | Iterable[str] | Callable[[OpRecord], bool]
 
 
 class SavePolicy:
@@ -36,7 +35,8 @@ class SavePolicy:
                 names = frozenset(spec)
             except TypeError:
                 raise TypeError(
-                    f"save must be 'all', None, a list of names or a callable, got {type(spec).__name__}"
+                    "save must be 'all', None, a list of names or a callable, "
+                    f"got {type(spec).__name__}"
                 ) from None
             if not all(isinstance(n, str) for n in names):
                 raise TypeError("save: every name in the list must be a string")

@@ -87,7 +87,9 @@ def _build_log(
     if error is None:
         for name, tensor in named_tensor_leaves(output, "output"):
             produced = recorder.producer_of(tensor)
-            parent = produced[0] if produced is not None else recorder.add_source(tensor, "const", name)
+            parent = (
+                produced[0] if produced is not None else recorder.add_source(tensor, "const", name)
+            )
             sink = OpRecord(
                 label=name, kind="output", func=name, index=len(nodes), layer=name,
                 shape=parent.shape, dtype=parent.dtype, device=parent.device,

@@ -33,5 +33,10 @@ def build_rolled_graph(log: ModelLog) -> nx.DiGraph:
                 if passes_seen[-1] != node.pass_index:
                     passes_seen.append(node.pass_index)
             else:
-                graph.add_edge(source, target, passes=[node.pass_index], shape=shape_text(by_label[parent].shape))
+                graph.add_edge(
+                    source,
+                    target,
+                    passes=[node.pass_index],
+                    shape=shape_text(by_label[parent].shape),
+                )
     return graph

@@ -17,7 +17,10 @@ def shape_text(shape: tuple[int, ...] | None) -> str:
 def build_unrolled_graph(log: ModelLog) -> nx.DiGraph:
     graph = nx.DiGraph(model_class=log.model_class)
     graph.add_nodes_from(
-        (n.label, {"record": n, "kind": n.kind, "func": n.func, "module": n.module, "shape": n.shape})
+        (
+            n.label,
+            {"record": n, "kind": n.kind, "func": n.func, "module": n.module, "shape": n.shape},
+        )
         for n in log.nodes
     )
     by_label = {n.label: n for n in log.nodes}

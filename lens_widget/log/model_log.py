@@ -75,7 +75,9 @@ class ModelLog:
         if isinstance(key, int):
             return self.ops[key]
         if not isinstance(key, str):
-            raise TypeError(f"index a ModelLog by position (int) or name (str), not {type(key).__name__}")
+            raise TypeError(
+                f"index a ModelLog by position (int) or name (str), not {type(key).__name__}"
+            )
         node = self._by_label.get(key)
         if node is not None:
             return node
@@ -88,7 +90,9 @@ class ModelLog:
             raise KeyError(self._unknown(key))
         if pass_text:
             if not pass_text.isdigit() or int(pass_text) not in info.outputs:
-                raise KeyError(f"module {address!r} ran {info.n_passes} time(s); no pass {pass_text!r}")
+                raise KeyError(
+                    f"module {address!r} ran {info.n_passes} time(s); no pass {pass_text!r}"
+                )
             labels = info.outputs[int(pass_text)]
         else:
             labels = info.outputs[max(info.outputs)]

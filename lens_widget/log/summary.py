@@ -24,7 +24,11 @@ def summarize(log: ModelLog) -> str:
     saved = [n for n in ops if n.saved]
     lines = [
         f"ModelLog of {log.model_class}"
-        + (f"  [PARTIAL: forward raised {type(log.error).__name__}: {log.error}]" if log.error else ""),
+        + (
+            f"  [PARTIAL: forward raised {type(log.error).__name__}: {log.error}]"
+            if log.error
+            else ""
+        ),
         f"  structure: {log.structure}; {len(log.modules)} modules ran; {len(ops)} ops "
         f"({len({n.layer for n in ops})} distinct layers)",
         f"  inputs: {', '.join(f'{n.label} {_shape(n.shape)}' for n in log.inputs) or 'none'}",
@@ -40,11 +44,16 @@ def summarize(log: ModelLog) -> str:
     for info in modules[:_MAX_MODULE_LINES]:
         depth = info.address.count(".") + (1 if info.address else 0)
         passes = f" x{info.n_passes}" if info.n_passes > 1 else ""
-        lines.append(f"  {'  ' * depth}{info.address or '(root)'}: {info.class_name}{passes}, {info.n_ops} ops")
+        name = info.address or "(root)"
+        lines.append(f"  {'  ' * depth}{name}: {info.class_name}{passes}, {info.n_ops} ops")
     if len(modules) > _MAX_MODULE_LINES:
         lines.append(f"  ... {len(modules) - _MAX_MODULE_LINES} more modules")
     lines.append("Ops (label: function -> shape  [module]):")
-    shown = ops if len(ops) <= _MAX_OPS_LISTED else ops[: _MAX_OPS_LISTED // 2] + ops[-_MAX_OPS_LISTED // 2 :]
+    shown = (
+        ops
+        if len(ops) <= _MAX_OPS_LISTED
+        else ops[: _MAX_OPS_LISTED // 2] + ops[-_MAX_OPS_LISTED // 2 :]
+    )
     for i, node in enumerate(shown):
         if len(ops) > _MAX_OPS_LISTED and i == _MAX_OPS_LISTED // 2:
             lines.append(f"  ... {len(ops) - _MAX_OPS_LISTED} more ops ...")

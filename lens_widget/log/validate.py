@@ -75,17 +75,23 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         produced = [args[0]]
     expected = node.activations
     if len(produced) != len(expected):
-        raise ValidationError(node.label, f"replay gave {len(produced)} outputs, saved {len(expected)}")
-    for i, (got, want) in enumerate(zip(produced, expected)):
+        raise ValidationError(
+            node.label, f"replay gave {len(produced)} outputs, saved {len(expected)}"
+        )
+    for i, (got, want) in enumerate(zip(produced, expected, strict=True)):
         _compare(node.label, i, got, want, rtol, atol)
     return None
 
 
-def _compare(label: str, i: int, got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> None:
+def _compare(
+    label: str, i: int, got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float
+) -> None:
     where = f" (output {i})" if i else ""
     if got.shape != want.shape or got.dtype != want.dtype:
         raise ValidationError(
-            label, f"replay gave {tuple(got.shape)} {got.dtype}, saved {tuple(want.shape)} {want.dtype}{where}"
+            label,
+            f"replay gave {tuple(got.shape)} {got.dtype}, "
+            f"saved {tuple(want.shape)} {want.dtype}{where}",
         )
     if torch.equal(got, want):
         return

@@ -87,7 +87,9 @@ def test_sources_are_named_nodes(log):
 def test_ops_outside_any_module_have_empty_module(log):
     assert log["linear_1_1"].module == "fc"
     assert log["where_1_16"].module == ""
-    assert log["where_1_16"].source.endswith(f":{helper_outside_modules.__code__.co_firstlineno + 1}")
+    assert log["where_1_16"].source.endswith(
+        f":{helper_outside_modules.__code__.co_firstlineno + 1}"
+    )
     assert "torch.where" in log["where_1_16"].source_code
 
 

@@ -26,7 +26,12 @@ class WithSideBranch(nn.Module):
 def test_metadata_of_an_op():
     log = lw.trace(WithSideBranch(), torch.randn(2, 4))
     linear = log["linear_1_4"]
-    assert (linear.shape, linear.dtype, linear.device, linear.nbytes) == ((2, 3), "float32", "cpu", 24)
+    assert (linear.shape, linear.dtype, linear.device, linear.nbytes) == (
+        (2, 3),
+        "float32",
+        "cpu",
+        24,
+    )
     assert [(p.name, p.shape, p.numel) for p in linear.params] == [
         ("proj.weight", (3, 4), 12),
         ("proj.bias", (3,), 3),
