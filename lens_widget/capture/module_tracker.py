@@ -62,8 +62,11 @@ class ModuleTracker:
 
     def _address(self, module: torch.nn.Module) -> str:
         address = self._addresses.get(id(module))
-        if address is None:  # a module built inside forward, not reachable from the model
-            address = f"<{type(module).__name__}>"
+        if address is None:  # built inside forward, not reachable from the model: name it
+            parent = self.stack[-1][0] if self.stack else ""  # under the module calling it
+            address = self._addresses[id(module)] = ".".join(
+                filter(None, (parent, f"<{type(module).__name__}>"))
+            )
         return address
 
     def _pre(self, module: torch.nn.Module, args: Any) -> None:

@@ -24,6 +24,7 @@ from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.log.records import NodeKind, OpRecord, ParamUse
 
 Tensor = torch.Tensor
+Parameter = torch.nn.Parameter
 
 # Calls that read metadata and never return a tensor: passed straight through.
 _METADATA_CALLS = frozenset(
@@ -46,6 +47,9 @@ _RANDOM_CALLS = frozenset(
         "bernoulli_", "multinomial", "exponential_", "geometric_", "log_normal_", "cauchy_",
         "random_", "poisson", "rrelu", "rrelu_", "gumbel_softmax", "fractional_max_pool2d",
         "fractional_max_pool3d", "native_dropout",
+        # ops with a dropout argument of their own
+        "scaled_dot_product_attention", "multi_head_attention_forward", "lstm", "gru",
+        "rnn_tanh", "rnn_relu", "transformer_encoder_layer_fwd", "_native_multi_head_attention",
     }
 )  # fmt: skip
 
@@ -134,8 +138,7 @@ class Recorder(TorchFunctionMode):
         self._describe_outputs(node, (tensor,))
         self.nodes.append(node)
         if not self.save.keeps_nothing:  # sources are references: free to keep
-            # A parameter is kept as a plain tensor sharing its storage (no copy).
-            self._keep(node, (tensor.detach() if kind in ("param", "buffer") else tensor,))
+            self._keep(node, (tensor,))
         self._set_producer(tensor, node, 0)
         return node
 
@@ -166,6 +169,8 @@ class Recorder(TorchFunctionMode):
         return None
 
     def _keep(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
+        if any(type(t) is Parameter for t in outputs):  # p.float() returns p itself
+            outputs = tuple(t.detach() if type(t) is Parameter else t for t in outputs)
         node.activations = outputs
         for i, tensor in enumerate(outputs):
             try:

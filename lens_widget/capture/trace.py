@@ -62,10 +62,11 @@ def trace(
     log = _build_log(recorder, model, output, error, elapsed)
     if error is not None:
         error.lens_log = log  # type: ignore[attr-defined]
-        error.add_note(
-            f"lens_widget: the forward pass raised after {len(log.ops)} ops; "
-            "the partial log is at err.lens_log"
-        )
+        if hasattr(error, "add_note"):  # Python 3.11+
+            error.add_note(
+                f"lens_widget: the forward pass raised after {len(log.ops)} ops; "
+                "the partial log is at err.lens_log"
+            )
         raise error.with_traceback(error.__traceback__)
     return log
 

@@ -1,0 +1,153 @@
+"""Trace small real models (transformers families, torch.nn classics) and check the trace is
+faithful: same outputs, same side effects as a plain forward, no leftovers, a valid log."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+from cleanup_checks import compare_with_plain_forward, seed_all, tensor_leaves
+from models_zoo import BUILDERS, ZooCase
+from torch import nn
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+
+NAMES = list(BUILDERS)
+MODES = ["eval", "train"]
+
+
+def build(name: str, mode: str) -> ZooCase:
+    case = BUILDERS[name]()
+    case.model.train(mode == "train")
+    return case
+
+
+def plain_forward(case: ZooCase, seed: int, model: nn.Module | None = None) -> Any:
+    seed_all(seed)
+    with torch.no_grad():
+        return (model or case.model)(*case.args, **case.kwargs)
+
+
+def module_calls(case: ZooCase, seed: int) -> dict[str, int]:
+    """How many times each module's forward ran in a plain forward of a copy of the model."""
+    model = copy.deepcopy(case.model)
+    names = {id(m): name for name, m in model.named_modules()}
+    calls: dict[str, int] = {}
+
+    def count(module: nn.Module, _args: Any) -> None:
+        name = names.get(id(module))
+        if name is not None:
+            calls[name] = calls.get(name, 0) + 1
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(count)
+    try:
+        plain_forward(case, seed, model)
+    finally:
+        handle.remove()
+    return calls
+
+
+def pytree_tensors(obj: Any) -> list[torch.Tensor]:
+    return [leaf for leaf in pytree.tree_leaves(obj) if isinstance(leaf, torch.Tensor)]
+
+
+# ---------------------------------------------------------------- the zoo itself (no tracer)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_zoo_model_is_deterministic_in_eval(name: str) -> None:
+    a, b = build(name, "eval"), build(name, "eval")
+    out_a, out_b = plain_forward(a, 0), plain_forward(b, 1)
+    leaves_a, leaves_b = tensor_leaves(out_a), tensor_leaves(out_b)
+    assert leaves_a, "model returned no tensors"
+    assert all(torch.equal(x, y) for x, y in zip(leaves_a, leaves_b, strict=True))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_zoo_train_mode_randomness_is_as_declared(name: str) -> None:
+    # Guards the train-mode trace tests: models declared random must give different outputs
+    # with two seeds, so a tracer that disturbs the RNG would be caught.
+    case = build(name, "train")
+    first = tensor_leaves(plain_forward(case, 0))[0]
+    second = tensor_leaves(plain_forward(case, 1))[0]
+    assert torch.equal(first, second) != case.random_in_train
+
+
+# ---------------------------------------------------------------- traces
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", NAMES)
+def test_trace_is_faithful(name: str, mode: str) -> None:
+    case = build(name, mode)
+    calls = module_calls(case, seed=7)
+    result = compare_with_plain_forward(case.model, case.args, case.kwargs, seed=7)
+    log = result.log
+
+    assert log.error is None and log.failed_op is None
+    log.validate()
+    assert log.model_class == type(case.model).__name__
+
+    ops = log.ops
+    assert len(ops) >= case.min_ops, f"only {len(ops)} ops traced"
+    assert all(op.kind == "op" for op in ops)
+    assert [op.index for op in ops] == sorted(op.index for op in ops), "ops not in execution order"
+    funcs = [op.func for op in ops]
+    for factory in case.factory_ops:
+        assert any(factory in f for f in funcs), f"factory op {factory!r} not traced"
+
+    # save="all": every op that produced tensors kept them, as plain tensors.
+    for op in ops:
+        if op.shape is None:
+            continue
+        assert op.activations is not None, f"{op.label} ({op.func}) has no saved activation"
+        for t in op.activations:
+            assert type(t) is torch.Tensor, f"{op.label}: saved {type(t).__qualname__}"
+        assert tuple(op.activation.shape) == tuple(op.shape), f"{op.label}: shape mismatch"
+
+    # Each output leaf is the activation of the op the log says produced it.
+    leaves = pytree_tensors(result.output)
+    sinks = [r for r in log.nodes if r.kind == "output"]
+    assert len(sinks) == len(leaves), f"{len(sinks)} output nodes for {len(leaves)} output tensors"
+    for i, (sink, leaf) in enumerate(zip(sinks, leaves, strict=True)):
+        assert len(sink.parents) == 1, f"output {sink.label} has parents {sink.parents}"
+        producer = log[sink.parents[0]]
+        index = sink.parent_args[0].output_index if sink.parent_args else 0
+        assert producer.activations is not None, f"output {i}: producer {producer.label} unsaved"
+        saved = producer.activations[index]
+        assert torch.equal(saved, leaf.detach()), f"output {i}: {producer.label} activation differs"
+        assert producer.feeds_output, f"{producer.label} feeds output but is not marked so"
+
+    # Module bookkeeping agrees with what a plain forward actually called.
+    named = dict(case.model.named_modules())
+    for address, info in log.modules.items():
+        # A module built inside forward is named "<Class>" under the module that called it.
+        known = address.rsplit(".", 1)[0] if address.endswith(">") else address
+        assert known in named or known.startswith("<"), f"unknown module address {address!r}"
+        if address in named:
+            assert info.class_name == type(named[address]).__name__
+        else:
+            assert address.endswith(f"<{info.class_name}>")
+    for address, count in calls.items():
+        module = named[address]
+        if address and any(True for _ in module.parameters(recurse=False)):
+            assert address in log.modules, f"module {address} ran but is not in log.modules"
+            assert log.modules[address].n_passes == count, f"{address}: passes differ"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "t5", "resnet"])
+def test_trace_under_no_grad_and_without_saving(name: str) -> None:
+    import lens_widget as lw
+
+    case = build(name, "eval")
+
+    def trace(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return lw.trace(model, args, kwargs, save=None)
+
+    with torch.no_grad():
+        result = compare_with_plain_forward(case.model, case.args, case.kwargs, trace=trace)
+    assert len(result.log.ops) >= case.min_ops
+    assert all(op.activations is None for op in result.log.ops)
