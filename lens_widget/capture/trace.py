@@ -13,6 +13,7 @@ from lens_widget.capture.call_site import describe_source
 from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
+from lens_widget.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord, ParentArg
 
@@ -51,15 +52,15 @@ def trace(
 
     output: Any = None
     error: BaseException | None = None
-    start = time.perf_counter()
-    try:
-        with recorder.tracker, recorder:
-            output = model(*args, **kwargs)
-    except BaseException as err:  # noqa: BLE001 - re-raised below with the log attached
-        error = err
-    elapsed = time.perf_counter() - start
-
-    log = _build_log(recorder, model, output, error, elapsed)
+    with gc_paused():
+        start = time.perf_counter()
+        try:
+            with recorder.tracker, recorder:
+                output = model(*args, **kwargs)
+        except BaseException as err:  # noqa: BLE001 - re-raised below with the log attached
+            error = err
+        elapsed = time.perf_counter() - start
+        log = _build_log(recorder, model, output, error, elapsed)
     if error is not None:
         error.lens_log = log  # type: ignore[attr-defined]
         if hasattr(error, "add_note"):  # Python 3.11+

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from lens_widget.gc_pause import gc_paused
 from lens_widget.log.records import OpRecord
 
 if TYPE_CHECKING:
@@ -115,14 +116,16 @@ class ModelLog:
         """Unrolled graph: one node per label, sources and outputs included."""
         from lens_widget.graph.unrolled import build_unrolled_graph
 
-        return build_unrolled_graph(self)
+        with gc_paused():
+            return build_unrolled_graph(self)
 
     @cached_property
     def rolled_graph(self) -> nx.DiGraph:
         """Passes of the same layer folded into one node; edges list their passes."""
         from lens_widget.graph.rolled import build_rolled_graph
 
-        return build_rolled_graph(self)
+        with gc_paused():
+            return build_rolled_graph(self)
 
     @property
     def saved_bytes(self) -> int:

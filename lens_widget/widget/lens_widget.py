@@ -128,15 +128,18 @@ class LensWidget(anywidget.AnyWidget):
         if callable(base):
             wanted = set(extra)
             f: Callable[[OpRecord], bool] = base
-            return lambda record: record.label in wanted or bool(f(record))
+            return lambda r: r.label in wanted or r.layer in wanted or bool(f(r))
         return [*base, *extra]
 
     def rerun(self, node_id: str | None = None) -> None:
-        """Trace the model again, also saving `node_id`'s activation (labels are stable)."""
+        """Trace the model again, also saving `node_id`'s activation (labels are stable).
+
+        `node_id` is an op label, or a rolled-view layer id to save every pass of it.
+        """
         if self._model is None:
             raise RuntimeError("this widget was built from a log; there is no model to re-run")
         if node_id is not None:
-            label = requests.node_record(self._records, node_id).label
+            label = requests.rerun_target(self._records, {"id": node_id}, self._ids["rolled"])
             if label not in self._extra_save:
                 self._extra_save.append(label)
         self.status = "re-running the model…"
@@ -187,7 +190,7 @@ class LensWidget(anywidget.AnyWidget):
         return requests.activation(self._records, params)
 
     def _rerun(self, params: Any) -> requests.Reply:
-        label = requests.rerun_target(self._records, params)
+        label = requests.rerun_target(self._records, params, self._ids["rolled"])
         if self._model is None:
             raise requests.RequestError("this widget was built from a log; it cannot re-run")
         self.rerun(label)

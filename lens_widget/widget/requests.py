@@ -7,7 +7,7 @@ hostile message can neither crash the kernel nor reach anything but the lookups 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import torch
@@ -77,10 +77,13 @@ def activation(records: Mapping[str, OpRecord], params: Any) -> Reply:
     return result, [data]
 
 
-def rerun_target(records: Mapping[str, OpRecord], params: Any) -> str:
-    """The validated label of a "rerun" request."""
+def rerun_target(records: Mapping[str, OpRecord], params: Any, layers: Collection[str] = ()) -> str:
+    """The validated id of a "rerun" request: an op label, or a rolled layer (all passes)."""
     p = _params(params, {"id"}, {"id"})
-    return node_record(records, p["id"]).label
+    node_id = p["id"]
+    if isinstance(node_id, str) and node_id in layers:
+        return node_id
+    return node_record(records, node_id).label
 
 
 def handle(content: Any, handlers: Mapping[str, Handler]) -> Reply | None:

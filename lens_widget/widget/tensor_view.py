@@ -8,6 +8,7 @@ plus statistics and a histogram computed over the full tensor.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import torch
@@ -35,6 +36,12 @@ def as_float(t: torch.Tensor) -> tuple[torch.Tensor, str]:
     return t.float(), ""
 
 
+def _json_number(v: float) -> float:
+    if math.isfinite(v):
+        return v
+    return 0.0 if math.isnan(v) else math.copysign(sys.float_info.max, v)
+
+
 def stats_and_hist(x: torch.Tensor) -> tuple[dict[str, float], dict[str, list[float]]]:
     """Statistics and a 64-bin histogram over the finite values of the full tensor."""
     numel = x.numel()
@@ -58,20 +65,35 @@ def stats_and_hist(x: torch.Tensor) -> tuple[dict[str, float], dict[str, list[fl
         return {**stats, "nan": n_nan, "inf": n_inf}, {"edges": [], "counts": []}
     lo_t, hi_t = torch.aminmax(finite)
     lo, hi = float(lo_t), float(hi_t)
-    if finite.numel() > 1:
-        var, mean_t = torch.var_mean(finite)
-        mean, std = float(mean_t), math.sqrt(float(var))
+    n = finite.numel()
+    # Values near float64's limit overflow sums and hi - lo: work on them scaled down.
+    scale = max(abs(lo), abs(hi))
+    scale = scale if scale > 1e150 else 1.0
+    scaled = finite / scale if scale != 1.0 else finite
+    if n > 1:
+        var, mean_t = torch.var_mean(scaled)
+        mean, std = float(mean_t) * scale, math.sqrt(float(var)) * scale
     else:
         mean, std = lo, 0.0
-    stats = {"numel": numel, "min": lo, "max": hi, "mean": mean, "std": std, "zeros": zeros}
-    if lo == hi:
-        edges_lo, edges_hi = lo - 0.5, hi + 0.5
+    stats = {
+        "numel": numel,
+        "min": lo,
+        "max": hi,
+        "mean": _json_number(mean),
+        "std": _json_number(std),
+        "zeros": zeros,
+    }
+    if lo == hi:  # one value: a single bar in the middle bin of a unit-wide range
+        edges = [lo - 0.5 + i / HIST_BINS for i in range(HIST_BINS + 1)]
+        counts = [0] * HIST_BINS
+        counts[HIST_BINS // 2] = n
     else:
-        edges_lo, edges_hi = lo, hi
-    counts = torch.histc(finite, bins=HIST_BINS, min=edges_lo, max=edges_hi)
-    step = (edges_hi - edges_lo) / HIST_BINS
-    edges = [edges_lo + i * step for i in range(HIST_BINS)] + [edges_hi]
-    hist = {"edges": edges, "counts": [int(c) for c in counts.tolist()]}
+        s_lo, s_hi = lo / scale, hi / scale
+        counts = [int(c) for c in torch.histc(scaled, HIST_BINS, s_lo, s_hi).tolist()]
+        step = (s_hi - s_lo) / HIST_BINS
+        edges = [(s_lo + i * step) * scale for i in range(HIST_BINS + 1)]
+        edges[0], edges[-1] = lo, hi
+    hist = {"edges": edges, "counts": counts}
     return {**stats, "nan": n_nan, "inf": n_inf}, hist
 
 
