@@ -1,0 +1,144 @@
+# lens_widget developer commands. `make help` lists them.
+# Works on a fresh Debian machine with python3 (>=3.10), node 20 and npm; installs chromium
+# through apt when missing (needs root). Stamp files make reruns skip what is up to date.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+# A local wheel directory (the CPU-only torch wheel) is used when present, even if the
+# PIP_FIND_LINKS variable is not set in this environment.
+WHEELS_DIR ?= /opt/wheels
+FIND_LINKS := $(if $(wildcard $(WHEELS_DIR)),--find-links $(WHEELS_DIR),)
+PIP_INSTALL := $(PIP) install -c constraints.txt $(FIND_LINKS)
+CHROMIUM ?= /usr/bin/chromium
+PY_DIRS := lens_widget tests bench
+
+STAMP_VENV := $(VENV)/.stamp-venv
+STAMP_TORCH := $(VENV)/.stamp-torch
+STAMP_PY := $(VENV)/.stamp-python-deps
+STAMP_NODE := node_modules/.stamp-npm-ci
+WIDGET_JS := lens_widget/static/widget.js
+JS_SOURCES := $(shell find js -type f 2>/dev/null) package.json tsconfig.json
+
+.PHONY: help install venv build wheel chromium test test-lint test-format test-types test-js \
+	test-py demo bench clean
+
+help:
+	@echo "make demo    install everything, start JupyterLab on 127.0.0.1 with notebooks/demo.ipynb"
+	@echo "make test    install everything, run ruff, tsc, vitest and pytest (python + browser)"
+	@echo "make install .venv with torch (CPU) and lens_widget[test] (editable), built widget JS"
+	@echo "make build   bundle the frontend into $(WIDGET_JS)"
+	@echo "make wheel   build dist/lens_widget-*.whl and check it carries the widget JS"
+	@echo "make bench   run bench/run.py"
+	@echo "make clean   remove .venv, node_modules, built JS, dist"
+
+# ---------------------------------------------------------------- install
+
+# Debian's python3 lacks ensurepip until python3-venv is installed.
+$(STAMP_VENV):
+	$(PYTHON) -m venv $(VENV) || { \
+		echo "python3 -m venv failed: installing python3-venv with apt-get"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends python3-venv; \
+		$(PYTHON) -m venv --clear $(VENV); \
+	}
+	touch $@
+
+# torch on its own first, pinned, so the CPU wheel is chosen before anything pulls another.
+$(STAMP_TORCH): $(STAMP_VENV) constraints.txt
+	$(PIP_INSTALL) torch==2.13.0
+	touch $@
+
+# The JS is built by the npm targets below (order-only: editing JS must not reinstall Python
+# packages), so the build hook's own npm run is skipped.
+$(STAMP_PY): $(STAMP_TORCH) pyproject.toml constraints.txt | $(WIDGET_JS)
+	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(PIP_INSTALL) -e ".[test]"
+	touch $@
+
+venv: $(STAMP_PY)
+
+$(STAMP_NODE): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+$(WIDGET_JS): $(STAMP_NODE) $(wildcard $(JS_SOURCES))
+	npm run build
+	test -s $@
+
+build: $(WIDGET_JS)
+
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		echo "chromium missing: installing it with apt-get"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium; \
+	fi
+
+install: $(STAMP_PY) $(WIDGET_JS) chromium
+
+# ---------------------------------------------------------------- test
+
+# Every suite runs even when an earlier one fails; the target fails if any did.
+SUITES := test-lint test-format test-types test-js test-py
+
+test: install
+	@failed=""; \
+	for suite in $(SUITES); do \
+		echo "=== $$suite"; \
+		start=$$(date +%s); \
+		if $(MAKE) --no-print-directory $$suite; then status=ok; else status=FAILED; failed="$$failed $$suite"; fi; \
+		echo "=== $$suite: $$status in $$(( $$(date +%s) - start ))s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi; \
+	echo "all suites passed"
+
+test-lint:
+	$(VENV)/bin/ruff check $(PY_DIRS)
+
+test-format:
+	$(VENV)/bin/ruff format --check $(PY_DIRS)
+
+test-types: $(STAMP_NODE)
+	npm run typecheck
+
+test-js: $(STAMP_NODE)
+	npm test
+
+test-py: $(STAMP_PY) $(WIDGET_JS)
+	$(PY) -m pytest -p no:cacheprovider
+
+# ---------------------------------------------------------------- run
+
+demo: install
+	@port=$$($(PY) -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'); \
+	echo ""; \
+	echo "  lens_widget demo: http://127.0.0.1:$$port/lab/tree/demo.ipynb"; \
+	echo "  (Ctrl-C to stop)"; \
+	echo ""; \
+	exec $(VENV)/bin/jupyter lab --no-browser --allow-root \
+		--ServerApp.ip=127.0.0.1 --ServerApp.port=$$port --ServerApp.port_retries=0 \
+		--IdentityProvider.token='' --ServerApp.password='' \
+		--ServerApp.root_dir=notebooks --LabApp.default_url=/lab/tree/demo.ipynb
+
+bench: install
+	$(PY) bench/run.py
+
+wheel: $(STAMP_PY) $(WIDGET_JS)
+	$(PIP_INSTALL) build
+	rm -rf dist
+	$(PY) -m build --wheel --outdir dist
+	$(PY) -c 'import glob, sys, zipfile; \
+		whl = glob.glob("dist/lens_widget-*.whl"); \
+		names = zipfile.ZipFile(whl[0]).namelist() if whl else []; \
+		sys.exit(0 if "lens_widget/static/widget.js" in names else "wheel lacks lens_widget/static/widget.js")'
+	@ls dist/*.whl
+
+clean:
+	rm -rf $(VENV) node_modules $(WIDGET_JS) dist build

@@ -1,0 +1,81 @@
+"""Timing and memory primitives shared by the benches.
+
+Memory: torch's CPU allocator keeps no statistics and tracemalloc does not see it, so we read
+the process's resident set from /proc. Before each measured call we hand freed heap pages back
+to the OS (glibc malloc_trim) and reset the kernel's high-water mark (clear_refs 5); the peak
+is then VmHWM minus the RSS just before the call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import re
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+_LIBC: Any = None
+
+
+def _libc() -> Any:
+    global _LIBC
+    if _LIBC is None:
+        try:
+            _LIBC = ctypes.CDLL("libc.so.6")
+        except OSError:
+            _LIBC = False
+    return _LIBC
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        match = re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+def settle() -> None:
+    """Collect garbage and return free heap memory to the OS, so RSS reflects live data."""
+    gc.collect()
+    libc = _libc()
+    if libc:
+        libc.malloc_trim(0)
+
+
+def peak_rss_delta(fn: Callable[[], Any]) -> tuple[int, int, Any]:
+    """Run fn once: (peak RSS above the start in bytes, RSS still held after it, fn's result)."""
+    settle()
+    start = _status_kb("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset VmHWM to the current RSS
+        resettable = True
+    except OSError:
+        resettable = False
+    result = fn()
+    peak = _status_kb("VmHWM") if resettable else _status_kb("VmRSS")
+    gc.collect()
+    held = _status_kb("VmRSS") - start
+    return max(0, peak - start) * 1024, max(0, held) * 1024, result
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Seconds one call of fn takes (after a gc.collect so each run starts from a clean heap)."""
+    gc.collect()
+    t0 = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, result
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def percentile(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    ordered = sorted(xs)
+    k = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[k]
+

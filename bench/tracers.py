@@ -1,0 +1,178 @@
+"""The contenders: a plain forward, a bare TorchFunctionMode floor, lens_widget and TorchLens.
+
+Each Mode has an untimed `before`/`after` around the timed `call`, and `describe` that pulls
+op counts and saved bytes out of one result (untimed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves
+
+from models import BenchCase
+
+
+def distinct_storage_bytes(tensors: Iterable[Any], exclude: set[int]) -> int:
+    """Bytes of the distinct storages behind `tensors`, skipping storages in `exclude`
+    (the model's parameters, buffers and inputs: memory that exists without tracing)."""
+    seen: set[int] = set()
+    total = 0
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or t.is_meta:
+            continue
+        try:
+            storage = t.untyped_storage()
+        except (RuntimeError, NotImplementedError):
+            continue
+        ptr = storage.data_ptr()
+        if ptr == 0 or ptr in seen or ptr in exclude:
+            continue
+        seen.add(ptr)
+        total += storage.nbytes()
+    return total
+
+
+def preexisting_storages(case: BenchCase) -> set[int]:
+    tensors = [*case.model.parameters(), *case.model.buffers()]
+    tensors += [t for t in tree_leaves((case.args, case.kwargs)) if isinstance(t, torch.Tensor)]
+    return {t.untyped_storage().data_ptr() for t in tensors}
+
+
+class Mode:
+    name = ""
+    label = ""
+
+    def available(self) -> str | None:
+        """None when usable, else why not."""
+        return None
+
+    def before(self) -> None:
+        pass
+
+    def call(self, case: BenchCase) -> Any:
+        raise NotImplementedError
+
+    def after(self, result: Any) -> None:
+        pass
+
+    def describe(self, case: BenchCase, result: Any) -> dict[str, Any]:
+        return {}
+
+
+class Plain(Mode):
+    name, label = "plain", "plain forward"
+
+    def call(self, case: BenchCase) -> Any:
+        return case.model(*case.args, **case.kwargs)
+
+
+class _KeepOutputs(TorchFunctionMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.outputs: list[Any] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.outputs.append(out)
+        return out
+
+
+class Floor(Mode):
+    """What any TorchFunctionMode tracer pays at least: see every call, keep every output."""
+
+    name, label = "floor", "bare TorchFunctionMode, keeps outputs"
+
+    def call(self, case: BenchCase) -> Any:
+        mode = _KeepOutputs()
+        with mode:
+            case.model(*case.args, **case.kwargs)
+        return mode.outputs
+
+    def describe(self, case: BenchCase, result: Any) -> dict[str, Any]:
+        return {
+            "calls": len(result),
+            "output_bytes": distinct_storage_bytes(tree_leaves(result), preexisting_storages(case)),
+        }
+
+
+class LensWidget(Mode):
+    def __init__(self, save: str | None) -> None:
+        self.save = save
+        self.name = "lw_all" if save == "all" else "lw_none"
+        self.label = f'lens_widget trace(save={save!r})'
+
+    def available(self) -> str | None:
+        try:
+            import lens_widget
+
+            lens_widget.trace  # noqa: B018
+        except Exception as err:  # the tracer is still being written: report, don't crash
+            return f"{type(err).__name__}: {err}"
+        return None
+
+    def call(self, case: BenchCase) -> Any:
+        import lens_widget
+
+        return lens_widget.trace(case.model, case.args, case.kwargs, save=self.save)
+
+    def describe(self, case: BenchCase, result: Any) -> dict[str, Any]:
+        saved = [t for rec in result.ops if rec.activations for t in rec.activations]
+        return {
+            "ops": len(result.ops),
+            "nodes": len(result.nodes),
+            "saved_ops": sum(1 for rec in result.ops if rec.activations is not None),
+            "saved_bytes": distinct_storage_bytes(saved, preexisting_storages(case)),
+        }
+
+
+class TorchLens(Mode):
+    """torchlens.trace. Its torch wrappers are installed before and removed after each timed
+    call (untimed): a user pays the ~0.2 s install once per process, and leaving them in place
+    would slow every other contender in this process."""
+
+    def __init__(self, save_all: bool) -> None:
+        self.save_all = save_all
+        self.name = "tl_all" if save_all else "tl_none"
+        self.label = f"TorchLens trace(layers_to_save={'all' if save_all else None!r})"
+
+    def available(self) -> str | None:
+        try:
+            import torchlens  # noqa: F401
+        except Exception as err:
+            return f"{type(err).__name__}: {err}"
+        return None
+
+    def before(self) -> None:
+        from torchlens.backends.torch.wrappers import wrap_torch
+
+        wrap_torch()
+
+    def call(self, case: BenchCase) -> Any:
+        import torchlens
+        from torchlens.options import CaptureOptions
+
+        capture = CaptureOptions(layers_to_save="all" if self.save_all else None)
+        return torchlens.trace(case.model, list(case.args), dict(case.kwargs), capture=capture)
+
+    def after(self, result: Any) -> None:
+        from torchlens.backends.torch.wrappers import unwrap_torch
+
+        unwrap_torch()
+
+    def describe(self, case: BenchCase, result: Any) -> dict[str, Any]:
+        saved = [op.out for op in result.layer_list if op.has_saved_activation]
+        return {
+            "ops": int(result.num_ops),
+            "saved_ops": int(result.num_saved_ops),
+            "saved_bytes": distinct_storage_bytes(saved, preexisting_storages(case)),
+            "reported_saved_bytes": int(result.saved_activation_memory),
+        }
+
+
+def all_modes() -> list[Mode]:
+    return [Plain(), Floor(), LensWidget(None), LensWidget("all"), TorchLens(False),
+            TorchLens(True)]

@@ -1,0 +1,24 @@
+// Number and size formatting for the inspector.
+export function fmtNum(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a >= 1e5 || a < 1e-3) return v.toExponential(3);
+  return Number(v.toPrecision(5)).toString();
+}
+
+export function fmtBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
+}
+
+export function fmtShape(shape: number[] | null): string {
+  if (!shape) return "—";
+  return shape.length === 0 ? "scalar" : `(${shape.join(", ")})`;
+}

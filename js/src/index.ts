@@ -1,0 +1,10 @@
+// anywidget entry point.
+import type { AnyModel } from "./anywidget";
+import { LensApp } from "./app";
+
+export default {
+  render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void {
+    const app = new LensApp(model, el);
+    return () => app.dispose();
+  },
+};

@@ -1,0 +1,51 @@
+// Search over node ids/func names and module addresses/class names of the current view.
+import { type GraphModel, ROOT } from "./tree";
+import { isShown } from "./visibility";
+
+export interface SearchHit {
+  kind: "node" | "group";
+  id: string; // node id or group key
+  label: string;
+  detail: string;
+  score: number; // lower is better
+}
+
+/** Hidden nodes (params when not shown) are left out: a hit must be something one can see. */
+export function search(model: GraphModel, query: string, limit = 30, showParams = true): SearchHit[] {
+  const q = query.trim().toLowerCase();
+  if (!q) return [];
+  const hits: SearchHit[] = [];
+  const rank = (text: string): number => {
+    const t = text.toLowerCase();
+    if (t === q) return 0;
+    if (t.startsWith(q)) return 1;
+    const i = t.indexOf(q);
+    if (i < 0) return -1;
+    // a match at a word boundary ("h.1" in "transformer.h.1.attn") beats one in the middle
+    return /[._:\s]/.test(t[i - 1]) ? 2 : 3;
+  };
+  const best = (...texts: string[]): number => {
+    let r = -1;
+    for (const t of texts) {
+      const s = rank(t);
+      if (s >= 0 && (r < 0 || s < r)) r = s;
+    }
+    return r;
+  };
+  for (const g of model.groups.values()) {
+    if (g.key === ROOT) continue;
+    const s = best(g.address, g.key, g.className);
+    if (s >= 0) hits.push({ kind: "group", id: g.key, label: g.key, detail: g.className, score: s });
+  }
+  for (const n of model.view.nodes) {
+    if (!isShown(n, showParams)) continue;
+    // a node matched only through its module ranks below the module itself
+    const byModule = rank(n.module);
+    const own = best(n.id, n.func);
+    const s = own >= 0 ? own : byModule >= 0 ? byModule + 4 : -1;
+    if (s >= 0) hits.push({ kind: "node", id: n.id, label: n.id, detail: n.module ? `${n.func} in ${n.module}` : n.func, score: s });
+  }
+  // stable: equal scores keep execution / tree order
+  hits.sort((a, b) => a.score - b.score);
+  return hits.slice(0, limit);
+}

@@ -1,0 +1,90 @@
+// Widget CSS, injected once per document (keeps the bundle a single file).
+const CSS = `
+.lens-root{--lens-bg:var(--jp-layout-color0,#fff);--lens-fg:var(--jp-ui-font-color0,#1f2933);--lens-muted:var(--jp-ui-font-color2,#7b8794);
+--lens-border:var(--jp-border-color2,#e4e7eb);--lens-accent:var(--jp-brand-color1,#1c7ed6);--lens-panel:var(--jp-layout-color1,#fbfcfd);
+font-family:var(--jp-ui-font-family,system-ui,-apple-system,"Segoe UI",sans-serif);font-size:12px;color:var(--lens-fg);
+border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background:var(--lens-bg);display:flex;flex-direction:column;position:relative}
+.lens-root *{box-sizing:border-box}
+.lens-toolbar{display:flex;align-items:center;gap:6px;padding:6px 8px;border-bottom:1px solid var(--lens-border);flex-wrap:wrap;background:var(--lens-panel)}
+.lens-title{font-weight:600;margin-right:6px;white-space:nowrap}
+.lens-title small{font-weight:400;color:var(--lens-muted);margin-left:4px}
+.lens-btn{font:inherit;font-size:12px;padding:3px 9px;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg);cursor:pointer;line-height:18px}
+.lens-btn:hover:not(:disabled){border-color:var(--lens-accent);color:var(--lens-accent)}
+.lens-btn:disabled{opacity:.45;cursor:default}
+.lens-btn-primary{background:var(--lens-accent);border-color:var(--lens-accent);color:#fff}
+.lens-btn-primary:hover:not(:disabled){color:#fff;filter:brightness(1.1)}
+.lens-seg{display:inline-flex;border:1px solid var(--lens-border);border-radius:4px;overflow:hidden}
+.lens-seg .lens-btn{border:none;border-radius:0}
+.lens-seg .lens-btn[aria-pressed=true]{background:var(--lens-accent);color:#fff}
+.lens-check{display:inline-flex;align-items:center;gap:3px;white-space:nowrap;cursor:pointer;user-select:none}
+.lens-sep{width:1px;height:18px;background:var(--lens-border);margin:0 2px}
+.lens-spacer{flex:1}
+.lens-status{color:var(--lens-muted);white-space:nowrap;font-size:11px}
+.lens-search{position:relative}
+.lens-search input{font:inherit;font-size:12px;padding:3px 8px;width:200px;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg)}
+.lens-search input:focus{outline:none;border-color:var(--lens-accent)}
+.lens-results{position:absolute;top:100%;left:0;z-index:20;min-width:320px;max-height:320px;overflow:auto;background:var(--lens-bg);border:1px solid var(--lens-border);border-radius:4px;box-shadow:0 6px 18px rgba(0,0,0,.15);margin-top:2px}
+.lens-result{display:flex;gap:8px;justify-content:space-between;padding:4px 8px;cursor:pointer;white-space:nowrap}
+.lens-result[aria-selected=true],.lens-result:hover{background:rgba(28,126,214,.12)}
+.lens-result .lens-mono{overflow:hidden;text-overflow:ellipsis}
+.lens-banner{padding:6px 10px;background:#fff5f5;color:#c92a2a;border-bottom:1px solid #ffc9c9;font-size:12px}
+.lens-banner b{font-weight:600}
+.lens-main{display:flex;min-height:0;position:relative}
+.lens-canvas-wrap{flex:1;position:relative;min-width:0;overflow:hidden}
+.lens-canvas-wrap canvas{display:block;touch-action:none;cursor:grab}
+.lens-canvas-wrap canvas.lens-dragging{cursor:grabbing}
+.lens-canvas-wrap canvas.lens-pointer{cursor:pointer}
+.lens-overlay{position:absolute;left:10px;bottom:8px;color:var(--lens-muted);font-size:11px;pointer-events:none;background:var(--lens-bg);opacity:.85;padding:1px 6px;border-radius:3px}
+.lens-busy{position:absolute;right:10px;top:8px;font-size:11px;color:var(--lens-muted);background:var(--lens-bg);padding:2px 8px;border-radius:3px;border:1px solid var(--lens-border)}
+.lens-legend{position:absolute;right:10px;bottom:8px;display:flex;gap:10px;font-size:10px;color:var(--lens-muted);background:var(--lens-bg);opacity:.9;padding:2px 8px;border-radius:3px;pointer-events:none}
+.lens-legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:3px;vertical-align:-1px;border:1px solid}
+.lens-inspector{width:400px;flex:none;border-left:1px solid var(--lens-border);overflow-y:auto;background:var(--lens-panel)}
+.lens-inspector-body{padding:10px 12px}
+.lens-insp-head{display:flex;justify-content:space-between;align-items:center}
+.lens-insp-title{display:flex;gap:6px;align-items:center;min-width:0}
+.lens-insp-func{font-weight:700;font-size:14px;font-family:var(--jp-code-font-family,ui-monospace,monospace);overflow:hidden;text-overflow:ellipsis}
+.lens-insp-id{font-family:var(--jp-code-font-family,ui-monospace,monospace);color:var(--lens-muted);margin:2px 0 8px;word-break:break-all}
+.lens-icon-btn{border:none;background:none;font-size:18px;cursor:pointer;color:var(--lens-muted);line-height:1;padding:0 4px}
+.lens-icon-btn:hover{color:var(--lens-fg)}
+.lens-kind{font-size:10px;text-transform:uppercase;letter-spacing:.04em;padding:1px 5px;border-radius:3px;background:rgba(128,128,128,.15);color:var(--lens-muted)}
+.lens-kind-input{background:#d3f9d8;color:#2b8a3e}.lens-kind-output{background:#ffe8cc;color:#d9480f}
+.lens-facts{border-collapse:collapse;width:100%;margin-bottom:8px}
+.lens-facts th{text-align:left;font-weight:500;color:var(--lens-muted);padding:2px 8px 2px 0;vertical-align:top;width:64px}
+.lens-facts td{padding:2px 0;font-family:var(--jp-code-font-family,ui-monospace,monospace);word-break:break-all}
+.lens-mono{font-family:var(--jp-code-font-family,ui-monospace,monospace)}
+.lens-muted{color:var(--lens-muted)}
+.lens-links{margin:4px 0;display:flex;flex-wrap:wrap;gap:4px;align-items:center}
+.lens-links-label{color:var(--lens-muted);margin-right:2px;min-width:64px}
+.lens-link{font:inherit;font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:11px;border:1px solid var(--lens-border);background:var(--lens-bg);color:var(--lens-accent);border-radius:10px;padding:0 7px;cursor:pointer}
+.lens-link:hover{border-color:var(--lens-accent)}
+.lens-source{margin:8px 0}
+.lens-code{margin:3px 0 0;padding:5px 7px;background:rgba(128,128,128,.08);border-radius:4px;white-space:pre-wrap;word-break:break-all;font-size:11px}
+.lens-act{border-top:1px solid var(--lens-border);margin-top:10px;padding-top:8px}
+.lens-section-title{font-weight:600;text-transform:uppercase;font-size:10px;letter-spacing:.06em;color:var(--lens-muted);display:flex;justify-content:space-between;align-items:center;margin-bottom:4px}
+.lens-select{font:inherit;font-size:11px;padding:1px 4px;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg);text-transform:none;letter-spacing:0;max-width:230px}
+.lens-act-status:empty{display:none}
+.lens-act-status{padding:4px 0;color:var(--lens-muted)}
+.lens-act-error{color:#e03131}.lens-act-slow{color:#e67700}.lens-act-unsaved{color:var(--lens-fg);font-weight:500}
+.lens-act-controls{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:2px 0 4px}
+.lens-act-controls:empty{display:none}
+.lens-slider{display:inline-flex;gap:6px;align-items:center}
+.lens-slider input{width:120px}
+.lens-chan{display:inline-flex;gap:4px;align-items:center}
+.lens-chan .lens-btn{padding:0 6px}
+.lens-note{color:#e67700;font-size:11px}
+.lens-note:empty{display:none}
+.lens-scalar{font-size:28px;font-family:var(--jp-code-font-family,ui-monospace,monospace);padding:16px 0;text-align:center}
+.lens-stats-table{width:100%;border-collapse:collapse;margin-top:4px}
+.lens-stats-table td{padding:3px 4px;border:1px solid var(--lens-border);text-align:center}
+.lens-stat-k{font-size:10px;color:var(--lens-muted)}
+.lens-stat-v{font-family:var(--jp-code-font-family,ui-monospace,monospace)}
+.lens-bad{color:#e03131;font-weight:700}
+`;
+
+export function injectStyles(doc: Document): void {
+  if (doc.getElementById("lens-widget-css")) return;
+  const s = doc.createElement("style");
+  s.id = "lens-widget-css";
+  s.textContent = CSS;
+  doc.head.appendChild(s);
+}

@@ -1,0 +1,58 @@
+"""Shared Playwright fixtures: Debian's chromium, headless, no network beyond loopback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "fixtures"))
+ARTIFACTS = HERE / "artifacts"
+
+CHROMIUM = os.environ.get("LENS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM}")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser: object) -> Iterator[object]:
+    """A fresh page that records console errors and uncaught exceptions in `page.errors`."""
+    context = browser.new_context(device_scale_factor=1)  # type: ignore[attr-defined]
+    p = context.new_page()
+    errors: list[str] = []
+    p.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    p.on(
+        "console",
+        lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None,
+    )
+    p.errors = errors  # type: ignore[attr-defined]
+    yield p
+    context.close()
+
+
+@pytest.fixture()
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS

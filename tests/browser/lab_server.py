@@ -1,0 +1,129 @@
+"""Start a throwaway JupyterLab from this venv on 127.0.0.1, isolated from the user's config."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+JUPYTER = Path(sys.executable).parent / "jupyter"
+
+
+@dataclass
+class Lab:
+    url: str  # http://127.0.0.1:PORT
+    runtime_dir: Path  # kernels' connection files land here
+    pid: int
+    log: Path
+
+    def api(self, path: str, method: str = "GET") -> object:
+        req = urllib.request.Request(self.url + path, method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def connection_file(self, timeout: float = 60) -> Path:
+        """The connection file of the (single) running kernel."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            kernels = self.api("/api/kernels")
+            if kernels:
+                path = self.runtime_dir / f"kernel-{kernels[0]['id']}.json"  # type: ignore[index]
+                if path.exists():
+                    return path
+            time.sleep(0.2)
+        raise TimeoutError("no kernel started")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _seed_config(config: Path) -> None:
+    # A news toast would cover the notebook; a fresh settings dir has none of the user's state.
+    settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+
+
+@contextlib.contextmanager
+def running_lab(root_dir: Path, work: Path, timeout: float = 90) -> Iterator[Lab]:
+    """JupyterLab serving `root_dir`; stopped (only this server, by pid) on exit."""
+    config, runtime = work / "config", work / "runtime"
+    _seed_config(config)
+    runtime.mkdir()
+    port = free_port()
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_RUNTIME_DIR": str(runtime),
+        "JUPYTERLAB_WORKSPACES_DIR": str(work / "workspaces"),
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        # the kernelspec says "python": make sure that is this venv's
+        "PATH": os.pathsep.join([str(JUPYTER.parent), os.environ.get("PATH", "")]),
+    }
+    log = work / "jupyter.log"
+    cmd = [
+        str(JUPYTER),
+        "lab",
+        "--allow-root",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        # a loopback, token-less throwaway: lets /api/shutdown (which stops kernels) be POSTed
+        "--ServerApp.disable_check_xsrf=True",
+        f"--ServerApp.root_dir={root_dir}",
+        "--LabApp.expose_app_in_browser=True",
+    ]
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=work)
+    lab = Lab(f"http://127.0.0.1:{port}", runtime, proc.pid, log)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited: {log.read_text()[-2000:]}")
+            try:
+                lab.api("/api/status")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"jupyter lab did not start: {log.read_text()[-2000:]}"
+                    ) from None
+                time.sleep(0.3)
+        yield lab
+    finally:
+        _stop(lab, proc)
+
+
+def _stop(lab: Lab, proc: subprocess.Popen[bytes]) -> None:
+    # Ask the server to shut down (it stops its kernels); fall back to signals, by pid only.
+    try:
+        lab.api("/api/shutdown", method="POST")
+        proc.wait(timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()

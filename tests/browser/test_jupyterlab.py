@@ -1,0 +1,184 @@
+"""Real tier: the demo notebook in a headless JupyterLab; click a node, read the trait back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lab_server import Lab, running_lab
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLE = REPO / "lens_widget" / "static" / "widget.js"
+WIDGET_CELL = "LensWidget(cnn"  # the first widget cell of notebooks/demo.ipynb
+ROOT = '[data-testid="lens-root"]'
+
+pytestmark = pytest.mark.skipif(
+    not BUNDLE.exists(), reason="frontend bundle not built: run `make` (npm run build)"
+)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    work = tmp_path_factory.mktemp("lab")
+    root = work / "notebooks"
+    shutil.copytree(REPO / "notebooks", root)
+    with running_lab(root, work) as server:
+        yield server
+
+
+class Kernel:
+    """A second client on the notebook's kernel, to read widget traits back."""
+
+    def __init__(self, connection_file: Path) -> None:
+        from jupyter_client import BlockingKernelClient
+
+        self.client = BlockingKernelClient(connection_file=str(connection_file))
+        self.client.load_connection_file()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    def run(self, code: str) -> str:
+        out: list[str] = []
+
+        def hook(msg: dict) -> None:
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                out.append("\n".join(msg["content"]["traceback"]))
+
+        reply = self.client.execute_interactive(code, output_hook=hook, timeout=60)
+        assert reply["content"]["status"] == "ok", "".join(out)
+        return "".join(out)
+
+    def close(self) -> None:
+        self.client.stop_channels()
+
+
+def wait_for_kernel_idle(page: object) -> None:
+    page.wait_for_function(  # type: ignore[attr-defined]
+        """() => {
+          const bar = document.querySelector('#jp-main-statusbar');
+          return !!bar && /\\|\\s*Idle/.test(bar.textContent || '');
+        }""",
+        timeout=90_000,
+    )
+
+
+def run_through_widget_cell(page: object) -> None:
+    # Through JupyterLab's own commands (exposed by --LabApp.expose_app_in_browser): the same
+    # path as the Run menu, without racing keyboard focus against the widget.
+    index = page.evaluate(  # type: ignore[attr-defined]
+        """async (marker) => {
+          const app = window.jupyterapp;
+          const notebook = app.shell.currentWidget.content;
+          const index = notebook.widgets.findIndex(
+            (c) => c.model.sharedModel.getSource().includes(marker));
+          notebook.activeCellIndex = index;
+          await app.commands.execute('notebook:run-all-above');
+          await app.commands.execute('notebook:run-cell');
+          return index;
+        }""",
+        WIDGET_CELL,
+    )
+    assert index >= 0, f"no cell containing {WIDGET_CELL!r} in demo.ipynb"
+
+
+def visible_ops_on_screen(page: object, op_ids: list[str]) -> list[dict]:
+    """Op nodes drawn inside both the canvas and the viewport, with their screen centres."""
+    return page.evaluate(  # type: ignore[attr-defined]
+        """([rootSel, ids]) => {
+          const root = document.querySelector(rootSel);
+          const dbg = root.__lens;
+          const canvas = root.querySelector('[data-testid="graph-canvas"]').getBoundingClientRect();
+          const shown = new Set(dbg.visibleIds);
+          const out = [];
+          for (const id of ids) {
+            if (!shown.has(id)) continue;
+            const p = dbg.nodeScreenPos(id);
+            if (!p) continue;
+            const inside = p.x > canvas.left + 4 && p.x < canvas.right - 4 &&
+              p.y > canvas.top + 4 && p.y < canvas.bottom - 4 &&
+              p.y > 0 && p.y < window.innerHeight && p.x > 0 && p.x < window.innerWidth;
+            if (inside) out.push({ id, x: p.x, y: p.y });
+          }
+          return out;
+        }""",
+        [ROOT, op_ids],
+    )
+
+
+def poll(fn, want: str, timeout: float = 30) -> str:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    got = fn()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(0.25)
+        got = fn()
+    return got
+
+
+def test_click_node_shows_activation_and_syncs_selected(lab: Lab, page: object) -> None:
+    page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page.goto(f"{lab.url}/lab/tree/demo.ipynb")  # type: ignore[attr-defined]
+    wait_for_kernel_idle(page)
+    run_through_widget_cell(page)
+
+    root = page.locator(ROOT).first  # type: ignore[attr-defined]
+    root.wait_for(state="attached", timeout=120_000)
+    root.scroll_into_view_if_needed()
+    page.locator(f'{ROOT} [data-testid="graph-canvas"]').first.wait_for(timeout=30_000)  # type: ignore[attr-defined]
+    page.wait_for_function(  # type: ignore[attr-defined]
+        """(sel) => {
+          const d = document.querySelector(sel)?.__lens;
+          return !!d && d.layoutStatus === 'idle' && d.visibleCount > 0;
+        }""",
+        arg=ROOT,
+        timeout=60_000,
+    )
+
+    kernel = Kernel(lab.connection_file())
+    try:
+        op_ids = json.loads(
+            kernel.run(
+                "import json; print(json.dumps([n['id'] for n in w_cnn.graph['unrolled']['nodes']"
+                " if n['kind'] == 'op']))"
+            )
+        )
+        assert kernel.run("print(w_cnn.selected)").strip() == ""
+        candidates = visible_ops_on_screen(page, op_ids)
+        assert candidates, f"no op node on screen among {op_ids}"
+        target = candidates[0]
+        page.mouse.click(target["x"], target["y"])  # type: ignore[attr-defined]
+
+        inspector_id = page.locator(f'{ROOT} [data-testid="inspector-id"]').first  # type: ignore[attr-defined]
+        inspector_id.wait_for(timeout=15_000)
+        assert inspector_id.inner_text().strip() == target["id"]
+        plot = page.locator(f'{ROOT} [data-testid="plot-main"] .main-svg').first  # type: ignore[attr-defined]
+        plot.wait_for(timeout=30_000)
+
+        selected = poll(lambda: kernel.run("print(w_cnn.selected)").strip(), target["id"])
+        assert selected == target["id"]
+
+        # the expansion the frontend opened with reached the kernel (and passed validation)
+        shown = page.evaluate(f"document.querySelector('{ROOT}').__lens.expanded")  # type: ignore[attr-defined]
+        assert shown, "the CNN opens with its modules expanded"
+        assert json.loads(kernel.run("print(json.dumps(sorted(w_cnn.expanded)))")) == shown
+
+        # and the other way: the kernel selects, the inspector follows
+        other = next(i for i in op_ids if i != target["id"])
+        kernel.run(f"w_cnn.selected = {other!r}")
+        page.wait_for_function(  # type: ignore[attr-defined]
+            """([sel, id]) => {
+              const el = document.querySelector(sel + ' [data-testid="inspector-id"]');
+              return !!el && el.textContent.trim() === id;
+            }""",
+            arg=[ROOT, other],
+            timeout=15_000,
+        )
+    finally:
+        kernel.close()
+
+    assert page.errors == []  # type: ignore[attr-defined]

@@ -1,0 +1,140 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { AnyModel, Handler } from "../../js/src/anywidget";
+import { decodeActivation, decodeFloat32, RequestClient, RequestError } from "../../js/src/messages";
+import type { ActivationResult } from "../../js/src/protocol";
+
+function f32Bytes(values: number[], offset: number): DataView {
+  const raw = new ArrayBuffer(values.length * 4 + offset);
+  const dv = new DataView(raw, offset, values.length * 4);
+  values.forEach((v, i) => dv.setFloat32(i * 4, v, true));
+  return dv;
+}
+
+describe("decodeFloat32", () => {
+  it("reads aligned and unaligned DataViews", () => {
+    const vals = [1.5, -2, 0, 3.25];
+    expect(Array.from(decodeFloat32(f32Bytes(vals, 0)))).toEqual(vals);
+    expect(Array.from(decodeFloat32(f32Bytes(vals, 3)))).toEqual(vals);
+    expect(Array.from(decodeFloat32(f32Bytes(vals, 8)))).toEqual(vals);
+  });
+
+  it("copies, so the message buffer can be released", () => {
+    const dv = f32Bytes([1, 2], 0);
+    const out = decodeFloat32(dv);
+    dv.setFloat32(0, 9, true);
+    expect(out[0]).toBe(1);
+  });
+
+  it("keeps NaN and Inf", () => {
+    const out = decodeFloat32(f32Bytes([NaN, Infinity, -Infinity], 0));
+    expect(Number.isNaN(out[0])).toBe(true);
+    expect(out[1]).toBe(Infinity);
+    expect(out[2]).toBe(-Infinity);
+  });
+});
+
+const result = (dataShape: number[]): ActivationResult => ({
+  id: "x",
+  output: 0,
+  nOutputs: 1,
+  shape: [2, 3],
+  dtype: "float32",
+  plot: "heatmap",
+  dataShape,
+  reduced: false,
+  note: "",
+  stats: { numel: 6, min: 0, max: 5, mean: 2.5, std: 1.7, zeros: 1 / 6, nan: 0, inf: 0 },
+  hist: { edges: [0, 5], counts: [6] },
+  batch: null,
+  channels: null,
+});
+
+describe("decodeActivation", () => {
+  it("checks the buffer against dataShape", () => {
+    const act = decodeActivation(result([2, 3]), [f32Bytes([0, 1, 2, 3, 4, 5], 1)]);
+    expect(Array.from(act.values)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(() => decodeActivation(result([3, 3]), [f32Bytes([0, 1, 2, 3, 4, 5], 0)])).toThrow(/dataShape/);
+  });
+});
+
+class FakeModel implements AnyModel {
+  sent: any[] = [];
+  handlers: Handler[] = [];
+  get(): unknown {
+    return undefined;
+  }
+  set(): void {}
+  save_changes(): void {}
+  on(ev: string, cb: Handler): void {
+    if (ev === "msg:custom") this.handlers.push(cb);
+  }
+  off(_ev: string, cb?: Handler): void {
+    this.handlers = this.handlers.filter((h) => h !== cb);
+  }
+  send(content: unknown): void {
+    this.sent.push(content);
+  }
+  reply(msg: unknown, buffers: DataView[] = []): void {
+    this.handlers.forEach((h) => h(msg, buffers));
+  }
+}
+
+describe("RequestClient", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("sends requests with ids and resolves on the matching response", async () => {
+    const model = new FakeModel();
+    const client = new RequestClient(model);
+    const p1 = client.request({ method: "activation", params: { id: "a" } });
+    const p2 = client.request({ method: "rerun", params: { id: "b" } });
+    expect(model.sent.map((m) => [m.type, m.method, m.params.id])).toEqual([
+      ["request", "activation", "a"],
+      ["request", "rerun", "b"],
+    ]);
+    const buf = f32Bytes([1], 0);
+    model.reply({ type: "response", id: model.sent[1].id, ok: true, result: { ok: true } });
+    model.reply({ type: "response", id: model.sent[0].id, ok: true, result: { n: 1 } }, [buf]);
+    expect(await p2).toEqual({ result: { ok: true }, buffers: [] });
+    const r1 = await p1;
+    expect(r1.result).toEqual({ n: 1 });
+    expect(r1.buffers[0]).toBe(buf);
+  });
+
+  it("rejects with the kernel's error", async () => {
+    const model = new FakeModel();
+    const client = new RequestClient(model);
+    const p = client.request({ method: "activation", params: { id: "a" } });
+    model.reply({ type: "response", id: model.sent[0].id, ok: false, error: "KeyError: a" });
+    await expect(p).rejects.toThrow("KeyError: a");
+  });
+
+  it("reports a slow kernel, then times out", async () => {
+    vi.useFakeTimers();
+    const model = new FakeModel();
+    const client = new RequestClient(model);
+    const onSlow = vi.fn();
+    const p = client.request({ method: "activation", params: { id: "a" } }, { timeoutMs: 5000, slowMs: 1000, onSlow });
+    const caught = p.catch((e: unknown) => e);
+    vi.advanceTimersByTime(999);
+    expect(onSlow).not.toHaveBeenCalled();
+    vi.advanceTimersByTime(2);
+    expect(onSlow).toHaveBeenCalledTimes(1);
+    vi.advanceTimersByTime(5000);
+    const err = await caught;
+    expect(err).toBeInstanceOf(RequestError);
+    expect((err as RequestError).timedOut).toBe(true);
+    // a late answer is ignored
+    expect(client.handle({ type: "response", id: model.sent[0].id, ok: true }, [])).toBe(false);
+  });
+
+  it("ignores messages that are not its responses", () => {
+    const model = new FakeModel();
+    const client = new RequestClient(model);
+    expect(client.handle({ type: "other" }, [])).toBe(false);
+    expect(client.handle({ type: "response", id: 99, ok: true }, [])).toBe(false);
+    client.dispose();
+    expect(model.handlers).toEqual([]);
+  });
+});

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { search } from "../../js/src/search";
+import { buildModel } from "../../js/src/tree";
+import { nested } from "./builders";
+
+const m = buildModel(nested(), "unrolled");
+
+describe("search", () => {
+  it("matches op ids and funcs, best matches first", () => {
+    const hits = search(m, "lin");
+    expect(hits[0]).toMatchObject({ kind: "node", id: "lin_1" });
+  });
+
+  it("matches module addresses", () => {
+    const hits = search(m, "b.1");
+    expect(hits.map((h) => `${h.kind}:${h.id}`)).toContain("group:b.1:1");
+    // ops inside b.1 match through their module
+    expect(hits.map((h) => h.id)).toContain("x_2");
+    expect(hits.map((h) => h.id)).not.toContain("x_1");
+  });
+
+  it("is case-insensitive and empty for blank queries", () => {
+    expect(search(m, "ACT").map((h) => h.id)).toContain("act_1");
+    expect(search(m, "  ")).toEqual([]);
+    expect(search(m, "nothing-like-this")).toEqual([]);
+  });
+});
+
+describe("search ranking", () => {
+  it("puts a module before the ops found only through it", () => {
+    const hits = search(m, "b.0");
+    expect(hits[0]).toMatchObject({ kind: "group", id: "b.0:1" });
+  });
+
+  it("leaves hidden parameters out unless they are shown", () => {
+    expect(search(m, "a.w", 30, false).map((h) => h.id)).not.toContain("a.w");
+    expect(search(m, "a.w", 30, true)[0].id).toBe("a.w");
+  });
+});

@@ -1,0 +1,80 @@
+"""The benchmark harness runs end to end on tiny sizes and writes well-formed results.
+
+No timing asserts: this checks the bench code, not speed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HAS_TORCHLENS = importlib.util.find_spec("torchlens") is not None
+
+
+def _run_bench(out: pathlib.Path, *extra: str) -> dict:
+    cmd = [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--out", str(out), *extra]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "results.json").read_text())
+
+
+def test_quick_bench_writes_results(tmp_path):
+    extra = ["--models", "gpt2,looped", "--repeats", "1", "--graph-sizes", "60",
+             "--no-widget"]
+    if not HAS_TORCHLENS:
+        extra.append("--no-torchlens")
+    results = _run_bench(tmp_path, *extra)
+
+    assert [r["model"] for r in results["trace"]] == ["gpt2", "looped"]
+    assert [r["model"] for r in results["trace_grad"]] == ["gpt2"]
+    for row in results["trace"]:
+        modes = row["modes"]
+        for name in ("plain", "floor", "lw_none", "lw_all"):
+            entry = modes[name]
+            assert len(entry["samples_ms"]) == 1
+            assert entry["median_ms"] > 0
+            assert entry["peak_rss_bytes"] >= 0
+        # Both traces of the same model see the same ops; save=None keeps no activations.
+        assert modes["lw_all"]["ops"] == modes["lw_none"]["ops"] > 0
+        assert modes["lw_none"]["saved_bytes"] == 0
+        assert modes["lw_all"]["saved_bytes"] > 0
+        # Every saved op output is one of the op outputs the floor saw (or a copy of one).
+        assert modes["floor"]["calls"] >= modes["lw_all"]["ops"]
+        if HAS_TORCHLENS:
+            assert modes["tl_all"]["ops"] > 0
+            assert modes["tl_all"]["saved_bytes"] > 0
+            assert modes["tl_none"]["saved_bytes"] == 0
+
+    (graph,) = results["graph"]
+    assert graph["ops"] >= 50
+    assert graph["graph_nodes"] > graph["ops"]  # sources (inputs, params) are nodes too
+    assert graph["rolled_nodes"] <= graph["graph_nodes"]
+
+    meta = results["meta"]
+    assert meta["quick"] is True and meta["threads"] == 1
+    assert meta["machine"]["torch"]
+    assert {"pass", "target", "measured"} <= set(results["targets"][0])
+
+    md = (tmp_path / "RESULTS.md").read_text()
+    assert "## Tracing time" in md and "| gpt2 |" in md and "## Graph building" in md
+
+
+@pytest.mark.skipif(
+    not (ROOT / "lens_widget" / "static" / "widget.js").exists()
+    or not pathlib.Path("/usr/bin/chromium").exists(),
+    reason="needs the built frontend and /usr/bin/chromium",
+)
+def test_quick_widget_bench_runs(tmp_path):
+    results = _run_bench(tmp_path, "--models", "", "--no-graph", "--no-torchlens")
+    widget = results["widget"]
+    assert "skipped" not in widget, widget
+    assert widget["rows"]
+    for row in widget["rows"]:
+        assert row["nodes"] > 0
+        assert row["first_paint_ms"] > 0

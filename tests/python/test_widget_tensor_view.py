@@ -1,0 +1,184 @@
+"""tensor_view: plot kind per shape, kernel-side reduction, stats and histogram."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lens_widget.widget.tensor_view import (
+    MAX_CHANNELS,
+    MAX_HEATMAP,
+    MAX_IMAGE,
+    MAX_LINE,
+    tensor_view,
+)
+
+
+def values(buf: bytes, result: dict) -> np.ndarray:
+    arr = np.frombuffer(buf, dtype="<f4")
+    assert arr.size == math.prod(result["dataShape"])
+    return arr.reshape(result["dataShape"])
+
+
+@pytest.mark.parametrize(
+    ("shape", "plot", "data_shape"),
+    [
+        ((), "scalar", [1]),
+        ((1, 1), "scalar", [1]),
+        ((7,), "line", [7]),
+        ((1, 768), "line", [768]),
+        ((12, 30), "heatmap", [12, 30]),
+        ((2, 5, 8, 9), "images", [5, 8, 9]),
+        ((3, 6, 1, 1), "heatmap", [3, 6]),
+        ((2, 11, 13), "sequence", [11, 13]),
+        ((2, 3, 4, 1, 5), "sequence", [3, 20]),
+    ],
+)
+def test_plot_kind_per_shape(shape, plot, data_shape):
+    x = torch.randn(shape)
+    result, buf = tensor_view(x, node_id="n")
+    assert result["plot"] == plot
+    assert result["dataShape"] == data_shape
+    assert result["shape"] == list(shape)
+    assert result["reduced"] is False or plot in ("images", "sequence")
+    values(buf, result)
+
+
+def test_small_values_are_sent_exactly():
+    x = torch.randn(12, 30)
+    result, buf = tensor_view(x)
+    np.testing.assert_array_equal(values(buf, result), x.numpy())
+    assert result["note"] == ""
+    assert result["reduced"] is False
+
+
+def test_long_line_is_block_mean_pooled():
+    x = torch.arange(MAX_LINE * 3, dtype=torch.float32)
+    result, buf = tensor_view(x)
+    data = values(buf, result)
+    assert result["dataShape"] == [MAX_LINE]
+    assert result["reduced"] is True
+    assert f"{MAX_LINE * 3} -> {MAX_LINE}" in result["note"]
+    np.testing.assert_allclose(data, x.reshape(MAX_LINE, 3).mean(1).numpy())
+
+
+def test_large_heatmap_pooled_to_limit_with_note():
+    x = torch.randn(1024, 300)
+    result, buf = tensor_view(x)
+    data = values(buf, result)
+    assert result["dataShape"] == [MAX_HEATMAP, MAX_HEATMAP]
+    assert "rows 1024 -> 256" in result["note"] and "cols 300 -> 256" in result["note"]
+    # rows pool by exactly 4: the first output row's mean equals the first 4 rows' mean
+    assert data.mean() == pytest.approx(float(x.mean()), abs=1e-3)
+    assert data[:, 0].mean() == pytest.approx(float(x[:, :2].mean()), abs=0.05)
+
+
+def test_images_window_of_channels_of_one_batch_item():
+    x = torch.randn(3, 40, 128, 20)
+    result, buf = tensor_view(x, batch=2, channel_start=32)
+    data = values(buf, result)
+    assert result["plot"] == "images"
+    assert result["channels"] == {"start": 32, "count": 8, "total": 40}
+    assert result["batch"] == {"index": 2, "size": 3}
+    assert result["dataShape"] == [8, MAX_IMAGE, 20]
+    assert result["reduced"] is True
+    np.testing.assert_allclose(
+        data[0], x[2, 32].reshape(MAX_IMAGE, 2, 20).mean(1).numpy(), rtol=1e-5, atol=1e-6
+    )
+    first, _ = tensor_view(x)
+    assert first["channels"]["count"] == MAX_CHANNELS
+
+
+def test_sequence_is_tokens_by_features_of_one_item():
+    x = torch.randn(4, 6, 10)
+    result, buf = tensor_view(x, batch=3)
+    np.testing.assert_array_equal(values(buf, result), x[3].numpy())
+    assert result["batch"] == {"index": 3, "size": 4}
+    assert result["reduced"] is True  # one of four items
+
+
+@pytest.mark.parametrize(
+    ("shape", "kwargs"),
+    [
+        ((2, 3, 4, 4), {"batch": 2}),
+        ((2, 3, 4, 4), {"channel_start": 3}),
+        ((2, 5, 6), {"batch": -1}),
+    ],
+)
+def test_out_of_range_indices_raise(shape, kwargs):
+    with pytest.raises(ValueError, match="out of range"):
+        tensor_view(torch.zeros(shape), **kwargs)
+
+
+def test_stats_match_torch_and_hist_counts_finite_values():
+    x = torch.randn(50, 70) * 3 + 1
+    x[0, :5] = 0
+    x[1, 0] = float("nan")
+    x[1, 1] = float("inf")
+    x[1, 2] = float("-inf")
+    result, _ = tensor_view(x)
+    s = result["stats"]
+    finite = x[torch.isfinite(x)].double()
+    assert s["numel"] == x.numel()
+    assert s["nan"] == 1 and s["inf"] == 2
+    assert s["min"] == pytest.approx(float(finite.min()))
+    assert s["max"] == pytest.approx(float(finite.max()))
+    assert s["mean"] == pytest.approx(float(finite.mean()))
+    assert s["std"] == pytest.approx(float(finite.std()))
+    assert s["zeros"] == pytest.approx(float((x == 0).sum()) / x.numel())
+    hist = result["hist"]
+    assert len(hist["counts"]) == 64 and len(hist["edges"]) == 65
+    assert sum(hist["counts"]) == finite.numel()
+    assert hist["edges"][0] == s["min"] and hist["edges"][-1] == s["max"]
+    expected, _ = np.histogram(finite.numpy(), bins=np.array(hist["edges"]))
+    # bins can differ at float rounding on the edges; totals and shape must agree
+    assert np.abs(expected - np.array(hist["counts"])).sum() <= 4
+
+
+@pytest.mark.parametrize(
+    ("tensor", "dtype"),
+    [
+        (torch.tensor([True, False, True, True]), "bool"),
+        (torch.tensor([3, -1, 7], dtype=torch.int64), "int64"),
+        (torch.tensor([1 + 1j, 3 - 4j]), "complex64"),
+        (torch.randn(5).half(), "float16"),
+    ],
+)
+def test_non_float_dtypes_are_cast(tensor, dtype):
+    result, buf = tensor_view(tensor)
+    data = values(buf, result)
+    assert result["dtype"] == dtype
+    expected = tensor.abs() if tensor.is_complex() else tensor
+    np.testing.assert_allclose(data, expected.float().numpy(), rtol=1e-3)
+    assert result["stats"]["mean"] == pytest.approx(float(expected.double().mean()), rel=1e-3)
+    if tensor.is_complex():
+        assert "magnitude" in result["note"]
+
+
+def test_constant_and_non_finite_tensors():
+    const, _ = tensor_view(torch.full((10,), 2.5))
+    assert const["stats"]["std"] == 0 and sum(const["hist"]["counts"]) == 10
+    assert const["hist"]["edges"][0] < 2.5 < const["hist"]["edges"][-1]
+    nan, buf = tensor_view(torch.full((3,), float("nan")))
+    assert nan["stats"]["nan"] == 3 and nan["hist"]["counts"] == []
+    assert np.isnan(np.frombuffer(buf, dtype="<f4")).all()
+    empty, buf = tensor_view(torch.zeros(0, 4))
+    assert empty["dataShape"] == [0] and buf == b"" and empty["stats"]["numel"] == 0
+
+
+def test_little_endian_float32_buffer():
+    result, buf = tensor_view(torch.tensor([1.0, -2.0]))
+    assert buf == np.array([1.0, -2.0], dtype="<f4").tobytes()
+    assert result["plot"] == "line"
+
+
+def test_extreme_values_stay_json_safe():
+    import json
+
+    x = torch.tensor([1e308, -1e308, 1e308, 5.0], dtype=torch.float64)
+    result, _ = tensor_view(x)
+    json.dumps(result, allow_nan=False)
+    assert result["stats"]["mean"] == pytest.approx(float((x / 1e308).mean() * 1e308))
+    assert sum(result["hist"]["counts"]) == 4
+    assert result["hist"]["edges"][0] == -1e308 and result["hist"]["edges"][-1] == 1e308
