@@ -35,6 +35,7 @@ _METADATA_CALLS = frozenset(
         "__float__", "__array__", "untyped_storage", "has_names", "nelement", "ndimension",
         "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout", "names",
         "is_leaf", "grad_fn", "is_sparse", "is_quantized", "is_meta", "__reduce_ex__",
+        "equal", "allclose", "is_nonzero", "is_same_size", "__contains__", "is_set_to",
     }
 )  # fmt: skip
 

@@ -1,0 +1,97 @@
+"""Every way a forward pass can write into a tensor keeps earlier saved values intact."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import lens_widget as lw
+
+
+class Lambda(nn.Module):
+    def __init__(self, fn) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _conv_relu_inplace(x):
+    y = x * 3
+    return F.relu(y, True)  # inplace passed by position
+
+
+def _out_kwarg(x):
+    y = x + 1
+    torch.mul(x, 2, out=y)  # writes into y through out=
+    return y
+
+
+def _module_inplace(x):
+    y = x - 0.5
+    return nn.ReLU(inplace=True)(y)
+
+
+def _input_written(x):
+    x.mul_(2)  # the model writes into its own input
+    return x + 1
+
+
+def _masked_index_copy(x):
+    y = x.clone()
+    y.masked_fill_(y > 0.5, 0.0)
+    y.index_put_((torch.tensor([0]),), torch.tensor(9.0))
+    y[1:2].copy_(torch.full((1, 3), 7.0))  # through a view
+    return y
+
+
+def _list_args(x):
+    parts = [x, x * 2]
+    stacked = torch.cat(parts, dim=0)
+    stacked.add_(1)
+    return stacked, parts[1]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _conv_relu_inplace,
+        _out_kwarg,
+        _module_inplace,
+        _input_written,
+        _masked_index_copy,
+        _list_args,
+    ],
+)
+def test_writes_keep_saved_values_and_replay(fn):
+    x = torch.rand(2, 3)
+    expected_input = x.clone()
+    log = lw.trace(Lambda(fn), x.clone())
+    # The input node holds the input as it was before the model wrote to it.
+    assert torch.equal(log["input.0"].activation, expected_input)
+    report = log.validate()
+    assert report.checked == len(log.ops), report.skipped
+    # Replaying the whole function on a fresh input gives the same saved output.
+    reference = fn(expected_input.clone())
+    reference = reference if isinstance(reference, tuple) else (reference,)
+    for sink, want in zip(log.outputs, reference, strict=True):
+        assert torch.equal(sink.activation, want)
+
+
+def test_value_before_an_inplace_relu_is_saved_for_the_producer():
+    x = torch.tensor([[-1.0, 2.0, -3.0]])
+    log = lw.trace(Lambda(_conv_relu_inplace), x)
+    assert torch.equal(log["mul_1_1"].activation, x * 3)  # negatives kept
+    assert torch.equal(log["relu_1_2"].activation, torch.relu(x * 3))
+    assert log["relu_1_2"].inplace
+
+
+def test_out_kwarg_write_is_an_edge_and_a_copy():
+    x = torch.ones(2, 3)
+    log = lw.trace(Lambda(_out_kwarg), x)
+    assert torch.equal(log["add_1_1"].activation, x + 1)
+    assert log["mul_1_2"].parents == ["input.0", "add_1_1"]
+    assert log["mul_1_2"].inplace
