@@ -19,23 +19,27 @@ _INPLACE_DUNDERS = frozenset(
     + ("lshift", "rshift", "and", "or", "xor", "div")
 )
 
-# Kernels that update buffers they are handed (batch norm's running statistics in training).
-_RUNNING_STAT_FUNCS = frozenset({"batch_norm", "instance_norm"})
+# Norms that update the running statistics they are handed when this flag is true.
+_RUNNING_STAT_FLAGS = {"batch_norm": "training", "instance_norm": "use_input_stats"}
+# Parameter order of torch.batch_norm / torch.instance_norm (builtins: no signature to read).
+_ATEN_NORM_PARAMS = ["input", "weight", "bias", "running_mean", "running_var", "flag"]
 
 
-def _inplace_flag_position(func: Callable[..., Any]) -> int | None:
-    """Position of an `inplace` parameter (F.relu(x, True)), or None."""
+def _parameter_names(func: Callable[..., Any]) -> list[str] | None:
     try:
-        params = list(inspect.signature(func).parameters)
+        return list(inspect.signature(func).parameters)
     except (TypeError, ValueError):
         return None
-    return params.index("inplace") if "inplace" in params else None
+
+
+def _position(names: list[str] | None, name: str) -> int | None:
+    return names.index(name) if names is not None and name in names else None
 
 
 class MutationRule:
     """What one torch function may write to; computed once per function."""
 
-    __slots__ = ("writes_first", "inplace_flag_position", "writes_running_stats")
+    __slots__ = ("writes_first", "inplace_flag_position", "running_stats")
 
     def __init__(self, func: Callable[..., Any], name: str) -> None:
         self.writes_first = (
@@ -43,8 +47,15 @@ class MutationRule:
             or name in _INPLACE_DUNDERS
             or name == "__setitem__"
         )
-        self.inplace_flag_position = None if self.writes_first else _inplace_flag_position(func)
-        self.writes_running_stats = name in _RUNNING_STAT_FUNCS
+        names = None if self.writes_first else _parameter_names(func)
+        self.inplace_flag_position = _position(names, "inplace")
+        # (flag name, flag position, positions of running_mean / running_var), for norms
+        self.running_stats: tuple[str, int | None, list[int | None]] | None = None
+        flag = _RUNNING_STAT_FLAGS.get(name)
+        if flag is not None:
+            names = names or [*_ATEN_NORM_PARAMS[:5], flag]
+            stats = [_position(names, "running_mean"), _position(names, "running_var")]
+            self.running_stats = (flag, _position(names, flag), stats)
 
     def targets(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
         """The tensors this call will write to (empty for pure functions)."""
@@ -57,17 +68,33 @@ class MutationRule:
         out = kwargs.get("out")
         if out is not None:
             found.extend(t for t in (out if isinstance(out, (tuple, list)) else (out,)))
-        if self.writes_running_stats:
-            found.extend(a for a in args[1:3] if isinstance(a, torch.Tensor))
-            found.extend(
-                kwargs[k]
-                for k in ("running_mean", "running_var")
-                if isinstance(kwargs.get(k), torch.Tensor)
-            )
+        if self.running_stats is not None:
+            found.extend(self._written_running_stats(args, kwargs))
         return found
+
+    def _written_running_stats(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> list[torch.Tensor]:
+        flag_name, flag_position, stat_positions = self.running_stats  # type: ignore[misc]
+        flag = _argument(args, kwargs, flag_position, flag_name)
+        if not flag:  # eval mode reads the statistics without writing them
+            return []
+        stats = (
+            _argument(args, kwargs, position, name)
+            for position, name in zip(stat_positions, ("running_mean", "running_var"), strict=True)
+        )
+        return [t for t in stats if isinstance(t, torch.Tensor)]
 
     def _inplace_flag(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
         if kwargs.get("inplace") is True:
             return True
         position = self.inplace_flag_position
         return position is not None and len(args) > position and args[position] is True
+
+
+def _argument(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any], position: int | None, name: str
+) -> Any:
+    if position is not None and len(args) > position:
+        return args[position]
+    return kwargs.get(name)
