@@ -51,7 +51,8 @@ export class LensApp {
   private seq = 0;
   private running = 0;
   private layoutCount = 0;
-  private firstPaint = true;
+  private firstPaint = true; // fit the camera on the next layout
+  private painted = false;
   private layoutClient = new LayoutClient();
   private requests: RequestClient;
   private renderer: Renderer;
@@ -167,7 +168,11 @@ export class LensApp {
     this.requests = new RequestClient(model);
     this.bindCanvas(canvas);
     this.bindSearch();
-    this.ro = new ResizeObserver(() => this.renderer.resize(wrap.clientWidth, wrap.clientHeight));
+    const legend = wrap.querySelector(".lens-legend") as HTMLElement;
+    this.ro = new ResizeObserver(() => {
+      legend.hidden = wrap.clientWidth < 760; // it would cover the node count
+      this.renderer.resize(wrap.clientWidth, wrap.clientHeight);
+    });
     this.ro.observe(wrap);
 
     const on = (ev: string, fn: () => void): void => {
@@ -176,6 +181,8 @@ export class LensApp {
     };
     on("change:graph", () => this.setGraph(model.get("graph")));
     on("change:selected", () => {
+      // a view change may come in the same update: switch first, it picks the selection up
+      if (model.get("view") !== this.viewName) return this.setView(model.get("view") as ViewName, false);
       const v = (model.get("selected") as string) ?? "";
       if (v !== this.selected) this.select(v, { center: true, fromKernel: true });
     });
@@ -272,7 +279,9 @@ export class LensApp {
   private setView(view: ViewName, fromUser: boolean): void {
     if (view !== "rolled" && view !== "unrolled") return;
     if (view === this.viewName) return;
-    const sel = this.mapId(this.selected, this.viewName, view);
+    let sel = this.mapId(this.selected, this.viewName, view);
+    const fromKernel = fromUser ? "" : ((this.model.get("selected") as string) ?? "");
+    if (fromKernel && this.getModel(view)?.nodes.has(fromKernel)) sel = fromKernel;
     this.viewName = view;
     this.updateViewButtons();
     if (fromUser) {
@@ -391,12 +400,14 @@ export class LensApp {
     if (this.firstPaint) {
       this.renderer.fitReadable(scene.bounds);
       this.firstPaint = false;
-      if (!after) {
-        this.renderer.draw();
-        performance.mark("lens:first-paint");
-      }
     }
     after?.();
+    if (!this.painted) {
+      // the first frame is drawn now, not on the next animation frame, so it can be timed
+      this.painted = true;
+      this.renderer.draw();
+      performance.mark("lens:first-paint", { detail: { items: vis.items.length } });
+    }
     this.renderer.request();
     this.updateStatus();
   }
@@ -411,7 +422,10 @@ export class LensApp {
   select(id: string, opts: { center?: boolean; fromKernel?: boolean }): void {
     const m = this.current;
     if (!m) return;
-    if (id && !m.nodes.has(id)) id = "";
+    if (id && !m.nodes.has(id)) {
+      if (opts.fromKernel) return; // not (yet) in this view: never echo a cleared selection back
+      id = "";
+    }
     this.selected = id;
     if (!opts.fromKernel) {
       this.model.set("selected", id);

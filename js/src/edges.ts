@@ -24,17 +24,17 @@ export function edgeGeometry(
     if (!a || !b) continue;
     let pts: number[] | null = null;
     let curve = false;
-    if (e.direct) {
-      const l = layoutOf(e.lca);
-      const o = scene.origins.get(e.lca);
-      const route = l?.edgePoints[e.source + "\n" + e.target];
-      if (route && o && route.length >= 4) {
-        pts = new Array<number>(route.length);
-        for (let i = 0; i < route.length; i += 2) {
-          pts[i] = route[i] + o[0];
-          pts[i + 1] = route[i + 1] + o[1];
-        }
-      }
+    const l = layoutOf(e.lca);
+    const o = scene.origins.get(e.lca);
+    // dagre routed the edge between the lca's items: follow that route, and for an edge
+    // that leaves or enters a box, join it to the real endpoints inside
+    const route = l?.edgePoints[e.la + "\n" + e.lb];
+    if (route && o && route.length >= 4) {
+      const head = e.direct || e.la === e.source ? [] : [a.x + a.w / 2, a.y + a.h];
+      const tail = e.direct || e.lb === e.target ? [] : [b.x + b.w / 2, b.y];
+      pts = head;
+      for (let i = 0; i < route.length; i += 2) pts.push(route[i] + o[0], route[i + 1] + o[1]);
+      pts.push(...tail);
     }
     if (!pts) {
       curve = true;

@@ -1,5 +1,6 @@
 // Number and size formatting for the inspector.
-export function fmtNum(v: number): string {
+export function fmtNum(v: number | null | undefined): string {
+  if (v === null || v === undefined) return "—"; // the kernel sends NaN/Inf stats as null
   if (!Number.isFinite(v)) return String(v);
   if (v === 0) return "0";
   const a = Math.abs(v);
@@ -21,4 +22,10 @@ export function fmtBytes(n: number): string {
 export function fmtShape(shape: number[] | null): string {
   if (!shape) return "—";
   return shape.length === 0 ? "scalar" : `(${shape.join(", ")})`;
+}
+
+/** ".../transformers/models/gpt2/modeling_gpt2.py:63" -> "gpt2/modeling_gpt2.py:63" */
+export function shortPath(source: string): string {
+  const parts = source.split(/[\\/]/);
+  return parts.length > 3 ? "…/" + parts.slice(-2).join("/") : source;
 }

@@ -4,6 +4,7 @@ import { LensApp } from "./app";
 
 export default {
   render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void {
+    performance.mark("lens:render-start");
     const app = new LensApp(model, el);
     return () => app.dispose();
   },

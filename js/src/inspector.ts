@@ -1,6 +1,6 @@
 // Side panel for the selected node: its facts, links to neighbours, and its activation
 // fetched from the kernel on demand and plotted.
-import { fmtBytes, fmtNum, fmtShape } from "./format";
+import { fmtBytes, fmtNum, fmtShape, shortPath } from "./format";
 import type { Activation } from "./messages";
 import { RequestError } from "./messages";
 import { plotHistogram, plotMain, purge } from "./plots";
@@ -125,7 +125,9 @@ export class Inspector {
     this.body.append(this.links("inputs", m.parents.get(n.id) ?? []), this.links("outputs", m.children.get(n.id) ?? []));
     if (n.source) {
       const src = h("div", "lens-source");
-      src.append(h("div", "lens-muted lens-mono", n.source));
+      const where = h("div", "lens-muted lens-mono", shortPath(n.source));
+      where.title = n.source;
+      src.append(where);
       if (n.sourceCode) src.append(h("pre", "lens-code", n.sourceCode));
       this.body.append(src);
     }
@@ -303,9 +305,11 @@ export class Inspector {
       purge(this.mainPlot);
       this.mainPlot.replaceChildren(h("div", "lens-scalar", fmtNum(act.values[0] ?? NaN)));
     } else {
-      this.mainPlot.replaceChildren();
+      // Plotly.react reuses its own DOM: only drop a scalar read-out left from before
+      this.mainPlot.querySelector(".lens-scalar")?.remove();
       plotMain(this.mainPlot, act, th);
     }
+    performance.mark("lens:plot-done", { detail: { id: r.id, plot: r.plot } });
     this.noteEl.textContent = r.reduced && r.note ? `reduced: ${r.note}` : "";
     if (r.hist.counts.length > 0) plotHistogram(this.histPlot, act, th);
     else purge(this.histPlot);

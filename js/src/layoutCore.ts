@@ -78,9 +78,33 @@ function chainLayout(job: LayoutJob, sizes: Map<string, [number, number]>): Grou
   return { key: job.key, w: width, h: job.items.length ? y - LAYOUT_OPTS.ranksep : 0, pos, edgePoints };
 }
 
-export function layoutJob(job: LayoutJob, done: ReadonlyMap<string, GroupLayout>): GroupLayout {
-  const sizes = resolveSizes(job, done);
-  if (isChain(job)) return chainLayout(job, sizes);
+/** dagre's answer for one box, by item and edge index, top-left at (0, 0). */
+interface RawLayout {
+  w: number;
+  h: number;
+  pos: Float64Array; // x0, y0, x1, y1, ... item centres
+  edges: (number[] | null)[]; // per job edge: flat route
+}
+
+// Repeated blocks (12 transformer layers, 50 ResNet bottlenecks) have boxes of the same
+// shape: lay each shape out once and reuse it. Bounded so a long session cannot grow it forever.
+const MEMO_MAX = 4000;
+const memo = new Map<string, RawLayout>();
+
+function shapeKey(job: LayoutJob, sizes: Map<string, [number, number]>): string {
+  const index = new Map<string, number>();
+  const parts: string[] = [];
+  job.items.forEach((it, i) => {
+    index.set(it.id, i);
+    const [w, h] = sizes.get(it.id)!;
+    parts.push(`${w},${h}`);
+  });
+  parts.push("|");
+  for (const [a, b] of job.edges) parts.push(`${index.get(a) ?? -1}>${index.get(b) ?? -1}`);
+  return parts.join(" ");
+}
+
+function dagreLayout(job: LayoutJob, sizes: Map<string, [number, number]>): RawLayout {
   const g = new dagre.graphlib.Graph();
   g.setGraph({ ...LAYOUT_OPTS });
   g.setDefaultEdgeLabel(() => ({}));
@@ -90,36 +114,59 @@ export function layoutJob(job: LayoutJob, done: ReadonlyMap<string, GroupLayout>
   }
   for (const [a, b] of job.edges) if (sizes.has(a) && sizes.has(b)) g.setEdge(a, b);
   dagre.layout(g);
-  const pos: Record<string, [number, number]> = {};
   let minX = Infinity;
   let minY = Infinity;
   let maxX = -Infinity;
   let maxY = -Infinity;
-  for (const it of job.items) {
+  const pos = new Float64Array(job.items.length * 2);
+  job.items.forEach((it, i) => {
     const n = g.node(it.id);
     const [w, h] = sizes.get(it.id)!;
     const x = n.x ?? 0;
     const y = n.y ?? 0;
-    pos[it.id] = [x, y];
+    pos[2 * i] = x;
+    pos[2 * i + 1] = y;
     minX = Math.min(minX, x - w / 2);
     minY = Math.min(minY, y - h / 2);
     maxX = Math.max(maxX, x + w / 2);
     maxY = Math.max(maxY, y + h / 2);
-  }
+  });
   if (job.items.length === 0) minX = minY = maxX = maxY = 0;
-  let w = maxX - minX;
-  // centre narrow content under a wide header
-  const dx = -minX + Math.max(0, (job.minW - w) / 2);
-  w = Math.max(w, job.minW);
-  for (const id in pos) pos[id] = [pos[id][0] + dx, pos[id][1] - minY];
-  const edgePoints: Record<string, number[]> = {};
-  for (const e of g.edges()) {
-    const pts = g.edge(e).points ?? [];
-    const flat: number[] = [];
-    for (const p of pts) flat.push(p.x + dx, p.y - minY);
-    edgePoints[e.v + "\n" + e.w] = flat;
+  for (let i = 0; i < pos.length; i += 2) {
+    pos[i] -= minX;
+    pos[i + 1] -= minY;
   }
-  return { key: job.key, w, h: maxY - minY, pos, edgePoints };
+  const edges = job.edges.map(([a, b]) => {
+    const e = sizes.has(a) && sizes.has(b) ? g.edge(a, b) : undefined;
+    if (!e?.points) return null;
+    const flat: number[] = [];
+    for (const p of e.points) flat.push(p.x - minX, p.y - minY);
+    return flat;
+  });
+  return { w: maxX - minX, h: maxY - minY, pos, edges };
+}
+
+export function layoutJob(job: LayoutJob, done: ReadonlyMap<string, GroupLayout>): GroupLayout {
+  const sizes = resolveSizes(job, done);
+  if (isChain(job)) return chainLayout(job, sizes);
+  const key = shapeKey(job, sizes);
+  let raw = memo.get(key);
+  if (!raw) {
+    raw = dagreLayout(job, sizes);
+    if (memo.size >= MEMO_MAX) memo.clear();
+    memo.set(key, raw);
+  }
+  // centre narrow content under a wide header
+  const dx = Math.max(0, (job.minW - raw.w) / 2);
+  const pos: Record<string, [number, number]> = {};
+  job.items.forEach((it, i) => (pos[it.id] = [raw.pos[2 * i] + dx, raw.pos[2 * i + 1]]));
+  const edgePoints: Record<string, number[]> = {};
+  job.edges.forEach(([a, b], i) => {
+    const r = raw.edges[i];
+    if (!r) return;
+    edgePoints[a + "\n" + b] = dx === 0 ? r.slice() : r.map((v, j) => (j % 2 === 0 ? v + dx : v));
+  });
+  return { key: job.key, w: Math.max(raw.w, job.minW), h: raw.h, pos, edgePoints };
 }
 
 /** Jobs come children first; each may refer to results of earlier ones. */

@@ -49,6 +49,8 @@ export class Renderer {
 
   resize(w: number, h: number): void {
     const dpr = window.devicePixelRatio || 1;
+    // keep what is in the middle of the view there (the inspector opening narrows the canvas)
+    if (this.frame && this.width > 1) this.cam = { ...this.cam, tx: this.cam.tx + (Math.max(1, w) - this.width) / 2 };
     this.width = Math.max(1, w);
     this.height = Math.max(1, h);
     this.canvas.width = Math.round(this.width * dpr);
@@ -99,13 +101,14 @@ export class Renderer {
   }
 
   /** First view of a graph: whole when it is readable, else its top at a readable zoom. */
-  fitReadable(r: Rect, minScale = 0.6): void {
+  fitReadable(r: Rect, minScale = 0.75): void {
     const pad = 24;
     const fitW = (this.width - 2 * pad) / Math.max(1, r.w);
     const fitH = (this.height - 2 * pad) / Math.max(1, r.h);
     const whole = Math.min(1, fitW, fitH);
     if (whole >= minScale) return this.fit(r, 1);
-    const scale = Math.min(1, Math.max(minScale, fitW));
+    // as much of a tall graph as stays readable, never wider than the canvas when avoidable
+    const scale = Math.min(1, Math.max(minScale, Math.min(fitW, fitH)));
     const w = r.w * scale;
     this.cam = {
       scale,
@@ -216,15 +219,6 @@ export class Renderer {
       if (labels && this.edgeLabel(e)) labelsToDraw.push(e);
     }
 
-    // nodes and collapsed modules
-    for (const [id, r] of f.scene.items) {
-      if (!inView(r)) continue;
-      this.drawnItems++;
-      const item = f.vis.itemById.get(id)!;
-      if (item.node) this.drawNode(item.node, r, labels, detail, px);
-      else this.drawCollapsed(item.group!, r, labels, px);
-    }
-
     if (labelsToDraw.length) {
       ctx.font = `${SMALL_PX - 1}px ${FONT_FAMILY}`;
       ctx.textAlign = "center";
@@ -240,6 +234,16 @@ export class Renderer {
         ctx.fillText(t, e.mid[0] + 4 + w / 2, e.mid[1]);
       }
     }
+
+    // nodes and collapsed modules
+    for (const [id, r] of f.scene.items) {
+      if (!inView(r)) continue;
+      this.drawnItems++;
+      const item = f.vis.itemById.get(id)!;
+      if (item.node) this.drawNode(item.node, r, labels, detail, px);
+      else this.drawCollapsed(item.group!, r, labels, px);
+    }
+
     this.lastFrameMs = performance.now() - t0;
     this.onDrawn?.();
   }
@@ -314,6 +318,13 @@ export class Renderer {
       lw = 2;
     }
     ctx.fillStyle = fill;
+    if (!detail && this.selected !== n.id) {
+      // far out a node is a few pixels: a plain rectangle in its colour says enough
+      ctx.fillStyle = stroke;
+      ctx.fillRect(r.x, r.y, r.w, r.h);
+      ctx.globalAlpha = 1;
+      return;
+    }
     roundRect(ctx, r.x, r.y, r.w, r.h, radius);
     ctx.fill();
     if (detail || this.selected === n.id) {

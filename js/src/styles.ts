@@ -5,6 +5,7 @@ const CSS = `
 font-family:var(--jp-ui-font-family,system-ui,-apple-system,"Segoe UI",sans-serif);font-size:12px;color:var(--lens-fg);
 border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background:var(--lens-bg);display:flex;flex-direction:column;position:relative}
 .lens-root *{box-sizing:border-box}
+.lens-root [hidden]{display:none !important}
 .lens-toolbar{display:flex;align-items:center;gap:6px;padding:6px 8px;border-bottom:1px solid var(--lens-border);flex-wrap:wrap;background:var(--lens-panel)}
 .lens-title{font-weight:600;margin-right:6px;white-space:nowrap}
 .lens-title small{font-weight:400;color:var(--lens-muted);margin-left:4px}
@@ -27,7 +28,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-result{display:flex;gap:8px;justify-content:space-between;padding:4px 8px;cursor:pointer;white-space:nowrap}
 .lens-result[aria-selected=true],.lens-result:hover{background:rgba(28,126,214,.12)}
 .lens-result .lens-mono{overflow:hidden;text-overflow:ellipsis}
-.lens-banner{padding:6px 10px;background:#fff5f5;color:#c92a2a;border-bottom:1px solid #ffc9c9;font-size:12px}
+.lens-banner{padding:6px 10px;background:rgba(224,49,49,.1);color:#e03131;border-bottom:1px solid rgba(224,49,49,.35);font-size:12px}
 .lens-banner b{font-weight:600}
 .lens-main{display:flex;min-height:0;position:relative}
 .lens-canvas-wrap{flex:1;position:relative;min-width:0;overflow:hidden}
@@ -38,7 +39,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-busy{position:absolute;right:10px;top:8px;font-size:11px;color:var(--lens-muted);background:var(--lens-bg);padding:2px 8px;border-radius:3px;border:1px solid var(--lens-border)}
 .lens-legend{position:absolute;right:10px;bottom:8px;display:flex;gap:10px;font-size:10px;color:var(--lens-muted);background:var(--lens-bg);opacity:.9;padding:2px 8px;border-radius:3px;pointer-events:none}
 .lens-legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:3px;vertical-align:-1px;border:1px solid}
-.lens-inspector{width:400px;flex:none;border-left:1px solid var(--lens-border);overflow-y:auto;background:var(--lens-panel)}
+.lens-inspector{width:min(400px,48%);flex:none;border-left:1px solid var(--lens-border);overflow-y:auto;background:var(--lens-panel)}
 .lens-inspector-body{padding:10px 12px}
 .lens-insp-head{display:flex;justify-content:space-between;align-items:center}
 .lens-insp-title{display:flex;gap:6px;align-items:center;min-width:0}

@@ -50,9 +50,9 @@ export const LIGHT: Theme = {
   failedStroke: "#e03131",
   selected: "#1c7ed6",
   hover: "#74c0fc",
-  group: ["rgba(76,110,245,0.035)", "rgba(18,184,134,0.045)", "rgba(250,176,5,0.05)", "rgba(190,75,219,0.045)"],
-  groupStroke: "#bac8ff",
-  groupHeader: ["rgba(76,110,245,0.10)", "rgba(18,184,134,0.12)", "rgba(250,176,5,0.14)", "rgba(190,75,219,0.12)"],
+  group: ["rgba(76,110,245,0.035)", "rgba(76,110,245,0.03)", "rgba(76,110,245,0.025)", "rgba(76,110,245,0.02)"],
+  groupStroke: "#c5cff5",
+  groupHeader: ["rgba(76,110,245,0.11)", "rgba(32,160,170,0.11)", "rgba(120,90,220,0.10)", "rgba(230,140,30,0.11)"],
   collapsed: "#e7f5ff",
   collapsedStroke: "#4dabf7",
 };

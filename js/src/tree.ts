@@ -64,7 +64,7 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
       order,
       nOps: 0,
       outShape: null,
-      className: mod?.className ?? payload.modelClass,
+      className: mod?.className ?? (key === ROOT ? payload.modelClass : address.split(".").pop() || "Module"),
       nPasses: mod?.nPasses ?? 1,
     };
   };

@@ -22,6 +22,8 @@ export interface VisEdge {
   target: string;
   lca: string; // group whose layout places both (directly or via child boxes)
   direct: boolean; // both endpoints are direct items of lca (dagre routed the edge)
+  la: string; // the lca's direct items that stand for source and target in its layout
+  lb: string;
   shape: string;
   passes: number[];
   count: number; // how many underlying edges it stands for
@@ -132,6 +134,8 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
       target: rt,
       lca,
       direct: a === rs && b === rt,
+      la: a,
+      lb: b,
       shape: e.shape,
       passes: [...e.passes],
       count: 1,

@@ -38,7 +38,8 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture()
 def page(browser: object) -> Iterator[object]:
-    """A fresh page that records console errors and uncaught exceptions in `page.errors`."""
+    """A fresh page; console errors and uncaught exceptions go to `page.errors`, every
+    requested URL to `page.request_urls`."""
     context = browser.new_context(device_scale_factor=1)  # type: ignore[attr-defined]
     p = context.new_page()
     errors: list[str] = []
@@ -48,6 +49,9 @@ def page(browser: object) -> Iterator[object]:
         lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None,
     )
     p.errors = errors  # type: ignore[attr-defined]
+    urls: list[str] = []
+    p.on("request", lambda r: urls.append(r.url))
+    p.request_urls = urls  # type: ignore[attr-defined]
     yield p
     context.close()
 

@@ -115,3 +115,20 @@ describe("chain fast path", () => {
     expect(l.pos.b[0]).not.toBe(l.pos.c[0]);
   });
 });
+
+describe("shape memo", () => {
+  it("gives boxes of the same shape the same relative layout", () => {
+    const mk = (p: string) => ({
+      key: p,
+      items: ["a", "b", "c", "d"].map((x, i) => ({ id: p + x, w: 60 + i * 10, h: 30 })),
+      edges: [[p + "a", p + "b"], [p + "a", p + "c"], [p + "b", p + "d"], [p + "c", p + "d"]] as [string, string][],
+      minW: 0,
+    });
+    const [l1, l2] = runJobs([mk("x"), { ...mk("y"), minW: 1000 }]);
+    for (const k of ["a", "b", "c", "d"]) expect(l2.pos["y" + k][1]).toBe(l1.pos["x" + k][1]);
+    // the wider header shifts the content to its centre
+    expect(l2.w).toBe(1000);
+    expect(l2.pos.ya[0] - l1.pos.xa[0]).toBeCloseTo((1000 - l1.w) / 2);
+    expect(l2.edgePoints["ya\nyb"].length).toBe(l1.edgePoints["xa\nxb"].length);
+  });
+});

@@ -97,6 +97,12 @@ _MODULE_HOOK_DICTS = (
 )
 
 
+def _hook_names(hooks: Any) -> list[str]:
+    # deepcopy turns some hooks into torch's _WrappedHook around the same function
+    fns = [getattr(fn, "hook", fn) for fn in hooks.values()]
+    return [getattr(fn, "__qualname__", type(fn).__qualname__) for fn in fns]
+
+
 def module_snapshot(model: nn.Module) -> dict[str, Any]:
     """Hooks, instance attributes, class, training flag and parameter identity of each module."""
     snap: dict[str, Any] = {}
@@ -106,7 +112,8 @@ def module_snapshot(model: nn.Module) -> dict[str, Any]:
             "training": module.training,
             "attrs": sorted(vars(module)),
             "forward": vars(module).get("forward"),
-            "hooks": {h: list(getattr(module, h, {}).keys()) for h in _MODULE_HOOK_DICTS},
+            # By function name: hook ids differ between a model and its deep copy.
+            "hooks": {h: _hook_names(getattr(module, h, {})) for h in _MODULE_HOOK_DICTS},
             "params": {n: id(p) for n, p in module.named_parameters(recurse=False)},
             "buffers": {n: id(b) for n, b in module.named_buffers(recurse=False)},
         }
@@ -116,16 +123,17 @@ def module_snapshot(model: nn.Module) -> dict[str, Any]:
 def assert_modules_unchanged(
     model: nn.Module, before: dict[str, Any], reference: nn.Module | None = None
 ) -> None:
-    """Hooks, classes, forward, parameters and training flags as `before`; instance attribute
-    names as on `reference` (a copy that ran a plain forward, which may cache attributes)."""
+    """Classes, forward, parameters and training flags as `before`; hooks and instance
+    attribute names as on `reference`, a deep copy that ran a plain forward (transformers
+    caches attributes and installs output-capturing hooks on a first forward)."""
     after = module_snapshot(model)
     assert list(after) == list(before), "module tree changed"
-    expected_attrs = module_snapshot(reference) if reference is not None else before
+    expected = module_snapshot(reference) if reference is not None else before
     for name, snap in before.items():
         now = after[name]
         where = name or "<root>"
         for key in snap:
-            want = expected_attrs[name][key] if key == "attrs" else snap[key]
+            want = expected[name][key] if key in ("attrs", "hooks") else snap[key]
             assert now[key] == want, f"module {where}: {key} changed: {want} -> {now[key]}"
     for name, p in model.named_parameters():
         assert type(p) is nn.Parameter, f"parameter {name} has type {type(p).__qualname__}"

@@ -1,8 +1,9 @@
 """Tiny real models with random weights, built from configs (never downloaded).
 
 Each builder returns a `ZooCase`: the model, its positional inputs and keyword inputs, a lower
-bound on the number of ops a full trace must see, and the names of factory ops the model is
-known to call (so the tracer must see them even though no tensor flows into them).
+bound on the number of ops a full trace must see, and ops the model is known to call, factory
+ops among them (`torch.arange`, `torch.zeros`: the tracer must see them though no tensor flows
+into them).
 Inputs are made from a fixed generator so a case is the same every time it is built.
 """
 
@@ -28,8 +29,9 @@ class ZooCase:
     args: tuple[Any, ...]
     kwargs: dict[str, Any] = field(default_factory=dict)
     min_ops: int = 10
-    # Substrings of op names (OpRecord.func) that must appear at least once.
-    factory_ops: tuple[str, ...] = ()
+    # Op names (OpRecord.func) a trace must contain; train_ops only in train mode.
+    expected_ops: tuple[str, ...] = ()
+    train_ops: tuple[str, ...] = ()
     # Whether train mode draws random numbers (dropout, drop-path), so seeds matter.
     random_in_train: bool = True
 
@@ -75,8 +77,8 @@ def gpt2() -> ZooCase:
         model,
         (_ids(),),
         {"attention_mask": _mask()},
-        min_ops=40,
-        factory_ops=("arange",),
+        min_ops=80,
+        expected_ops=("arange", "embedding", "scaled_dot_product_attention"),
     )
 
 
@@ -95,7 +97,12 @@ def llama() -> ZooCase:
     )
     model = _build(lambda: LlamaForCausalLM(cfg))
     return ZooCase(
-        "llama", model, (_ids(),), {"attention_mask": _mask()}, min_ops=40, factory_ops=("arange",)
+        "llama",
+        model,
+        (_ids(),),
+        {"attention_mask": _mask()},
+        min_ops=120,
+        expected_ops=("arange", "scaled_dot_product_attention"),
     )
 
 
@@ -114,7 +121,14 @@ def mistral() -> ZooCase:
         attention_dropout=0.1,
     )
     model = _build(lambda: MistralForCausalLM(cfg))
-    return ZooCase("mistral", model, (_ids(),), {"attention_mask": _mask()}, min_ops=40)
+    return ZooCase(
+        "mistral",
+        model,
+        (_ids(),),
+        {"attention_mask": _mask()},
+        min_ops=120,
+        expected_ops=("arange", "scaled_dot_product_attention"),
+    )
 
 
 def qwen2() -> ZooCase:
@@ -131,7 +145,14 @@ def qwen2() -> ZooCase:
         attention_dropout=0.1,
     )
     model = _build(lambda: Qwen2ForCausalLM(cfg))
-    return ZooCase("qwen2", model, (_ids(),), {"attention_mask": _mask()}, min_ops=40)
+    return ZooCase(
+        "qwen2",
+        model,
+        (_ids(),),
+        {"attention_mask": _mask()},
+        min_ops=120,
+        expected_ops=("arange", "scaled_dot_product_attention"),
+    )
 
 
 def bert() -> ZooCase:
@@ -151,7 +172,64 @@ def bert() -> ZooCase:
         "attention_mask": _mask(),
         "token_type_ids": torch.zeros(BATCH, SEQ, dtype=torch.long),
     }
-    return ZooCase("bert", model, (_ids(),), kwargs, min_ops=40)
+    return ZooCase(
+        "bert", model, (_ids(),), kwargs, min_ops=60, expected_ops=("arange", "layer_norm")
+    )
+
+
+def bert_all_outputs() -> ZooCase:
+    """BERT returning every hidden state and attention map: many output leaves, and the
+    eager attention path instead of scaled_dot_product_attention."""
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
+    model = _build(lambda: BertModel(cfg))
+    kwargs = {"attention_mask": _mask(), "output_hidden_states": True, "output_attentions": True}
+    return ZooCase(
+        "bert_all_outputs", model, (_ids(),), kwargs, min_ops=60, expected_ops=("softmax",)
+    )
+
+
+def albert() -> ZooCase:
+    """ALBERT shares one layer across depth: the same modules run once per layer."""
+    from transformers import AlbertConfig, AlbertForMaskedLM
+
+    cfg = AlbertConfig(
+        vocab_size=VOCAB,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.1,  # ALBERT's defaults are 0
+        attention_probs_dropout_prob=0.1,
+    )
+    model = _build(lambda: AlbertForMaskedLM(cfg))
+    return ZooCase(
+        "albert",
+        model,
+        (_ids(),),
+        {"attention_mask": _mask()},
+        min_ops=60,
+        expected_ops=("arange",),
+    )
+
+
+def gpt2_bf16() -> ZooCase:
+    """GPT-2 in bfloat16: dtypes other than float32 all the way through."""
+    case = gpt2()
+    case.name = "gpt2_bf16"
+    case.model = case.model.to(torch.bfloat16)
+    return case
 
 
 def distilbert() -> ZooCase:
@@ -166,8 +244,8 @@ def distilbert() -> ZooCase:
         model,
         (_ids(),),
         {"attention_mask": _mask()},
-        min_ops=30,
-        factory_ops=("arange",),
+        min_ops=50,
+        expected_ops=("arange", "layer_norm"),
     )
 
 
@@ -191,7 +269,9 @@ def t5() -> ZooCase:
         "attention_mask": _mask(),
         "decoder_input_ids": _ids(seq=6, seed=3),
     }
-    return ZooCase("t5", model, (_ids(),), kwargs, min_ops=80, factory_ops=("arange",))
+    return ZooCase(
+        "t5", model, (_ids(),), kwargs, min_ops=250, expected_ops=("arange", "embedding")
+    )
 
 
 def bart() -> ZooCase:
@@ -210,7 +290,9 @@ def bart() -> ZooCase:
     )
     model = _build(lambda: BartForConditionalGeneration(cfg))
     kwargs = {"attention_mask": _mask(), "decoder_input_ids": _ids(seq=6, seed=3)}
-    return ZooCase("bart", model, (_ids(),), kwargs, min_ops=80)
+    return ZooCase(
+        "bart", model, (_ids(),), kwargs, min_ops=150, expected_ops=("arange", "layer_norm")
+    )
 
 
 def whisper() -> ZooCase:
@@ -238,7 +320,9 @@ def whisper() -> ZooCase:
     model = _build(lambda: WhisperForConditionalGeneration(cfg))
     features = torch.randn(BATCH, 16, mel_frames, generator=_gen(4))
     kwargs = {"decoder_input_ids": _ids(seq=6, seed=3)}
-    return ZooCase("whisper", model, (features,), kwargs, min_ops=80)
+    return ZooCase(
+        "whisper", model, (features,), kwargs, min_ops=140, expected_ops=("conv1d", "arange")
+    )
 
 
 def clip() -> ZooCase:
@@ -269,14 +353,7 @@ def clip() -> ZooCase:
     cfg.text_config.bos_token_id, cfg.text_config.eos_token_id = 1, 2
     model = _build(lambda: CLIPModel(cfg))
     kwargs = {"attention_mask": _mask(), "pixel_values": _pixels()}
-    return ZooCase(
-        "clip",
-        model,
-        (_ids(),),
-        kwargs,
-        min_ops=80,
-        factory_ops=("arange",),
-    )
+    return ZooCase("clip", model, (_ids(),), kwargs, min_ops=110, expected_ops=("arange", "conv2d"))
 
 
 def vit() -> ZooCase:
@@ -294,7 +371,7 @@ def vit() -> ZooCase:
         attention_probs_dropout_prob=0.1,
     )
     model = _build(lambda: ViTForImageClassification(cfg))
-    return ZooCase("vit", model, (_pixels(),), min_ops=40)
+    return ZooCase("vit", model, (_pixels(),), min_ops=40, expected_ops=("conv2d", "layer_norm"))
 
 
 def swin() -> ZooCase:
@@ -312,7 +389,9 @@ def swin() -> ZooCase:
         drop_path_rate=0.1,
     )
     model = _build(lambda: SwinForImageClassification(cfg))
-    return ZooCase("swin", model, (_pixels(),), min_ops=40)
+    return ZooCase(
+        "swin", model, (_pixels(),), min_ops=80, expected_ops=("conv2d",), train_ops=("rand",)
+    )
 
 
 def resnet() -> ZooCase:
@@ -327,7 +406,14 @@ def resnet() -> ZooCase:
     )
     model = _build(lambda: ResNetForImageClassification(cfg))
     # BatchNorm only: train mode uses batch statistics but draws no random numbers.
-    return ZooCase("resnet", model, (_pixels(),), min_ops=20, random_in_train=False)
+    return ZooCase(
+        "resnet",
+        model,
+        (_pixels(),),
+        random_in_train=False,
+        min_ops=18,
+        expected_ops=("conv2d", "batch_norm"),
+    )
 
 
 def convnext() -> ZooCase:
@@ -341,7 +427,14 @@ def convnext() -> ZooCase:
         drop_path_rate=0.5,  # drop-path is its only randomness: high enough to show
     )
     model = _build(lambda: ConvNextForImageClassification(cfg))
-    return ZooCase("convnext", model, (_pixels(),), min_ops=20)
+    return ZooCase(
+        "convnext",
+        model,
+        (_pixels(),),
+        min_ops=20,
+        expected_ops=("conv2d", "layer_norm"),
+        train_ops=("rand",),
+    )
 
 
 def mobilenet_v2() -> ZooCase:
@@ -351,7 +444,9 @@ def mobilenet_v2() -> ZooCase:
         image_size=IMG, depth_multiplier=0.25, num_labels=5, classifier_dropout_prob=0.1
     )
     model = _build(lambda: MobileNetV2ForImageClassification(cfg))
-    return ZooCase("mobilenet_v2", model, (_pixels(),), min_ops=40)
+    return ZooCase(
+        "mobilenet_v2", model, (_pixels(),), min_ops=150, expected_ops=("conv2d", "batch_norm")
+    )
 
 
 def mamba() -> ZooCase:
@@ -368,7 +463,14 @@ def mamba() -> ZooCase:
     )
     model = _build(lambda: MambaForCausalLM(cfg))
     # Mamba has no dropout; its slow (pure torch) path runs on CPU without CUDA kernels.
-    return ZooCase("mamba", model, (_ids(),), min_ops=40, random_in_train=False)
+    return ZooCase(
+        "mamba",
+        model,
+        (_ids(),),
+        random_in_train=False,
+        min_ops=250,
+        expected_ops=("conv1d", "softplus", "zeros"),
+    )
 
 
 class LSTMTagger(nn.Module):
@@ -388,7 +490,7 @@ class LSTMTagger(nn.Module):
 
 def lstm() -> ZooCase:
     model = _build(LSTMTagger)
-    return ZooCase("lstm", model, (_ids(),), min_ops=4)
+    return ZooCase("lstm", model, (_ids(),), min_ops=5, expected_ops=("lstm", "zeros"))
 
 
 class TinyEncoder(nn.Module):
@@ -412,7 +514,13 @@ class TinyEncoder(nn.Module):
 def transformer_encoder() -> ZooCase:
     model = _build(TinyEncoder)
     pad = _mask() == 0
-    return ZooCase("transformer_encoder", model, (_ids(), pad), min_ops=20, factory_ops=("arange",))
+    return ZooCase(
+        "transformer_encoder",
+        model,
+        (_ids(), pad),
+        min_ops=25,
+        expected_ops=("arange", "multi_head_attention_forward"),
+    )
 
 
 class SmallCNN(nn.Module):
@@ -439,7 +547,13 @@ class SmallCNN(nn.Module):
 
 def small_cnn() -> ZooCase:
     model = _build(SmallCNN)
-    return ZooCase("small_cnn", model, (_pixels(),), min_ops=8)
+    return ZooCase(
+        "small_cnn",
+        model,
+        (_pixels(),),
+        min_ops=9,
+        expected_ops=("conv2d", "batch_norm", "dropout"),
+    )
 
 
 BUILDERS: dict[str, Callable[[], ZooCase]] = {
@@ -450,6 +564,9 @@ BUILDERS: dict[str, Callable[[], ZooCase]] = {
         mistral,
         qwen2,
         bert,
+        bert_all_outputs,
+        albert,
+        gpt2_bf16,
         distilbert,
         t5,
         bart,

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { edgeGeometry } from "../../js/src/edges";
+import { DEFAULT_METRICS } from "../../js/src/labels";
+import { type GroupLayout, runJobs } from "../../js/src/layoutCore";
+import { composeScene, planLayout, SizeCache } from "../../js/src/layoutPlan";
+import { buildModel } from "../../js/src/tree";
+import { computeVisible } from "../../js/src/visibility";
+import { nested } from "./builders";
+
+describe("edgeGeometry", () => {
+  const m = buildModel(nested(), "unrolled");
+  const sizes = new SizeCache(m, DEFAULT_METRICS);
+  const v = computeVisible(m, { expanded: new Set(["a", "b", "b.0", "b.1"]), showParams: false });
+  const plan = planLayout(v, sizes, new Map(), "u|");
+  const cache = new Map<string, GroupLayout>(runJobs(plan.jobs).map((r) => [r.key, r]));
+  const scene = composeScene(v, m, sizes, plan.keys, cache);
+  const geoms = edgeGeometry(v.edges, scene, (box) => cache.get(plan.keys.get(box)!));
+  const find = (s: string, t: string) => geoms.find((g) => g.edge.source === s && g.edge.target === t)!;
+
+  it("draws every visible edge from its source to its target", () => {
+    expect(geoms.length).toBe(v.edges.length);
+    for (const g of geoms) {
+      const a = scene.items.get(g.edge.source)!;
+      const b = scene.items.get(g.edge.target)!;
+      const n = g.pts.length;
+      // starts on the source box's border, ends on the target box's border (2 px slack)
+      expect(g.pts[0]).toBeGreaterThanOrEqual(a.x - 2);
+      expect(g.pts[0]).toBeLessThanOrEqual(a.x + a.w + 2);
+      expect(g.pts[1]).toBeGreaterThanOrEqual(a.y + a.h / 2 - 2);
+      expect(g.pts[n - 2]).toBeGreaterThanOrEqual(b.x - 2);
+      expect(g.pts[n - 2]).toBeLessThanOrEqual(b.x + b.w + 2);
+      expect(g.pts[n - 1]).toBeLessThanOrEqual(b.y + b.h / 2 + 2);
+    }
+  });
+
+  it("follows the enclosing box's route for edges that cross boxes", () => {
+    const g = find("y_1", "x_2"); // b.0 -> b.1, laid out inside b
+    expect(g.curve).toBe(false);
+    expect(g.pts.length).toBeGreaterThan(4);
+    const boxB = scene.boxes.get("b:1")!;
+    for (let i = 0; i < g.pts.length; i += 2) {
+      expect(g.pts[i]).toBeGreaterThanOrEqual(boxB.x);
+      expect(g.pts[i]).toBeLessThanOrEqual(boxB.x + boxB.w);
+    }
+  });
+
+  it("bounds each edge for culling", () => {
+    for (const g of geoms)
+      for (let i = 0; i < g.pts.length; i += 2) {
+        expect(g.pts[i]).toBeGreaterThanOrEqual(g.box.x - 1e-9);
+        expect(g.pts[i]).toBeLessThanOrEqual(g.box.x + g.box.w + 1e-9);
+        expect(g.pts[i + 1]).toBeGreaterThanOrEqual(g.box.y - 1e-9);
+        expect(g.pts[i + 1]).toBeLessThanOrEqual(g.box.y + g.box.h + 1e-9);
+      }
+  });
+});

@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest";
+import { fmtBytes, fmtNum, fmtShape, shortPath } from "../../js/src/format";
+
+describe("format", () => {
+  it("formats numbers compactly", () => {
+    expect(fmtNum(0)).toBe("0");
+    expect(fmtNum(0.123456789)).toBe("0.12346");
+    expect(fmtNum(123456789)).toBe("1.235e+8");
+    expect(fmtNum(NaN)).toBe("NaN");
+    expect(fmtNum(null)).toBe("—");
+  });
+
+  it("formats sizes and shapes", () => {
+    expect(fmtBytes(512)).toBe("512 B");
+    expect(fmtBytes(32768)).toBe("32.0 KiB");
+    expect(fmtShape([2, 3])).toBe("(2, 3)");
+    expect(fmtShape([])).toBe("scalar");
+    expect(fmtShape(null)).toBe("—");
+  });
+
+  it("shortens source paths to their last two parts", () => {
+    expect(shortPath("/a/b/transformers/models/gpt2/modeling_gpt2.py:63")).toBe("…/gpt2/modeling_gpt2.py:63");
+    expect(shortPath("model.py:1")).toBe("model.py:1");
+  });
+});
