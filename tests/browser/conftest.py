@@ -28,7 +28,8 @@ CHROMIUM_ARGS = [
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
-        pytest.skip(f"no chromium at {CHROMIUM}")
+        # CI installs chromium (`make test`): missing there is a failure, not a skip.
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(f"no chromium at {CHROMIUM}")
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
