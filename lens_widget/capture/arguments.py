@@ -27,6 +27,17 @@ class TensorSlot:
         return f"<tensor {self.index}>"
 
 
+class _Positions(dict):  # type: ignore[type-arg]
+    """ "0", "1", ...: argument positions as text, made once."""
+
+    def __missing__(self, index: int) -> str:
+        self[index] = str(index)
+        return self[index]
+
+
+_POSITIONS = _Positions()
+
+
 def _scan(value: Any, position: str, found: list[tuple[str, Tensor]]) -> Any:
     kind = type(value)
     if kind is Tensor or isinstance(value, Tensor):
@@ -62,7 +73,7 @@ def scan_call(
 ) -> tuple[tuple[Any, ...], dict[str, Any], list[tuple[str, Tensor]]]:
     """(args template, kwargs template, [(position, tensor)]) for one call."""
     found: list[tuple[str, Tensor]] = []
-    args_template = tuple(_scan(a, str(i), found) for i, a in enumerate(args))
+    args_template = tuple([_scan(a, _POSITIONS[i], found) for i, a in enumerate(args)])
     kwargs_template = {k: _scan(v, k, found) for k, v in kwargs.items()} if kwargs else {}
     return args_template, kwargs_template, found
 

@@ -9,6 +9,7 @@ saved tensor is about to be overwritten.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +54,11 @@ _RANDOM_CALLS = frozenset(
         "rnn_tanh", "rnn_relu", "transformer_encoder_layer_fwd", "_native_multi_head_attention",
     }
 )  # fmt: skip
+
+
+@functools.cache
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _func_name(func: Callable[..., Any]) -> str:
@@ -125,6 +131,7 @@ class Recorder(TorchFunctionMode):
         self._params = {id(p): (n, "param") for n, p in model.named_parameters()}
         self._params.update({id(b): (n, "buffer") for n, b in model.named_buffers()})
         self._n_consts = 0
+        self._device_names: dict[torch.device, str] = {}
         # (module address, pass) -> nodes that produced that module call's output tensors
         self.module_outputs: dict[tuple[str, int], list[OpRecord]] = {}
 
@@ -304,14 +311,21 @@ class Recorder(TorchFunctionMode):
             self._set_producer(tensor, node, i)
         return node
 
-    @staticmethod
-    def _describe_outputs(node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
+    def _describe_outputs(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
         first = outputs[0]
-        node.shape = tuple(first.shape)
-        node.dtype = str(first.dtype).removeprefix("torch.")
-        node.device = str(first.device)
-        node.shapes = tuple(tuple(t.shape) for t in outputs)
-        node.nbytes = sum(t.numel() * t.element_size() for t in outputs)
+        node.shape = shape = tuple(first.shape)
+        node.dtype = _dtype_name(first.dtype)
+        node.device = self._device_names.get(first.device) or self._name_device(first.device)
+        if len(outputs) == 1:
+            node.shapes = (shape,)
+            node.nbytes = first.numel() * first.element_size()
+        else:
+            node.shapes = tuple(tuple(t.shape) for t in outputs)
+            node.nbytes = sum(t.numel() * t.element_size() for t in outputs)
+
+    def _name_device(self, device: torch.device) -> str:
+        name = self._device_names[device] = str(device)
+        return name
 
     # ---- modules ---------------------------------------------------------------------
 
