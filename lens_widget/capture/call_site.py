@@ -1,8 +1,11 @@
-"""Where in the user's code an op was called, found by walking the Python stack.
+"""Where in the code an op was called, found by walking the Python stack.
 
-Two answers per op: the *call site* that identifies the op for folding passes (the first
-frame outside torch's functional wrappers, torch's own nn.Module code included), and the
-*source* a person wants to read (the first frame outside torch altogether).
+Two answers per op:
+- the *call path*: the call sites (code, bytecode offset) from the op up to the nearest
+  nn.Module call. It identifies an op for folding passes: a loop or a reused module repeats
+  it exactly, while one helper called from two lines (rotate_half(q), rotate_half(k)) gives
+  two paths;
+- the *source* a person wants to read: the first frame outside torch and lens_widget.
 """
 
 from __future__ import annotations
@@ -16,15 +19,23 @@ import torch
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _TORCH_MODULES_DIR = os.path.join(_TORCH_DIR, "nn", "modules") + os.sep
+_MODULE_CALL_FILE = os.path.join(_TORCH_MODULES_DIR, "module.py")
+_MODULE_CALL_FUNCS = frozenset({"_call_impl", "_wrapped_call_impl", "inner"})
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
-# Frame kinds: skipped entirely, torch's nn.Module code (a call site, not user code), user code.
-SKIP, TORCH_MODULE, USER = 0, 1, 2
+# Frame kinds: skipped (torch's functional wrappers, lens_widget), torch's own nn.Module code
+# (part of the call path, not user code), user code, and nn.Module.__call__ (the boundary).
+SKIP, TORCH_MODULE, USER, MODULE_CALL = 0, 1, 2, 3
+
+CallPath = tuple[tuple[CodeType, int], ...]
 
 
-def _classify(filename: str) -> int:
+def _classify(code: CodeType) -> int:
+    filename = code.co_filename
     if filename.startswith(_OWN_DIR):
         return SKIP
+    if filename == _MODULE_CALL_FILE and code.co_name in _MODULE_CALL_FUNCS:
+        return MODULE_CALL
     if filename.startswith(_TORCH_DIR):
         return TORCH_MODULE if filename.startswith(_TORCH_MODULES_DIR) else SKIP
     return USER
@@ -36,27 +47,35 @@ class CallSiteFinder:
     def __init__(self) -> None:
         self._kinds: dict[CodeType, int] = {}
 
-    def find(self, depth: int) -> tuple[tuple[CodeType, int] | None, tuple[str, int] | None]:
-        """(call-site key, (file, line) of user code) from `depth` frames above the caller.
+    def find(self, depth: int) -> tuple[CallPath, tuple[str, int] | None]:
+        """(call path, (file, line) of user code) from `depth` frames above the caller.
 
         Only plain values are kept: holding frames would keep their locals alive.
         """
         kinds = self._kinds
         frame: FrameType | None = sys._getframe(depth + 1)
-        site: tuple[CodeType, int] | None = None
+        path: list[tuple[CodeType, int]] = []
+        source: tuple[str, int] | None = None
+        in_path = True
         while frame is not None:
             code = frame.f_code
             kind = kinds.get(code)
             if kind is None:
-                kind = kinds[code] = _classify(code.co_filename)
-            if kind != SKIP:
-                if site is None:
+                kind = kinds[code] = _classify(code)
+            if kind == MODULE_CALL:
+                if source is not None:
+                    break
+                in_path = False
+            elif kind != SKIP:
+                if in_path:
                     # f_lasti tells apart two calls on one line (a + b + c).
-                    site = (code, frame.f_lasti)
-                if kind == USER:
-                    return site, (code.co_filename, frame.f_lineno)
+                    path.append((code, frame.f_lasti))
+                if kind == USER and source is None:
+                    source = (code.co_filename, frame.f_lineno)
+                    if not in_path:
+                        break
             frame = frame.f_back
-        return site, None
+        return tuple(path), source
 
 
 def describe_source(where: tuple[str, int] | None) -> tuple[str, str]:

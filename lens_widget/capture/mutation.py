@@ -60,7 +60,12 @@ class MutationRule:
     def targets(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
         """The tensors this call will write to (empty for pure functions)."""
         found: list[torch.Tensor] = []
-        first = args[0] if args else None
+        # nn.init.normal_(tensor=t) passes its target by keyword
+        first = (
+            args[0]
+            if args
+            else next((v for v in kwargs.values() if isinstance(v, torch.Tensor)), None)
+        )
         if isinstance(first, torch.Tensor) and (
             self.writes_first or self._inplace_flag(args, kwargs)
         ):

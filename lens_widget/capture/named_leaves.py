@@ -9,6 +9,10 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+# Containers pytree does not know (a transformers KV cache, a plain result object) are
+# walked through their attributes, this deep at most.
+_MAX_OBJECT_DEPTH = 4
+
 
 def _key_text(key: Any) -> str:
     for attribute in ("idx", "key", "name"):
@@ -17,12 +21,27 @@ def _key_text(key: Any) -> str:
     return str(key)
 
 
-def named_tensor_leaves(value: Any, prefix: str) -> Iterator[tuple[str, torch.Tensor]]:
-    """(dotted name, tensor) per tensor leaf; dataclasses unknown to pytree are walked too."""
+def _fields(leaf: Any) -> list[tuple[str, Any]]:
+    """(name, value) of an unregistered container's contents; [] for plain values."""
+    if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
+        return [(f.name, getattr(leaf, f.name)) for f in dataclasses.fields(leaf)]
+    if isinstance(leaf, (torch.nn.Module, type)) or callable(leaf) or not hasattr(leaf, "__dict__"):
+        return []
+    return [(k, v) for k, v in vars(leaf).items() if not k.startswith("_")]
+
+
+def named_tensor_leaves(
+    value: Any, prefix: str, _depth: int = 0, _seen: set[int] | None = None
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """(dotted name, tensor) per tensor leaf, in a stable order."""
+    seen = set() if _seen is None else _seen
     for path, leaf in pytree.tree_flatten_with_path(value)[0]:
         name = ".".join([prefix, *(_key_text(k) for k in path)])
         if isinstance(leaf, torch.Tensor):
             yield name, leaf
-        elif dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
-            for f in dataclasses.fields(leaf):
-                yield from named_tensor_leaves(getattr(leaf, f.name), f"{name}.{f.name}")
+        elif _depth < _MAX_OBJECT_DEPTH and id(leaf) not in seen:
+            seen.add(id(leaf))
+            for field_name, field_value in _fields(leaf):
+                yield from named_tensor_leaves(
+                    field_value, f"{name}.{field_name}", _depth + 1, seen
+                )

@@ -18,7 +18,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from lens_widget.capture.arguments import scan_call, tensor_leaves
-from lens_widget.capture.call_site import CallSiteFinder
+from lens_widget.capture.call_site import CallSiteFinder, describe_source
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.mutation import MutationRule
 from lens_widget.capture.save_policy import SavePolicy
@@ -131,13 +131,24 @@ class Recorder(TorchFunctionMode):
         self._params = {id(p): (n, "param") for n, p in model.named_parameters()}
         self._params.update({id(b): (n, "buffer") for n, b in model.named_buffers()})
         self._n_consts = 0
+        self._labels: set[str] = set()  # of sources and sinks; op labels cannot clash
         self._device_names: dict[torch.device, str] = {}
         # (module address, pass) -> nodes that produced that module call's output tensors
         self.module_outputs: dict[tuple[str, int], list[OpRecord]] = {}
 
     # ---- sources ---------------------------------------------------------------------
 
+    def unique_label(self, name: str) -> str:
+        """`name`, or `name#2`, `name#3`... when a node already has it (a param named "output")."""
+        label, n = name, 1
+        while label in self._labels:
+            n += 1
+            label = f"{name}#{n}"
+        self._labels.add(label)
+        return label
+
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str) -> OpRecord:
+        name = self.unique_label(name)
         stack = self.tracker.stack
         node = OpRecord(
             label=name, kind=kind, func=name, index=len(self.nodes), layer=name,
@@ -160,7 +171,13 @@ class Recorder(TorchFunctionMode):
     # ---- bookkeeping of tensors --------------------------------------------------------
 
     def _version(self, tensor: Tensor) -> int:
-        return tensor._version if self.track_versions else 0
+        """The tensor's write counter; -1 where there is none to read."""
+        if not self.track_versions:
+            return -1
+        try:
+            return tensor._version
+        except RuntimeError:  # inference tensors keep no version counter
+            return -1
 
     def _set_producer(self, tensor: Tensor, node: OpRecord, output_index: int) -> None:
         self._producers[id(tensor)] = (
@@ -177,8 +194,10 @@ class Recorder(TorchFunctionMode):
         return None
 
     def _keep(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
-        if any(type(t) is Parameter for t in outputs):  # p.float() returns p itself
-            outputs = tuple(t.detach() if type(t) is Parameter else t for t in outputs)
+        # Saved values are plain tensors without autograd history (a detached view shares
+        # storage: no copy); a Parameter output (p.float() returns p) becomes one too.
+        if any(t.requires_grad or type(t) is Parameter for t in outputs):
+            outputs = tuple(t.detach() for t in outputs)
         node.activations = outputs
         for i, tensor in enumerate(outputs):
             try:
@@ -186,8 +205,9 @@ class Recorder(TorchFunctionMode):
             except (RuntimeError, NotImplementedError):  # sparse / meta tensors have none
                 continue
             self._saved_storage.setdefault(storage, []).append((node, i))
-            if self.track_versions:
-                self.saved_refs.append((node, i, id(tensor), tensor._version))
+            version = self._version(tensor)
+            if version >= 0:
+                self.saved_refs.append((node, i, id(tensor), version))
 
     def _copy_before_write(self, targets: list[Tensor]) -> None:
         """Saved tensors sharing storage with a write target get their current value copied."""
@@ -262,8 +282,8 @@ class Recorder(TorchFunctionMode):
             if entry is not None and entry[0]() is tensor:
                 parent, output_index = entry[1], entry[2]
                 if (
-                    self.track_versions
-                    and entry[3] != tensor._version
+                    entry[3] >= 0
+                    and entry[3] != self._version(tensor)
                     and not self.save.keeps_nothing
                 ):
                     # Written through another view since it was produced: keep the value now.
@@ -302,6 +322,8 @@ class Recorder(TorchFunctionMode):
             replay=(replay, parent_refs),
         )  # fmt: skip
         self.n_ops += 1
+        if self.save.asks_predicate:  # the predicate sees the source as text
+            node.source, node.source_code = describe_source(source)
         if outputs:
             self._describe_outputs(node, outputs)
         self.nodes.append(node)

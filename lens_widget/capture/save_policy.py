@@ -14,6 +14,9 @@ class SavePolicy:
 
     A list may name op labels (``linear_2_7`` for every pass, ``linear_2_7:3`` for one),
     module addresses (every op inside that module) and function names (``conv2d``).
+    A predicate sees each op as it runs: its label carries the pass (``linear_2_7:1``, also
+    for an op that will run once; ``layer`` is the label without it), and facts about what
+    comes later (children, feeds_output, n_passes) are not known yet.
     """
 
     def __init__(self, spec: SaveSpec) -> None:
@@ -41,6 +44,14 @@ class SavePolicy:
             if not all(isinstance(n, str) for n in names):
                 raise TypeError("save: every name in the list must be a string")
             self._names = names
+
+    @property
+    def asks_predicate(self) -> bool:
+        return self._predicate is not None
+
+    def unmatched(self, names_in_log: set[str]) -> list[str]:
+        """Names of a save list that matched no label, layer, function or module."""
+        return sorted(self._names - names_in_log)
 
     def keeps(self, record: OpRecord) -> bool:
         if self.keeps_all:

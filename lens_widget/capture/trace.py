@@ -38,6 +38,10 @@ def trace(
             f"lens_widget.trace needs a torch.nn.Module, got {type(model).__name__}; "
             "wrap a plain function in an nn.Module whose forward calls it"
         )
+    original = getattr(model, "_orig_mod", None)
+    if isinstance(original, torch.nn.Module):
+        # torch.compile'd: dynamo would trace our recorder too; record the eager module.
+        model = original
     if kwargs is None:
         kwargs = {}
     elif not isinstance(kwargs, Mapping):
@@ -61,6 +65,7 @@ def trace(
             error = err
         elapsed = time.perf_counter() - start
         log = _build_log(recorder, model, output, error, elapsed)
+    _warn_on_unmatched_save_names(policy, log)
     if error is not None:
         error.lens_log = log  # type: ignore[attr-defined]
         if hasattr(error, "add_note"):  # Python 3.11+
@@ -92,18 +97,19 @@ def _build_log(
             parent = (
                 produced[0] if produced is not None else recorder.add_source(tensor, "const", name)
             )
+            label = recorder.unique_label(name)
             sink = OpRecord(
-                label=name, kind="output", func=name, index=len(nodes), layer=name,
+                label=label, kind="output", func=name, index=len(nodes), layer=label,
                 shape=parent.shape, dtype=parent.dtype, device=parent.device,
                 nbytes=tensor.numel() * tensor.element_size(), shapes=(tuple(tensor.shape),),
-                activations=(tensor,) if not recorder.save.keeps_nothing else None,
+                activations=None if recorder.save.keeps_nothing else (tensor.detach(),),
             )  # fmt: skip
             sink.replay = (None, [("0", parent, produced[1] if produced else 0)])
             nodes.append(sink)
 
     _finalize_labels(recorder)
     _link(nodes)
-    _mark_reachability(nodes)
+    _mark_reachability(nodes, partial=error is not None, failed=recorder.failed)
     modules = recorder.tracker.modules
     for (address, pass_index), producers in recorder.module_outputs.items():
         modules[address].outputs[pass_index] = [n.label for n in producers]
@@ -139,7 +145,8 @@ def _finalize_labels(recorder: Recorder) -> None:
         node.n_passes = passes[node.layer]
         if node.n_passes == 1:
             node.label = node.layer
-        node.source, node.source_code = describe_source(node.source)  # type: ignore[arg-type]
+        if not isinstance(node.source, str):  # (file, line) while tracing
+            node.source, node.source_code = describe_source(node.source)
 
 
 def _link(nodes: list[OpRecord]) -> None:
@@ -155,14 +162,24 @@ def _link(nodes: list[OpRecord]) -> None:
                 parent.children.append(node.label)
 
 
-def _mark_reachability(nodes: list[OpRecord]) -> None:
-    """from_input forwards in execution order, feeds_output backwards: no graph needed."""
+def _mark_reachability(nodes: list[OpRecord], *, partial: bool, failed: OpRecord | None) -> None:
+    """from_input forwards in execution order, feeds_output backwards: no graph needed.
+
+    A partial trace has no outputs: what leads to the op that raised counts as feeding the
+    output, and where no torch op raised, nothing is known to be unused.
+    """
     by_label = {n.label: n for n in nodes}
     for node in nodes:
         node.from_input = node.kind == "input" or any(by_label[p].from_input for p in node.parents)
+    if partial and failed is None:
+        for node in nodes:
+            node.feeds_output = True
+        return
     for node in reversed(nodes):
-        node.feeds_output = node.kind == "output" or any(
-            by_label[c].feeds_output for c in node.children
+        node.feeds_output = (
+            node.kind == "output"
+            or node is failed
+            or any(by_label[c].feeds_output for c in node.children)
         )
 
 
@@ -174,7 +191,7 @@ def _warn_on_unseen_writes(recorder: Recorder) -> None:
             for node, i, tensor_id, version in recorder.saved_refs
             if node.activations is not None
             and id(node.activations[i]) == tensor_id  # not replaced by a copy before a write
-            and node.activations[i]._version != version
+            and _version_or(node.activations[i], version) != version
             and node.kind in ("op", "input")
         }
     )
@@ -183,5 +200,24 @@ def _warn_on_unseen_writes(recorder: Recorder) -> None:
             f"lens_widget: saved activations of {', '.join(changed[:5])}"
             f"{' and others' if len(changed) > 5 else ''} were overwritten in place by a call "
             "the tracer could not see; their saved values may be later than when produced",
+            stacklevel=3,
+        )
+
+
+def _version_or(tensor: torch.Tensor, default: int) -> int:
+    try:
+        return tensor._version
+    except RuntimeError:  # inference tensors keep no version counter
+        return default
+
+
+def _warn_on_unmatched_save_names(policy: SavePolicy, log: ModelLog) -> None:
+    names = {n.label for n in log.nodes} | {n.layer for n in log.nodes}
+    names |= {n.func for n in log.ops} | set(log.modules)
+    unmatched = policy.unmatched(names)
+    if unmatched:
+        warnings.warn(
+            f"lens_widget: save names {unmatched[:5]} match no op label, layer, function or "
+            "module of this model; nothing was saved for them",
             stacklevel=3,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -73,16 +74,35 @@ class ModelLog:
         return True
 
     def __getitem__(self, key: int | str) -> OpRecord:
-        if isinstance(key, int):
-            return self.ops[key]
-        if not isinstance(key, str):
+        if isinstance(key, str):
+            node = self._by_label.get(key)
+            if node is not None:
+                return node
+            return self._pass_of_layer(key) or self._module_output(key)
+        try:
+            position = operator.index(key)  # ints, numpy ints
+        except TypeError:
             raise TypeError(
                 f"index a ModelLog by position (int) or name (str), not {type(key).__name__}"
+            ) from None
+        if not -len(self.ops) <= position < len(self.ops):
+            raise IndexError(
+                f"op position {position} out of range: the log has {len(self.ops)} ops"
             )
-        node = self._by_label.get(key)
-        if node is not None:
-            return node
-        return self._module_output(key)
+        return self.ops[position]
+
+    def _pass_of_layer(self, key: str) -> OpRecord | None:
+        """ "linear_1_1:1" for an op that ran once; a layer name that ran more than once."""
+        layer, _, pass_text = key.rpartition(":")
+        if pass_text == "1" and self._by_label.get(layer, None) is not None:
+            return self._by_label[layer]
+        passes = [n.label for n in self.ops if n.layer == key and n.n_passes > 1]
+        if passes:
+            raise KeyError(
+                f"layer {key!r} ran {len(passes)} times: pick a pass, {passes[0]!r} to "
+                f"{passes[-1]!r} (log.rolled_graph.nodes[{key!r}] holds them all)"
+            )
+        return None
 
     def _module_output(self, key: str) -> OpRecord:
         address, _, pass_text = key.rpartition(":") if ":" in key else (key, "", "")

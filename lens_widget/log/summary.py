@@ -40,9 +40,9 @@ def summarize(log: ModelLog) -> str:
     if log.failed_op:
         lines.append(f"  failed op: {log.failed_op}")
     lines.append("Modules (address: class, passes, ops):")
-    modules = sorted(log.modules.values(), key=lambda m: m.address)
+    modules = list(log.modules.values())  # in the order they first ran
     for info in modules[:_MAX_MODULE_LINES]:
-        depth = info.address.count(".") + (1 if info.address else 0)
+        depth = _depth(log, info.address)
         passes = f" x{info.n_passes}" if info.n_passes > 1 else ""
         name = info.address or "(root)"
         lines.append(f"  {'  ' * depth}{name}: {info.class_name}{passes}, {info.n_ops} ops")
@@ -63,4 +63,13 @@ def summarize(log: ModelLog) -> str:
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:
-    return "(" + ", ".join(map(str, shape)) + ")" if shape is not None else "-"
+    return str(tuple(shape)) if shape is not None else "-"
+
+
+def _depth(log: ModelLog, address: str) -> int:
+    """Nesting depth among the modules that ran (a ModuleList never runs: no level)."""
+    depth, parent = 0, log.modules[address].parent
+    while parent is not None:
+        depth += 1
+        parent = log.modules[parent].parent if parent in log.modules else None
+    return depth

@@ -34,6 +34,45 @@ def _asset(name: str, fallback: str) -> pathlib.Path | str:
     return path if path.is_file() else fallback
 
 
+class _WorldState:
+    """The global torch RNG state(s) and copies of a model's buffers at one moment.
+
+    Train-mode forwards advance BatchNorm statistics and draw new dropout masks; restoring
+    this before a re-run makes the re-run trace the same pass, and restoring the state from
+    just before it afterwards leaves the user's model and RNG as they were.
+    """
+
+    def __init__(
+        self, rng: torch.Tensor, cuda_rng: list[torch.Tensor] | None, buffers: dict[str, Any]
+    ) -> None:
+        self.rng = rng
+        self.cuda_rng = cuda_rng
+        self.buffers = buffers
+
+    @classmethod
+    def capture(cls, model: torch.nn.Module) -> _WorldState:
+        import torch
+
+        # An uninitialised CUDA has an untouched RNG; asking for it would start CUDA.
+        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
+        return cls(torch.get_rng_state(), cuda_rng, buffers)
+
+    def restore(self, model: torch.nn.Module) -> None:
+        import torch
+
+        torch.set_rng_state(self.rng)
+        if self.cuda_rng is not None:
+            torch.cuda.set_rng_state_all(self.cuda_rng)
+        current = dict(model.named_buffers())
+        with torch.no_grad():
+            for name, saved in self.buffers.items():
+                buf = current.get(name)
+                # copy_ in place: the model (and the user) keep the same buffer objects.
+                if buf is not None and buf.shape == saved.shape:
+                    buf.copy_(saved)
+
+
 class LensWidget(anywidget.AnyWidget):
     """Every op of one forward pass as an interactive graph; click a node to plot its output.
 
@@ -65,9 +104,12 @@ class LensWidget(anywidget.AnyWidget):
         self._kwargs = dict(kwargs or {})
         self._save = save
         self._extra_save: list[str] = []  # labels saved on request by "rerun"
+        self._initial: _WorldState | None = None
         if log is None:
             if model is None:
                 raise ValueError("LensWidget needs a model to trace (or use LensWidget.from_log)")
+            # Re-runs replay this exact state, so they reproduce the pass the user is looking at.
+            self._initial = _WorldState.capture(model)
             log = self._trace(save)
         self._set_log(log, sync=False)
         super().__init__(graph=self._payload, **widget_kwargs)
@@ -92,7 +134,9 @@ class LensWidget(anywidget.AnyWidget):
             return lw.trace(self._model, self._inputs, self._kwargs, save=save)
         except Exception as err:
             partial = getattr(err, "lens_log", None)
-            if partial is None:
+            # Nothing ran (bad inputs, or a failure before the first op): an empty graph
+            # would hide the real error, so raise it as a plain call would.
+            if partial is None or not partial.ops:
                 raise
             # Show what ran up to the failure instead of losing the whole graph.
             warnings.warn(
@@ -144,9 +188,19 @@ class LensWidget(anywidget.AnyWidget):
                 self._extra_save.append(label)
         self.status = "re-running the model…"
         try:
-            self._set_log(self._trace(self._effective_save()))
+            self._set_log(self._replay())
         finally:
             self.status = ""
+
+    def _replay(self) -> ModelLog:
+        """Trace again from the initial RNG state and buffers, then put the present ones back."""
+        assert self._model is not None and self._initial is not None
+        current = _WorldState.capture(self._model)
+        self._initial.restore(self._model)
+        try:
+            return self._trace(self._effective_save())
+        finally:
+            current.restore(self._model)
 
     # ---- trait validation ----
 

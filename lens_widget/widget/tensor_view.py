@@ -120,6 +120,10 @@ def _pool_2d(m: torch.Tensor, limit: int) -> tuple[torch.Tensor, str]:
     return pooled, ", ".join(parts)
 
 
+def _batch_note(index: int, size: int) -> str:
+    return f"showing batch item {index + 1} of {size}" if size > 1 else ""
+
+
 def plot_kind(shape: tuple[int, ...]) -> str:
     """Which plot suits a tensor of this shape (see `tensor_view` for the layout of each)."""
     rank = len(shape)
@@ -163,8 +167,8 @@ def tensor_view(
     shape = tuple(int(s) for s in x.shape)
     stats, hist = stats_and_hist(x)
     kind = plot_kind(shape) if x.numel() else "line"
-    notes = [conv_note] if conv_note else []
-    reduced = False  # cropped to one batch item or a channel window
+    # What was cut or pooled before sending; `reduced` is true exactly when this is non-empty.
+    notes: list[str] = []
     batch_info: dict[str, int] | None = None
     channels: dict[str, int] | None = None
 
@@ -185,24 +189,24 @@ def tensor_view(
         count = min(MAX_CHANNELS, c - channel_start)
         window = x[batch, channel_start : channel_start + count]
         data, note = _pool_2d(window, MAX_IMAGE)
-        notes.append(note)
-        reduced = n > 1 or count < c
+        notes.append(_batch_note(batch, n))
         if count < c:
             notes.append(f"channels {channel_start}..{channel_start + count - 1} of {c}")
+        notes.append(note)
         batch_info = {"index": batch, "size": n}
         channels = {"start": channel_start, "count": count, "total": c}
     else:  # sequence: (B, T, F...) -> one batch item as tokens x features
         batch = check_index("batch", batch, shape[0])
         item = x[batch].reshape(shape[1], -1) if len(shape) > 2 else x[batch].reshape(1, -1)
+        notes.append(_batch_note(batch, shape[0]))
         if len(shape) > 3:
             notes.append(f"dims {'x'.join(map(str, shape[2:]))} flattened")
         data, note = _pool_2d(item, MAX_HEATMAP)
         notes.append(note)
         batch_info = {"index": batch, "size": shape[0]}
-        reduced = shape[0] > 1
 
-    pooled = any(n for n in notes[1 if conv_note else 0 :])
-    note = "; ".join(n for n in notes if n)
+    reductions = [n for n in notes if n]
+    note = "; ".join([conv_note, *reductions] if conv_note else reductions)
     buf = data.to(torch.float32).contiguous().numpy().astype("<f4", copy=False).tobytes()
     result = {
         "id": node_id,
@@ -212,7 +216,7 @@ def tensor_view(
         "dtype": str(tensor.dtype).removeprefix("torch."),
         "plot": kind,
         "dataShape": list(data.shape) if data.dim() else [1],
-        "reduced": reduced or pooled,
+        "reduced": bool(reductions),
         "note": note,
         "stats": stats,
         "hist": hist,
