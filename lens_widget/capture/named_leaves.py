@@ -27,7 +27,7 @@ def _fields(leaf: Any) -> list[tuple[str, Any]]:
         return [(f.name, getattr(leaf, f.name)) for f in dataclasses.fields(leaf)]
     if isinstance(leaf, (torch.nn.Module, type)) or callable(leaf) or not hasattr(leaf, "__dict__"):
         return []
-    return [(k, v) for k, v in vars(leaf).items() if not k.startswith("_")]
+    return list(vars(leaf).items())
 
 
 def named_tensor_leaves(

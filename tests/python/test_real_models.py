@@ -119,7 +119,7 @@ def test_trace_is_faithful(name: str, mode: str) -> None:
         assert tuple(op.activation.shape) == tuple(op.shape), f"{op.label}: shape mismatch"
 
     # Each output leaf is the activation of the op the log says produced it.
-    leaves = pytree_tensors(result.output)
+    leaves = tensor_leaves(result.output)  # walks KV caches too, as the log does
     sinks = [r for r in log.nodes if r.kind == "output"]
     assert len(sinks) == len(leaves), f"{len(sinks)} output nodes for {len(leaves)} output tensors"
     for i, (sink, leaf) in enumerate(zip(sinks, leaves, strict=True)):
