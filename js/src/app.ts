@@ -145,7 +145,13 @@ export class LensApp {
     const canvas = document.createElement("canvas");
     canvas.dataset.testid = "graph-canvas";
     canvas.tabIndex = 0;
-    wrap.append(canvas, this.overlay, this.busyEl, this.legend());
+    wrap.append(canvas, this.busyEl);
+    // Node count and legend get their own strip below the canvas so they never cover nodes.
+    const footer = h("div", "lens-footer");
+    footer.dataset.testid = "graph-footer";
+    footer.append(this.overlay, this.legend());
+    const graphCol = h("div", "lens-graph-col");
+    graphCol.append(wrap, footer);
     this.busyEl.hidden = true;
     this.busyEl.dataset.testid = "layout-busy";
     this.renderer = new Renderer(canvas, this.theme);
@@ -161,16 +167,14 @@ export class LensApp {
       rerun: (id) => this.requests.request({ method: "rerun", params: { id } }, { timeoutMs: 120000 }).then(() => undefined),
       unrolledNode: (id) => this.getModel("unrolled")?.nodes.get(id),
     });
-    main.append(wrap, this.inspector.el);
+    main.append(graphCol, this.inspector.el);
     this.root.append(toolbar, this.banner, main);
     this.metrics = measureMetrics(canvas) ?? DEFAULT_METRICS;
 
     this.requests = new RequestClient(model);
     this.bindCanvas(canvas);
     this.bindSearch();
-    const legend = wrap.querySelector(".lens-legend") as HTMLElement;
     this.ro = new ResizeObserver(() => {
-      legend.hidden = wrap.clientWidth < 760; // it would cover the node count
       this.renderer.resize(wrap.clientWidth, wrap.clientHeight);
     });
     this.ro.observe(wrap);
@@ -204,7 +208,7 @@ export class LensApp {
     this.selected = (model.get("selected") as string) ?? "";
     this.kernelStatus = (model.get("status") as string) ?? "";
     this.updateViewButtons();
-    this.renderer.resize(wrap.clientWidth || 800, GRAPH_HEIGHT);
+    this.renderer.resize(wrap.clientWidth || 800, wrap.clientHeight || GRAPH_HEIGHT);
     this.setGraph(model.get("graph") as GraphPayload | null, true);
     this.exposeDebug(el);
   }
@@ -628,6 +632,7 @@ export class LensApp {
   private legend(): HTMLElement {
     const t = this.theme;
     const l = h("div", "lens-legend");
+    l.dataset.testid = "legend";
     const item = (fill: string, stroke: string, text: string): HTMLElement => {
       const s = h("span", "");
       const sw = h("i", "");

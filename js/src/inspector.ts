@@ -310,7 +310,8 @@ export class Inspector {
       plotMain(this.mainPlot, act, th);
     }
     performance.mark("lens:plot-done", { detail: { id: r.id, plot: r.plot } });
-    this.noteEl.textContent = r.reduced && r.note ? `reduced: ${r.note}` : "";
+    // A note without a reduction (e.g. "complex shown as magnitude") is still worth showing.
+    this.noteEl.textContent = r.reduced ? `reduced: ${r.note}` : r.note;
     if (r.hist.counts.length > 0) plotHistogram(this.histPlot, act, th);
     else purge(this.histPlot);
     const s = r.stats;

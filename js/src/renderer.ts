@@ -1,17 +1,12 @@
 // Canvas 2D drawing of the scene: culled to the viewport, labels dropped when zoomed
 // out, redraws batched into one requestAnimationFrame.
+import { type Camera, firstCamera, fitCamera, topCenterX } from "./camera";
 import type { EdgeGeom } from "./edges";
 import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "./labels";
 import type { Rect, Scene } from "./layoutPlan";
 import type { Theme } from "./theme";
 import type { GraphModel } from "./tree";
 import type { Visible } from "./visibility";
-
-export interface Camera {
-  scale: number;
-  tx: number; // screen = world * scale + t
-  ty: number;
-}
 
 export interface Frame {
   model: GraphModel;
@@ -89,32 +84,14 @@ export class Renderer {
   }
 
   fit(r: Rect, maxScale = 1.2): void {
-    const pad = 24;
-    const s = Math.min(maxScale, (this.width - 2 * pad) / Math.max(1, r.w), (this.height - 2 * pad) / Math.max(1, r.h));
-    const scale = Math.max(0.02, s);
-    this.cam = {
-      scale,
-      tx: (this.width - r.w * scale) / 2 - r.x * scale,
-      ty: Math.max(pad, (this.height - r.h * scale) / 2) - r.y * scale,
-    };
+    this.cam = fitCamera(r, this.width, this.height, maxScale);
     this.request();
   }
 
-  /** First view of a graph: whole when it is readable, else its top at a readable zoom. */
-  fitReadable(r: Rect, minScale = 0.75): void {
-    const pad = 24;
-    const fitW = (this.width - 2 * pad) / Math.max(1, r.w);
-    const fitH = (this.height - 2 * pad) / Math.max(1, r.h);
-    const whole = Math.min(1, fitW, fitH);
-    if (whole >= minScale) return this.fit(r, 1);
-    // as much of a tall graph as stays readable, never wider than the canvas when avoidable
-    const scale = Math.min(1, Math.max(minScale, Math.min(fitW, fitH)));
-    const w = r.w * scale;
-    this.cam = {
-      scale,
-      tx: w <= this.width - 2 * pad ? (this.width - w) / 2 - r.x * scale : pad - r.x * scale,
-      ty: pad - r.y * scale,
-    };
+  /** First view of a graph (see `firstCamera`): whole if readable, else its inputs at 100%. */
+  fitReadable(r: Rect): void {
+    const anchor = this.frame ? topCenterX(this.frame.scene.items.values()) : null;
+    this.cam = firstCamera(r, this.width, this.height, anchor);
     this.request();
   }
 

@@ -31,13 +31,16 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-banner{padding:6px 10px;background:rgba(224,49,49,.1);color:#e03131;border-bottom:1px solid rgba(224,49,49,.35);font-size:12px}
 .lens-banner b{font-weight:600}
 .lens-main{display:flex;min-height:0;position:relative}
-.lens-canvas-wrap{flex:1;position:relative;min-width:0;overflow:hidden}
+.lens-graph-col{flex:1;min-width:0;display:flex;flex-direction:column}
+.lens-canvas-wrap{flex:1;position:relative;min-width:0;min-height:0;overflow:hidden}
+.lens-footer{flex:none;display:flex;flex-wrap:wrap;justify-content:space-between;align-items:center;gap:2px 12px;padding:3px 10px;border-top:1px solid var(--lens-border);background:var(--lens-panel)}
 .lens-canvas-wrap canvas{display:block;touch-action:none;cursor:grab}
 .lens-canvas-wrap canvas.lens-dragging{cursor:grabbing}
 .lens-canvas-wrap canvas.lens-pointer{cursor:pointer}
-.lens-overlay{position:absolute;left:10px;bottom:8px;color:var(--lens-muted);font-size:11px;pointer-events:none;background:var(--lens-bg);opacity:.85;padding:1px 6px;border-radius:3px}
+.lens-overlay{color:var(--lens-muted);font-size:11px;white-space:nowrap}
 .lens-busy{position:absolute;right:10px;top:8px;font-size:11px;color:var(--lens-muted);background:var(--lens-bg);padding:2px 8px;border-radius:3px;border:1px solid var(--lens-border)}
-.lens-legend{position:absolute;right:10px;bottom:8px;display:flex;gap:10px;font-size:10px;color:var(--lens-muted);background:var(--lens-bg);opacity:.9;padding:2px 8px;border-radius:3px;pointer-events:none}
+.lens-legend{display:flex;flex-wrap:wrap;gap:2px 10px;font-size:11px;color:var(--lens-muted)}
+.lens-legend span{white-space:nowrap}
 .lens-legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:3px;vertical-align:-1px;border:1px solid}
 .lens-inspector{width:min(400px,48%);flex:none;border-left:1px solid var(--lens-border);overflow-y:auto;background:var(--lens-panel)}
 .lens-inspector-body{padding:10px 12px}

@@ -58,7 +58,42 @@ def test_renders_collapsed_to_a_readable_depth(page, payload, artifacts) -> None
     # the default expansion was pushed to the kernel
     assert sets_of(page, "expanded")[-1] == lens(page, "expanded")
     assert page.evaluate("() => performance.getEntriesByName('lens:first-paint').length") == 1
+    # a graph too tall to fit opens readable (not shrunk to a thin column) on its inputs
+    assert lens(page, "scale") >= 0.9
+    inputs = [n["id"] for n in payload["unrolled"]["nodes"] if n["kind"] == "input"]
+    assert inputs and all(on_canvas(page, i) for i in inputs)
+    assert_legend_beside_canvas(page)
     page.screenshot(path=str(artifacts / "widget_default.png"))
+    assert page.errors == []
+
+
+def assert_legend_beside_canvas(page) -> None:
+    canvas = page.locator("[data-testid=graph-canvas]").bounding_box()
+    legend = page.locator("[data-testid=legend]").bounding_box()
+    assert legend is not None and legend["height"] > 0
+    assert legend["y"] >= canvas["y"] + canvas["height"]  # below the canvas, not over it
+
+
+def test_small_graph_opens_whole_and_readable(page, artifacts) -> None:
+    import torch
+    from torch import nn
+
+    import lens_widget as lw
+    from lens_widget.widget.payload import build_payload
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    small = build_payload(lw.trace(model, torch.randn(3, 4)))
+    open_widget(page, small)
+    page.screenshot(path=str(artifacts / "widget_small.png"))
+    assert lens(page, "scale") >= 0.9
+    assert all(on_canvas(page, i) for i in lens(page, "visibleIds"))
+    assert_legend_beside_canvas(page)
+    # with the inspector open the canvas narrows; the legend still stays off it
+    op = next(i for i in lens(page, "visibleIds") if not i.startswith("@"))
+    click_item(page, op)
+    wait_idle(page)
+    assert lens(page, "selected") == op
+    assert_legend_beside_canvas(page)
     assert page.errors == []
 
 

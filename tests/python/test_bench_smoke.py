@@ -25,8 +25,7 @@ def _run_bench(out: pathlib.Path, *extra: str) -> dict:
 
 
 def test_quick_bench_writes_results(tmp_path):
-    extra = ["--models", "gpt2,looped", "--repeats", "1", "--graph-sizes", "60",
-             "--no-widget"]
+    extra = ["--models", "gpt2,looped", "--repeats", "1", "--graph-sizes", "60", "--no-widget"]
     if not HAS_TORCHLENS:
         extra.append("--no-torchlens")
     results = _run_bench(tmp_path, *extra)

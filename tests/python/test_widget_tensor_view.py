@@ -182,3 +182,31 @@ def test_extreme_values_stay_json_safe():
     assert result["stats"]["mean"] == pytest.approx(float((x / 1e308).mean() * 1e308))
     assert sum(result["hist"]["counts"]) == 4
     assert result["hist"]["edges"][0] == -1e308 and result["hist"]["edges"][-1] == 1e308
+
+
+@pytest.mark.parametrize(
+    ("shape", "kwargs", "expected"),
+    [
+        ((4, 6, 10), {"batch": 0}, ["showing batch item 1 of 4"]),
+        ((4, 6, 10), {"batch": 3}, ["showing batch item 4 of 4"]),
+        ((3, 40, 8, 8), {"batch": 1}, ["showing batch item 2 of 3", "channels 0..15 of 40"]),
+        ((1, 40, 8, 8), {"channel_start": 32}, ["channels 32..39 of 40"]),
+        ((1, 4, 100, 8), {}, ["rows 100 -> 64"]),
+        ((1, 300, 12), {}, ["rows 300 -> 256"]),
+        ((MAX_LINE + 1,), {}, [f"points {MAX_LINE + 1} -> {MAX_LINE}"]),
+        ((2, 3, 4, 1, 5), {}, ["showing batch item 1 of 2", "dims 4x1x5 flattened"]),
+    ],
+)
+def test_every_reduction_is_named_in_the_note(shape, kwargs, expected):
+    result, _ = tensor_view(torch.randn(shape), **kwargs)
+    assert result["reduced"] is True
+    assert result["note"] != ""
+    for text in expected:
+        assert text in result["note"]
+
+
+@pytest.mark.parametrize("shape", [(), (7,), (12, 30), (1, 3, 8, 8), (1, 5, 9)])
+def test_unreduced_views_have_no_note(shape):
+    result, _ = tensor_view(torch.randn(shape))
+    assert result["reduced"] is False
+    assert result["note"] == ""

@@ -206,3 +206,58 @@ def test_import_without_the_built_bundle(tmp_path):
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
     )
     assert "lens_widget frontend not built: run `make`" in out.stdout
+
+
+class RaisesFirst(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("refusing before any op")
+
+
+@pytest.mark.parametrize(
+    ("model", "inputs", "error", "match"),
+    [
+        (nn.Linear(2, 2), (), TypeError, "missing 1 required positional argument"),
+        (RaisesFirst(), torch.randn(1, 2), ValueError, "refusing before any op"),
+    ],
+)
+def test_failure_before_any_op_raises_the_original_error(model, inputs, error, match):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "showing the partial trace" warning either
+        with pytest.raises(error, match=match):
+            LensWidget(model, inputs)
+
+
+class TrainNoise(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 8)
+        self.bn = nn.BatchNorm1d(8)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.bn(self.lin(x)))
+
+
+def test_rerun_replays_the_first_pass_and_restores_the_world():
+    torch.manual_seed(0)
+    model = TrainNoise().train()
+    w = LensWidget(model, torch.randn(5, 4))
+    first = w.log.output.detach().clone()
+    # the user keeps working: the model's state and the RNG move on
+    model(torch.randn(5, 4))
+    buffers = {n: b for n, b in model.named_buffers()}
+    before = {n: b.clone() for n, b in buffers.items()}
+    rng = torch.get_rng_state()
+
+    w.rerun(w.log.ops[0].label)
+
+    torch.testing.assert_close(w.log.output, first, rtol=0, atol=0)
+    after = dict(model.named_buffers())
+    assert all(after[n] is buffers[n] for n in buffers)  # same buffer objects
+    for name, value in before.items():
+        torch.testing.assert_close(after[name], value, rtol=0, atol=0)
+    assert torch.equal(torch.get_rng_state(), rng)
