@@ -61,6 +61,11 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _identity(tensor: Tensor) -> Tensor:
+    """Stands for a module that returned its input unchanged (replays as itself)."""
+    return tensor
+
+
 def _func_name(func: Callable[..., Any]) -> str:
     name = getattr(func, "__name__", None) or type(func).__name__
     if name == "__get__":  # a property getter such as Tensor.T: name it after the property
@@ -119,6 +124,7 @@ class Recorder(TorchFunctionMode):
         self.failed: OpRecord | None = None
         self.tracker = ModuleTracker(model, self._on_module_output)
         self._facts: dict[Any, _FuncFacts] = {}
+        self._identity_facts = _FuncFacts(_identity)
         self._sites = CallSiteFinder()
         self._layers: dict[Any, _Layer] = {}
         self._func_counts: dict[str, int] = {}
@@ -352,10 +358,20 @@ class Recorder(TorchFunctionMode):
     # ---- modules ---------------------------------------------------------------------
 
     def _on_module_output(self, address: str, pass_index: int, output: Any) -> None:
-        # Runs inside the mode: only pure-Python work here, no tensor calls.
+        """Note which nodes a module call returned. A tensor it returns untouched (an
+        nn.Identity, a skipped branch) gets an "identity" op inside the module, so the
+        module is a node of the graph and the value visibly flows through it."""
         nodes = []
-        for tensor in tensor_leaves(output):
-            produced = self.producer_of(tensor)
-            if produced is not None:
-                nodes.append(produced[0])
-        self.module_outputs[(address, pass_index)] = nodes
+        inside = (address, pass_index)
+        # Runs inside the mode: torch calls made here must not be recorded.
+        with torch._C.DisableTorchFunction():
+            for tensor in tensor_leaves(output):
+                produced = self.producer_of(tensor)
+                if inside in self.tracker.stack and (
+                    produced is None or inside not in produced[0].module_stack
+                ):
+                    inputs = self._resolve_inputs(_identity, (tensor,), {})
+                    nodes.append(self._record(self._identity_facts, inputs, (tensor,), []))
+                elif produced is not None:
+                    nodes.append(produced[0])
+        self.module_outputs[inside] = nodes

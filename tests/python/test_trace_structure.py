@@ -132,3 +132,21 @@ def test_structure_branching_and_feedforward():
 
     assert lw.trace(Branch(), torch.ones(2)).structure == "branching"
     assert lw.trace(Chain(), torch.ones(2)).structure == "feedforward"
+
+
+def test_a_module_returning_its_input_untouched_gets_an_identity_op():
+    class Skip(nn.Module):
+        def forward(self, x):
+            return x  # no torch call: nothing to record but the module itself
+
+    model = nn.Sequential(nn.Linear(2, 2), Skip(), nn.Identity(), nn.ReLU())
+    log = lw.trace(model, torch.randn(1, 2))
+    assert [(op.func, op.module) for op in log.ops] == [
+        ("linear", "0"),
+        ("identity", "1"),
+        ("identity", "2"),
+        ("relu", "3"),
+    ]
+    assert log["1"].parents == ["linear_1_1"] and log["relu_1_4"].parents == ["identity_2_3"]
+    assert torch.equal(log["2"].activation, log["linear_1_1"].activation)
+    assert log.validate().checked == 4
