@@ -61,7 +61,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _identity(tensor: Tensor) -> Tensor:
+def identity(tensor: Tensor) -> Tensor:
     """Stands for a module that returned its input unchanged (replays as itself)."""
     return tensor
 
@@ -124,7 +124,7 @@ class Recorder(TorchFunctionMode):
         self.failed: OpRecord | None = None
         self.tracker = ModuleTracker(model, self._on_module_output)
         self._facts: dict[Any, _FuncFacts] = {}
-        self._identity_facts = _FuncFacts(_identity)
+        self._identity_facts = _FuncFacts(identity)
         self._sites = CallSiteFinder()
         self._layers: dict[Any, _Layer] = {}
         self._func_counts: dict[str, int] = {}
@@ -370,7 +370,7 @@ class Recorder(TorchFunctionMode):
                 if inside in self.tracker.stack and (
                     produced is None or inside not in produced[0].module_stack
                 ):
-                    inputs = self._resolve_inputs(_identity, (tensor,), {})
+                    inputs = self._resolve_inputs(identity, (tensor,), {})
                     nodes.append(self._record(self._identity_facts, inputs, (tensor,), []))
                 elif produced is not None:
                     nodes.append(produced[0])
