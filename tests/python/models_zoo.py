@@ -82,10 +82,11 @@ def gpt2() -> ZooCase:
     )
 
 
-def llama() -> ZooCase:
-    from transformers import LlamaConfig, LlamaForCausalLM
+def _llama_like(name: str, config_class: str, model_class: str, **extra: Any) -> ZooCase:
+    """Llama-family decoders (rotary, grouped-query attention) differ only in their config."""
+    import transformers
 
-    cfg = LlamaConfig(
+    cfg = getattr(transformers, config_class)(
         vocab_size=VOCAB,
         hidden_size=32,
         intermediate_size=64,
@@ -94,65 +95,29 @@ def llama() -> ZooCase:
         num_key_value_heads=2,
         max_position_embeddings=64,
         attention_dropout=0.1,
+        **extra,
     )
-    model = _build(lambda: LlamaForCausalLM(cfg))
+    model = _build(lambda: getattr(transformers, model_class)(cfg))
     return ZooCase(
-        "llama",
+        name,
         model,
         (_ids(),),
         {"attention_mask": _mask()},
         min_ops=120,
         expected_ops=("arange", "scaled_dot_product_attention"),
     )
+
+
+def llama() -> ZooCase:
+    return _llama_like("llama", "LlamaConfig", "LlamaForCausalLM")
 
 
 def mistral() -> ZooCase:
-    from transformers import MistralConfig, MistralForCausalLM
-
-    cfg = MistralConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        sliding_window=8,
-        attention_dropout=0.1,
-    )
-    model = _build(lambda: MistralForCausalLM(cfg))
-    return ZooCase(
-        "mistral",
-        model,
-        (_ids(),),
-        {"attention_mask": _mask()},
-        min_ops=120,
-        expected_ops=("arange", "scaled_dot_product_attention"),
-    )
+    return _llama_like("mistral", "MistralConfig", "MistralForCausalLM", sliding_window=8)
 
 
 def qwen2() -> ZooCase:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    cfg = Qwen2Config(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        attention_dropout=0.1,
-    )
-    model = _build(lambda: Qwen2ForCausalLM(cfg))
-    return ZooCase(
-        "qwen2",
-        model,
-        (_ids(),),
-        {"attention_mask": _mask()},
-        min_ops=120,
-        expected_ops=("arange", "scaled_dot_product_attention"),
-    )
+    return _llama_like("qwen2", "Qwen2Config", "Qwen2ForCausalLM")
 
 
 def bert() -> ZooCase:
