@@ -10,10 +10,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
+from models import BenchCase
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
-
-from models import BenchCase
 
 
 def distinct_storage_bytes(tensors: Iterable[Any], exclude: set[int]) -> int:
@@ -103,7 +102,7 @@ class LensWidget(Mode):
     def __init__(self, save: str | None) -> None:
         self.save = save
         self.name = "lw_all" if save == "all" else "lw_none"
-        self.label = f'lens_widget trace(save={save!r})'
+        self.label = f"lens_widget trace(save={save!r})"
 
     def available(self) -> str | None:
         try:
@@ -123,6 +122,8 @@ class LensWidget(Mode):
         saved = [t for rec in result.ops if rec.activations for t in rec.activations]
         return {
             "ops": len(result.ops),
+            # TorchLens counts each output of a multi-output op (split, lstm) as a layer.
+            "outputs": sum(len(rec.shapes) or 1 for rec in result.ops),
             "nodes": len(result.nodes),
             "saved_ops": sum(1 for rec in result.ops if rec.activations is not None),
             "saved_bytes": distinct_storage_bytes(saved, preexisting_storages(case)),
@@ -174,5 +175,11 @@ class TorchLens(Mode):
 
 
 def all_modes() -> list[Mode]:
-    return [Plain(), Floor(), LensWidget(None), LensWidget("all"), TorchLens(False),
-            TorchLens(True)]
+    return [
+        Plain(),
+        Floor(),
+        LensWidget(None),
+        LensWidget("all"),
+        TorchLens(False),
+        TorchLens(True),
+    ]

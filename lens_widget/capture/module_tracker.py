@@ -14,6 +14,8 @@ from typing import Any
 import torch
 from torch.nn.modules import module as nn_module
 
+from lens_widget.capture.model_names import ModelNames
+
 ModuleStack = tuple[tuple[str, int], ...]
 
 
@@ -34,11 +36,13 @@ class ModuleTracker:
     """Maintains the stack of (address, pass) of the modules currently running."""
 
     def __init__(
-        self, model: torch.nn.Module, on_module_output: Callable[[str, int, Any], None]
+        self,
+        model: torch.nn.Module,
+        names: ModelNames,
+        on_module_output: Callable[[str, int, Any], None],
     ) -> None:
         self._root = model
-        self._addresses = {id(m): name for name, m in model.named_modules(remove_duplicate=False)}
-        self._addresses[id(model)] = ""
+        self._addresses = names.modules
         self._on_module_output = on_module_output
         self._thread = threading.get_ident()
         self._handles: list[Any] = []

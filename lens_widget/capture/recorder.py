@@ -19,6 +19,7 @@ from torch.overrides import TorchFunctionMode
 
 from lens_widget.capture.arguments import scan_call, tensor_leaves
 from lens_widget.capture.call_site import CallSiteFinder, describe_source
+from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.mutation import MutationRule
 from lens_widget.capture.save_policy import SavePolicy
@@ -122,7 +123,8 @@ class Recorder(TorchFunctionMode):
         self.nodes: list[OpRecord] = []
         self.n_ops = 0
         self.failed: OpRecord | None = None
-        self.tracker = ModuleTracker(model, self._on_module_output)
+        names = ModelNames(model)
+        self.tracker = ModuleTracker(model, names, self._on_module_output)
         self._facts: dict[Any, _FuncFacts] = {}
         self._identity_facts = _FuncFacts(identity)
         self._sites = CallSiteFinder()
@@ -134,8 +136,7 @@ class Recorder(TorchFunctionMode):
         self._saved_storage: dict[int, list[tuple[OpRecord, int]]] = {}
         # (node, output index, id, version) of saved references, to detect unseen writes
         self.saved_refs: list[tuple[OpRecord, int, int, int]] = []
-        self._params = {id(p): (n, "param") for n, p in model.named_parameters()}
-        self._params.update({id(b): (n, "buffer") for n, b in model.named_buffers()})
+        self._params = names.tensors
         self._n_consts = 0
         self._labels: set[str] = set()  # of sources and sinks; op labels cannot clash
         self._device_names: dict[torch.device, str] = {}
@@ -222,12 +223,15 @@ class Recorder(TorchFunctionMode):
                 storage = target.untyped_storage().data_ptr()
             except (RuntimeError, NotImplementedError):
                 continue
+            copies: dict[int, Tensor] = {}  # nodes saving the same tensor share one copy
             for node, i in self._saved_storage.pop(storage, ()):
                 saved = node.activations
                 if saved is None:
                     continue
-                with torch.no_grad():
-                    copy = saved[i].detach().clone()
+                copy = copies.get(id(saved[i]))
+                if copy is None:
+                    with torch.no_grad():
+                        copy = copies[id(saved[i])] = saved[i].detach().clone()
                 node.activations = (*saved[:i], copy, *saved[i + 1 :])
 
     # ---- the hook --------------------------------------------------------------------

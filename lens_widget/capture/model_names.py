@@ -1,0 +1,23 @@
+"""Names of a model's modules, parameters and buffers by object id, from one walk."""
+
+from __future__ import annotations
+
+import torch
+
+
+class ModelNames:
+    """The first address under which each module, parameter and buffer is reachable."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.modules: dict[int, str] = {}
+        # id -> (qualified name, "param" | "buffer")
+        self.tensors: dict[int, tuple[str, str]] = {}
+        for address, module in model.named_modules(remove_duplicate=False):
+            if id(module) in self.modules:  # shared: keep its first address
+                continue
+            self.modules[id(module)] = address
+            prefix = f"{address}." if address else ""
+            for kind, owned in (("param", module._parameters), ("buffer", module._buffers)):
+                for name, tensor in owned.items():
+                    if tensor is not None:
+                        self.tensors.setdefault(id(tensor), (prefix + name, kind))
