@@ -1,4 +1,5 @@
-"""Start a throwaway JupyterLab from this venv on 127.0.0.1, isolated from the user's config."""
+"""Start a throwaway JupyterLab (or Notebook 7) from this venv on 127.0.0.1, isolated from the
+user's config."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 REPO = Path(__file__).resolve().parents[2]
 JUPYTER = Path(sys.executable).parent / "jupyter"
@@ -61,8 +63,13 @@ def _seed_config(config: Path) -> None:
 
 
 @contextlib.contextmanager
-def running_lab(root_dir: Path, work: Path, timeout: float = 90) -> Iterator[Lab]:
-    """JupyterLab serving `root_dir`; stopped (only this server, by pid) on exit."""
+def running_lab(
+    root_dir: Path, work: Path, timeout: float = 90, app: Literal["lab", "notebook"] = "lab"
+) -> Iterator[Lab]:
+    """JupyterLab (`app="lab"`) or Notebook 7 (`app="notebook"`) serving `root_dir`; stopped
+    (only this server, by pid) on exit. Either exposes its app as `window.jupyterapp`."""
+    # the same trait lives on each app's own class
+    expose = {"lab": "LabApp", "notebook": "JupyterNotebookApp"}[app]
     config, runtime = work / "config", work / "runtime"
     _seed_config(config)
     runtime.mkdir()
@@ -79,7 +86,7 @@ def running_lab(root_dir: Path, work: Path, timeout: float = 90) -> Iterator[Lab
     log = work / "jupyter.log"
     cmd = [
         str(JUPYTER),
-        "lab",
+        app,
         "--allow-root",
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
@@ -90,7 +97,7 @@ def running_lab(root_dir: Path, work: Path, timeout: float = 90) -> Iterator[Lab
         # a loopback, token-less throwaway: lets /api/shutdown (which stops kernels) be POSTed
         "--ServerApp.disable_check_xsrf=True",
         f"--ServerApp.root_dir={root_dir}",
-        "--LabApp.expose_app_in_browser=True",
+        f"--{expose}.expose_app_in_browser=True",
     ]
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=work)
@@ -99,14 +106,14 @@ def running_lab(root_dir: Path, work: Path, timeout: float = 90) -> Iterator[Lab
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited: {log.read_text()[-2000:]}")
+                raise RuntimeError(f"jupyter {app} exited: {log.read_text()[-2000:]}")
             try:
                 lab.api("/api/status")
                 break
             except OSError:
                 if time.monotonic() > deadline:
                     raise TimeoutError(
-                        f"jupyter lab did not start: {log.read_text()[-2000:]}"
+                        f"jupyter {app} did not start: {log.read_text()[-2000:]}"
                     ) from None
                 time.sleep(0.3)
         yield lab

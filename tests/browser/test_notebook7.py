@@ -1,0 +1,101 @@
+"""Real tier, Notebook 7: the demo notebook's CNN widget renders and answers a click there too."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lab_server import Lab, running_lab
+
+# The same notebook, cell and page hooks as the JupyterLab test (and its CI rule on the bundle).
+from test_jupyterlab import (
+    REPO,
+    ROOT,
+    Kernel,
+    poll,
+    pytestmark,  # noqa: F401 - skip on a missing bundle only outside CI
+    run_through_widget_cell,
+    visible_ops_on_screen,
+)
+
+# Notebook 7.6.5 itself throws this while loading settings, with every third-party extension
+# disabled too: its shortcuts plugin reads `plugins[shortcuts.id].schema` when docmanager's
+# settings reload, before the shortcuts settings are in the registry. Not ours; only this exact one.
+UPSTREAM_STARTUP_ERROR = "pageerror: Cannot read properties of undefined (reading 'schema')"
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if not os.environ.get("CI"):  # a test dependency: CI must have it, so fail there instead
+        pytest.importorskip("notebook")
+    work = tmp_path_factory.mktemp("nb7")
+    root = work / "notebooks"
+    shutil.copytree(REPO / "notebooks", root)
+    with running_lab(root, work, app="notebook") as server:
+        yield server
+
+
+def wait_for_kernel_idle(page: object) -> None:
+    # Notebook 7 has no JupyterLab status bar: ask the exposed app's session instead.
+    page.wait_for_function(  # type: ignore[attr-defined]
+        """() => {
+          const panel = window.jupyterapp?.shell.currentWidget;
+          return panel?.sessionContext?.session?.kernel?.status === 'idle';
+        }""",
+        timeout=90_000,
+    )
+
+
+def test_notebook7_click_node_shows_activation(
+    notebook7: Lab, page: object, artifacts: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page.goto(f"{notebook7.url}/notebooks/demo.ipynb")  # type: ignore[attr-defined]
+    wait_for_kernel_idle(page)
+    run_through_widget_cell(page)
+
+    root = page.locator(ROOT).first  # type: ignore[attr-defined]
+    root.wait_for(state="attached", timeout=120_000)
+    root.scroll_into_view_if_needed()
+    page.locator(f'{ROOT} [data-testid="graph-canvas"]').first.wait_for(timeout=30_000)  # type: ignore[attr-defined]
+    page.wait_for_function(  # type: ignore[attr-defined]
+        """(sel) => {
+          const d = document.querySelector(sel)?.__lens;
+          return !!d && d.layoutStatus === 'idle' && d.visibleCount > 0;
+        }""",
+        arg=ROOT,
+        timeout=60_000,
+    )
+
+    kernel = Kernel(notebook7.connection_file())
+    try:
+        op_ids = json.loads(
+            kernel.run(
+                "import json; print(json.dumps([n['id'] for n in w_cnn.graph['unrolled']['nodes']"
+                " if n['kind'] == 'op']))"
+            )
+        )
+        candidates = visible_ops_on_screen(page, op_ids)
+        assert candidates, f"no op node on screen among {op_ids}"
+        target = candidates[0]
+        page.mouse.click(target["x"], target["y"])  # type: ignore[attr-defined]
+
+        inspector_id = page.locator(f'{ROOT} [data-testid="inspector-id"]').first  # type: ignore[attr-defined]
+        inspector_id.wait_for(timeout=15_000)
+        assert inspector_id.inner_text().strip() == target["id"]
+        plot = page.locator(f'{ROOT} [data-testid="plot-main"] .main-svg').first  # type: ignore[attr-defined]
+        plot.wait_for(timeout=30_000)
+        page.screenshot(path=str(artifacts / "notebook7_demo.png"))  # type: ignore[attr-defined]
+        # the click went through Notebook 7's widget manager to the kernel, too
+        assert (
+            poll(lambda: kernel.run("print(w_cnn.selected)").strip(), target["id"]) == target["id"]
+        )
+    finally:
+        kernel.close()
+
+    errors = [e for e in page.errors if e != UPSTREAM_STARTUP_ERROR]  # type: ignore[attr-defined]
+    assert errors == []
