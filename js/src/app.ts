@@ -9,6 +9,7 @@ import { LayoutClient } from "./layoutClient";
 import type { GroupLayout } from "./layoutCore";
 import { composeScene, planLayout, type Rect, SizeCache } from "./layoutPlan";
 import { decodeActivation, RequestClient } from "./messages";
+import { preloadPlots } from "./plots";
 import type { ActivationResult, GraphPayload, NodeInfo, ViewName } from "./protocol";
 import { Renderer } from "./renderer";
 import { search, type SearchHit } from "./search";
@@ -411,6 +412,7 @@ export class LensApp {
       this.painted = true;
       this.renderer.draw();
       performance.mark("lens:first-paint", { detail: { items: vis.items.length } });
+      preloadPlots(); // evaluated after first paint, ready by the first click
     }
     this.renderer.request();
     this.updateStatus();

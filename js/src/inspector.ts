@@ -3,7 +3,7 @@
 import { fmtBytes, fmtNum, fmtShape, shortPath } from "./format";
 import type { Activation } from "./messages";
 import { RequestError } from "./messages";
-import { plotHistogram, plotMain, purge } from "./plots";
+import { ensurePlots, plotHistogram, plotMain, purge } from "./plots";
 import type { NodeInfo } from "./protocol";
 import type { Theme } from "./theme";
 import type { GraphModel } from "./tree";
@@ -222,26 +222,28 @@ export class Inspector {
       return;
     }
     this.setState("loading", "loading activation…");
-    this.deps
-      .fetchActivation(this.params, () => {
+    // Plotly loads lazily: a click before it is ready waits here, in the loading state.
+    Promise.all([
+      this.deps.fetchActivation(this.params, () => {
         if (token === this.token && this.state === "loading") this.setState("slow", "waiting for kernel (busy?)…");
-      })
-      .then(
-        (act) => {
-          if (token !== this.token) return;
-          this.setState("done", "");
-          this.showActivation(act);
-        },
-        (e: Error) => {
-          if (token !== this.token) return;
-          this.clearPlots();
-          const msg = e instanceof RequestError && e.timedOut ? `${e.message} — is the kernel busy or gone?` : `error: ${e.message}`;
-          this.setState("error", msg);
-          const retry = h("button", "lens-btn", "Retry");
-          retry.onclick = () => this.loadActivation();
-          this.controls.append(retry);
-        },
-      );
+      }),
+      ensurePlots(),
+    ]).then(
+      ([act]) => {
+        if (token !== this.token) return;
+        this.setState("done", "");
+        this.showActivation(act);
+      },
+      (e: Error) => {
+        if (token !== this.token) return;
+        this.clearPlots();
+        const msg = e instanceof RequestError && e.timedOut ? `${e.message} — is the kernel busy or gone?` : `error: ${e.message}`;
+        this.setState("error", msg);
+        const retry = h("button", "lens-btn", "Retry");
+        retry.onclick = () => this.loadActivation();
+        this.controls.append(retry);
+      },
+    );
   }
 
   private showActivation(act: Activation): void {

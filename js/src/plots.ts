@@ -1,7 +1,23 @@
 // Plotly figures for one activation: the main plot per ActivationResult.plot and a histogram.
-import Plotly from "plotly.js-cartesian-dist-min";
+// Plotly loads lazily (plotlyLoader.ts): await ensurePlots() before plotting.
+import type * as P from "plotly.js";
 import type { Activation } from "./messages";
+import { loadPlotly, plotlyIfLoaded, preloadPlotly, type PlotlyApi } from "./plotlyLoader";
 import type { Theme } from "./theme";
+
+/** Resolves once the plot functions below can draw. */
+export function ensurePlots(): Promise<void> {
+  return loadPlotly().then(() => undefined);
+}
+
+/** Loads Plotly in the background (call after first paint). */
+export const preloadPlots = preloadPlotly;
+
+function plotly(): PlotlyApi {
+  const p = plotlyIfLoaded();
+  if (!p) throw new Error("plotly is not loaded yet: await ensurePlots() first");
+  return p;
+}
 
 const CONFIG = { displayModeBar: false, responsive: true, displaylogo: false } as const;
 
@@ -58,7 +74,7 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
         hovertemplate: "[%{x}] %{y:.4g}<extra></extra>",
       };
       (layout.xaxis as Record<string, unknown>).title = { text: "index", standoff: 4 };
-      Plotly.react(div, [trace] as Plotly.Data[], { ...layout, height: 220 } as Partial<Plotly.Layout>, CONFIG);
+      plotly().react(div, [trace] as P.Data[], { ...layout, height: 220 } as Partial<P.Layout>, CONFIG);
       return;
     }
     case "heatmap":
@@ -77,7 +93,7 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
         yaxis: { autorange: "reversed", title: { text: result.plot === "sequence" ? "token" : "row", standoff: 4 } },
       };
       (l.xaxis as Record<string, unknown>).title = { text: result.plot === "sequence" ? "feature" : "column", standoff: 4 };
-      Plotly.react(div, [trace] as Plotly.Data[], l as Partial<Plotly.Layout>, CONFIG);
+      plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
       return;
     }
     case "images": {
@@ -120,7 +136,7 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
           font: { size: 9, color: th.muted },
         });
       }
-      Plotly.react(div, traces as Plotly.Data[], l as Partial<Plotly.Layout>, CONFIG);
+      plotly().react(div, traces as P.Data[], l as Partial<P.Layout>, CONFIG);
       return;
     }
   }
@@ -143,9 +159,10 @@ export function plotHistogram(div: HTMLElement, act: Activation, th: Theme): voi
     hovertemplate: "%{x:.4g}: %{y}<extra></extra>",
   };
   const l = { ...baseLayout(th, 140), bargap: 0, margin: { l: 44, r: 12, t: 6, b: 24 } };
-  Plotly.react(div, [trace] as Plotly.Data[], l as Partial<Plotly.Layout>, CONFIG);
+  plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
 }
 
 export function purge(div: HTMLElement): void {
-  Plotly.purge(div);
+  // nothing was plotted before Plotly loaded
+  plotlyIfLoaded()?.purge(div);
 }
