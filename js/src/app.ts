@@ -298,6 +298,7 @@ export class LensApp {
     this.sizes = new SizeCache(m, this.metrics);
     this.firstPaint = true;
     this.selected = "";
+    this.vis = null; // the other view's visible set: select() must lay out the new view
     if (sel) this.select(sel, { center: true });
     else {
       this.inspector.show(m, null);

@@ -168,6 +168,22 @@ def test_rolled_view_folds_repeated_passes(page, payload, artifacts) -> None:
     assert page.errors == []
 
 
+def test_toggling_the_view_with_a_selection_redraws_the_other_view(page, payload) -> None:
+    open_widget(page, payload)
+    unrolled = lens(page, "visibleIds")
+    tanh = next(i for i in unrolled if i.startswith("tanh"))
+    click_item(page, tanh)
+    assert lens(page, "selected") == tanh
+    page.click("[data-testid=view-rolled]")
+    wait_idle(page)
+    rolled = lens(page, "visibleIds")
+    # the canvas shows the rolled graph, and the selection moved to the tanh layer
+    assert len([i for i in rolled if i.startswith("tanh")]) == 1
+    assert len(rolled) < len(unrolled)
+    assert lens(page, "selected") == tanh.split(":")[0]
+    assert page.errors == []
+
+
 def test_click_op_opens_inspector_and_plots(page, payload, artifacts) -> None:
     open_widget(page, payload)
     op = node_ids(payload, "unrolled", "conv2d")[0]
