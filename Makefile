@@ -127,7 +127,9 @@ demo: install
 		--IdentityProvider.token='' --ServerApp.password='' \
 		--ServerApp.root_dir=notebooks --LabApp.default_url=/lab/tree/demo.ipynb
 
+# TorchLens and the profilers go into the same venv (torch stays pinned by constraints.txt).
 bench: install
+	$(PIP_INSTALL) -r requirements-bench.txt
 	$(PY) bench/run.py
 
 wheel: $(STAMP_PY) $(WIDGET_JS)
