@@ -78,4 +78,3 @@ def percentile(xs: list[float], q: float) -> float:
     ordered = sorted(xs)
     k = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[k]
-

@@ -46,16 +46,16 @@ def bert(quick: bool) -> BenchCase:
     from transformers import BertConfig, BertModel
 
     if quick:
-        cfg = BertConfig(num_hidden_layers=1, hidden_size=64, num_attention_heads=2,
-                         intermediate_size=128)
+        cfg = BertConfig(
+            num_hidden_layers=1, hidden_size=64, num_attention_heads=2, intermediate_size=128
+        )
         seq = 16
     else:
         cfg, seq = BertConfig(), 128
     ids = torch.randint(0, cfg.vocab_size, (1, seq), generator=_gen(1))
     mask = torch.ones(1, seq, dtype=torch.long)
     size = f"BertModel, {cfg.num_hidden_layers} layers, d={cfg.hidden_size}, seq {seq}"
-    return BenchCase("bert", size, _build(lambda: BertModel(cfg)), (ids,),
-                     {"attention_mask": mask})
+    return BenchCase("bert", size, _build(lambda: BertModel(cfg)), (ids,), {"attention_mask": mask})
 
 
 def llama(quick: bool) -> BenchCase:
@@ -63,17 +63,31 @@ def llama(quick: bool) -> BenchCase:
 
     # A small-but-real Llama: GQA (12 query heads, 4 kv heads), SwiGLU, RoPE, 32k vocab.
     if quick:
-        cfg = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128,
-                          num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2)
+        cfg = LlamaConfig(
+            vocab_size=256,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+        )
         seq = 16
     else:
-        cfg = LlamaConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048,
-                          num_hidden_layers=4, num_attention_heads=12, num_key_value_heads=4)
+        cfg = LlamaConfig(
+            vocab_size=32000,
+            hidden_size=768,
+            intermediate_size=2048,
+            num_hidden_layers=4,
+            num_attention_heads=12,
+            num_key_value_heads=4,
+        )
         seq = 128
     ids = torch.randint(0, cfg.vocab_size, (1, seq), generator=_gen(1))
-    size = (f"LlamaForCausalLM, {cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
-            f"ffn {cfg.intermediate_size}, {cfg.num_attention_heads}q/{cfg.num_key_value_heads}kv "
-            f"heads, vocab {cfg.vocab_size}, seq {seq}")
+    size = (
+        f"LlamaForCausalLM, {cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
+        f"ffn {cfg.intermediate_size}, {cfg.num_attention_heads}q/{cfg.num_key_value_heads}kv "
+        f"heads, vocab {cfg.vocab_size}, seq {seq}"
+    )
     return BenchCase("llama", size, _build(lambda: LlamaForCausalLM(cfg)), (ids,))
 
 
@@ -81,8 +95,11 @@ def resnet50(quick: bool) -> BenchCase:
     from transformers import ResNetConfig, ResNetModel
 
     # ResNetConfig() defaults are ResNet-50 (bottleneck, depths 3-4-6-3).
-    cfg = ResNetConfig(depths=[1, 1, 1, 1], hidden_sizes=[16, 32, 64, 128],
-                       embedding_size=16) if quick else ResNetConfig()
+    cfg = (
+        ResNetConfig(depths=[1, 1, 1, 1], hidden_sizes=[16, 32, 64, 128], embedding_size=16)
+        if quick
+        else ResNetConfig()
+    )
     img = 32 if quick else 224
     x = torch.randn(1, 3, img, img, generator=_gen(2))
     size = f"ResNetModel depths {cfg.depths}, {img}x{img}"
@@ -93,13 +110,21 @@ def vit(quick: bool) -> BenchCase:
     from transformers import ViTConfig, ViTModel
 
     if quick:
-        cfg = ViTConfig(num_hidden_layers=1, hidden_size=64, num_attention_heads=2,
-                        intermediate_size=128, image_size=32, patch_size=16)
+        cfg = ViTConfig(
+            num_hidden_layers=1,
+            hidden_size=64,
+            num_attention_heads=2,
+            intermediate_size=128,
+            image_size=32,
+            patch_size=16,
+        )
     else:
         cfg = ViTConfig()
     x = torch.randn(1, 3, cfg.image_size, cfg.image_size, generator=_gen(2))
-    size = (f"ViTModel, {cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
-            f"{cfg.image_size}x{cfg.image_size}, patch {cfg.patch_size}")
+    size = (
+        f"ViTModel, {cfg.num_hidden_layers} layers, d={cfg.hidden_size}, "
+        f"{cfg.image_size}x{cfg.image_size}, patch {cfg.patch_size}"
+    )
     return BenchCase("vit", size, _build(lambda: ViTModel(cfg)), (x,))
 
 
@@ -108,17 +133,26 @@ def whisper(quick: bool) -> BenchCase:
 
     # Whisper-tiny sizes; the full 30 s window (3000 mel frames) and 16 decoder tokens.
     d, layers, frames, tokens = (64, 1, 200, 4) if quick else (384, 4, 3000, 16)
-    cfg = WhisperConfig(d_model=d, encoder_layers=layers, decoder_layers=layers,
-                        encoder_attention_heads=6 if not quick else 2,
-                        decoder_attention_heads=6 if not quick else 2,
-                        encoder_ffn_dim=4 * d, decoder_ffn_dim=4 * d, num_mel_bins=80,
-                        max_source_positions=frames // 2)
+    cfg = WhisperConfig(
+        d_model=d,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=6 if not quick else 2,
+        decoder_attention_heads=6 if not quick else 2,
+        encoder_ffn_dim=4 * d,
+        decoder_ffn_dim=4 * d,
+        num_mel_bins=80,
+        max_source_positions=frames // 2,
+    )
     feats = torch.randn(1, 80, frames, generator=_gen(3))
     dec = torch.randint(0, cfg.vocab_size, (1, tokens), generator=_gen(1))
-    size = (f"WhisperModel, {layers}+{layers} layers, d={d}, 80 mel x {frames} frames, "
-            f"{tokens} decoder tokens")
-    return BenchCase("whisper", size, _build(lambda: WhisperModel(cfg)), (feats,),
-                     {"decoder_input_ids": dec})
+    size = (
+        f"WhisperModel, {layers}+{layers} layers, d={d}, 80 mel x {frames} frames, "
+        f"{tokens} decoder tokens"
+    )
+    return BenchCase(
+        "whisper", size, _build(lambda: WhisperModel(cfg)), (feats,), {"decoder_input_ids": dec}
+    )
 
 
 class _LSTMNet(nn.Module):
@@ -136,7 +170,9 @@ class _LSTMNet(nn.Module):
 def lstm(quick: bool) -> BenchCase:
     vocab, dim, hidden, batch, seq = (50, 16, 32, 2, 8) if quick else (10000, 256, 512, 8, 100)
     ids = torch.randint(0, vocab, (batch, seq), generator=_gen(1))
-    size = f"embed {dim} -> 2-layer LSTM hidden {hidden} -> linear {vocab}, batch {batch}, seq {seq}"
+    size = (
+        f"embed {dim} -> 2-layer LSTM hidden {hidden} -> linear {vocab}, batch {batch}, seq {seq}"
+    )
     return BenchCase("lstm", size, _build(lambda: _LSTMNet(vocab, dim, hidden)), (ids,))
 
 
@@ -202,5 +238,9 @@ class _Chain(nn.Module):
 def chain(n_ops: int) -> BenchCase:
     """A synthetic model with about `n_ops` traced ops (linear + relu per block)."""
     model = _build(lambda: _Chain(n_ops // 2))
-    return BenchCase(f"chain{n_ops}", f"{n_ops // 2} Linear(8,8)+ReLU blocks", model,
-                     (torch.randn(4, 8, generator=_gen(2)),))
+    return BenchCase(
+        f"chain{n_ops}",
+        f"{n_ops // 2} Linear(8,8)+ReLU blocks",
+        model,
+        (torch.randn(4, 8, generator=_gen(2)),),
+    )

@@ -21,15 +21,12 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import torch  # noqa: E402
-from models import REALISTIC  # noqa: E402
+from models import REALISTIC, chain  # noqa: E402
 
 
 def _key(frame: Any) -> str:
     path = frame.file_path or ""
-    if "lens_widget" in path:
-        path = path[path.rindex("lens_widget"):]
-    else:
-        path = pathlib.Path(path).name
+    path = path[path.rindex("lens_widget") :] if "lens_widget" in path else pathlib.Path(path).name
     return f"{path}:{frame.function}"
 
 
@@ -46,7 +43,7 @@ def _walk(frame: Any, incl: dict[str, float], self_t: dict[str, float], stack: s
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("model", choices=list(REALISTIC))
+    p.add_argument("model", help=f"one of {', '.join(REALISTIC)}, or chainN (N ops)")
     p.add_argument("--save", default="all", choices=["all", "none"])
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
@@ -59,7 +56,10 @@ def main() -> None:
     import lens_widget
 
     torch.set_num_threads(args.threads)
-    case = REALISTIC[args.model](args.quick)
+    if args.model.startswith("chain"):
+        case = chain(int(args.model[5:]))
+    else:
+        case = REALISTIC[args.model](args.quick)
     save = "all" if args.save == "all" else None
     with torch.no_grad():
         case.model(*case.args, **case.kwargs)
@@ -82,8 +82,10 @@ def main() -> None:
     self_t: dict[str, float] = defaultdict(float)
     _walk(root, incl, self_t, set())
     total = root.time
-    print(f"{case.name}: plain {plain * 1e3:.1f} ms, trace(save={save!r}) {traced * 1e3:.1f} ms "
-          f"({traced / plain:.2f}x; profiler on)")
+    print(
+        f"{case.name}: plain {plain * 1e3:.1f} ms, trace(save={save!r}) {traced * 1e3:.1f} ms "
+        f"({traced / plain:.2f}x; profiler on)"
+    )
     print(f"\n{'inclusive %':>11} {'self %':>7}  function")
     ours = [k for k in incl if k.startswith("lens_widget")]
     for key in sorted(ours, key=lambda k: -incl[k])[: args.top]:

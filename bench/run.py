@@ -33,8 +33,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true", help="tiny models and sizes (smoke test)")
     p.add_argument("--out", type=pathlib.Path, default=HERE, help="where results go")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch.set_num_threads (default 1: steady on a shared machine)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch.set_num_threads (default 1: steady on a shared machine)",
+    )
     p.add_argument("--repeats", type=int, default=None, help="timed rounds (default 5, quick 2)")
     p.add_argument("--models", default=",".join(REALISTIC), help="comma list of models")
     p.add_argument("--grad-model", default="gpt2", help="model for the grad-enabled row ('' off)")
@@ -67,6 +71,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     warnings.filterwarnings("ignore", category=UserWarning, module="torchlens")
     torch.set_num_threads(args.threads)
     repeats = args.repeats or (2 if args.quick else 5)
+    max_rounds = repeats if args.quick or args.repeats else 30
     meter = LoadMeter()
     meter.start()
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
@@ -82,12 +87,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in [m for m in args.models.split(",") if m]:
         case = REALISTIC[name](args.quick)
         results["trace"].append(
-            bench_case(case, modes, repeats, grad=False, memory=not args.no_memory, log=_say)
+            bench_case(
+                case,
+                modes,
+                repeats,
+                grad=False,
+                memory=not args.no_memory,
+                max_rounds=max_rounds,
+                log=_say,
+            )
         )
         if name == args.grad_model:
             grad_modes = [m for m in modes if m.name in ("plain", "lw_all", "tl_all")]
             results["trace_grad"].append(
-                bench_case(case, grad_modes, repeats, grad=True, memory=False, log=_say)
+                bench_case(
+                    case,
+                    grad_modes,
+                    repeats,
+                    grad=True,
+                    memory=False,
+                    max_rounds=max_rounds,
+                    log=_say,
+                )
             )
         del case
 
