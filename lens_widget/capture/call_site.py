@@ -41,11 +41,15 @@ def _classify(code: CodeType) -> int:
     return USER
 
 
+# Kinds of code objects, kept across traces.
+_KINDS: dict[CodeType, int] = {}
+
+
 class CallSiteFinder:
     """Classifies each code object once, then walks frames with dictionary lookups."""
 
     def __init__(self) -> None:
-        self._kinds: dict[CodeType, int] = {}
+        self._kinds = _KINDS
 
     def find(self, depth: int) -> tuple[CallPath, tuple[str, int] | None]:
         """(call path, (file, line) of user code) from `depth` frames above the caller.

@@ -32,6 +32,10 @@ class ModuleInfo:
     outputs: dict[int, list[str]] = field(default_factory=dict)
 
 
+def _ignore_output(address: str, pass_index: int, output: Any) -> None:
+    """The output callback once tracing is over."""
+
+
 class ModuleTracker:
     """Maintains the stack of (address, pass) of the modules currently running."""
 
@@ -63,6 +67,9 @@ class ModuleTracker:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        # The callback is a bound method of the recorder, which holds this tracker: drop it,
+        # so the log's tensors are freed as soon as the log is, not at the next gc run.
+        self._on_module_output = _ignore_output
 
     def _address(self, module: torch.nn.Module) -> str:
         address = self._addresses.get(id(module))

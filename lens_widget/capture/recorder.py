@@ -90,6 +90,11 @@ class _FuncFacts:
         self.mutation = MutationRule(func, self.name)
 
 
+# Facts per torch function, kept across traces: reading a signature is slow.
+_FACTS: dict[Any, _FuncFacts] = {}
+_IDENTITY_FACTS = _FuncFacts(identity)
+
+
 class _Layer:
     """One layer: an op identity that repeats across passes (loops, reused modules)."""
 
@@ -125,8 +130,7 @@ class Recorder(TorchFunctionMode):
         self.failed: OpRecord | None = None
         names = ModelNames(model)
         self.tracker = ModuleTracker(model, names, self._on_module_output)
-        self._facts: dict[Any, _FuncFacts] = {}
-        self._identity_facts = _FuncFacts(identity)
+        self._facts = _FACTS
         self._sites = CallSiteFinder()
         self._layers: dict[Any, _Layer] = {}
         self._func_counts: dict[str, int] = {}
@@ -375,7 +379,7 @@ class Recorder(TorchFunctionMode):
                     produced is None or inside not in produced[0].module_stack
                 ):
                     inputs = self._resolve_inputs(identity, (tensor,), {})
-                    nodes.append(self._record(self._identity_facts, inputs, (tensor,), []))
+                    nodes.append(self._record(_IDENTITY_FACTS, inputs, (tensor,), []))
                 elif produced is not None:
                     nodes.append(produced[0])
         self.module_outputs[inside] = nodes

@@ -123,3 +123,19 @@ def test_validate_replays_random_ops_and_leaves_the_rng_alone():
     state = torch.get_rng_state()
     assert log.validate().checked == 3
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_deleting_the_log_frees_its_tensors_without_waiting_for_gc():
+    import gc
+    import weakref
+
+    was_enabled = gc.isenabled()
+    gc.disable()  # only reference counting: a cycle through the log would keep tensors alive
+    try:
+        log = lw.trace(TwoBlocks(), torch.randn(1, 2))
+        saved = weakref.ref(log["relu_1_2"].activation)
+        del log
+        assert saved() is None
+    finally:
+        if was_enabled:
+            gc.enable()
