@@ -95,6 +95,13 @@ _FACTS: dict[Any, _FuncFacts] = {}
 _IDENTITY_FACTS = _FuncFacts(identity)
 
 
+def _storage_key(tensor: Tensor) -> int | None:
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # sparse / meta tensors have no storage
+        return None
+
+
 class _Layer:
     """One layer: an op identity that repeats across passes (loops, reused modules)."""
 
@@ -138,6 +145,8 @@ class Recorder(TorchFunctionMode):
         self._producers: dict[int, tuple[Any, OpRecord, int, int]] = {}
         # storage pointer -> [(node, output index)] of saved tensors that share it
         self._saved_storage: dict[int, list[tuple[OpRecord, int]]] = {}
+        # storage pointer -> writes seen, for tensors without a version counter
+        self._storage_writes: dict[int, int] = {}
         # (node, output index, id, version) of saved references, to detect unseen writes
         self.saved_refs: list[tuple[OpRecord, int, int, int]] = []
         self._params = names.tensors
@@ -182,13 +191,15 @@ class Recorder(TorchFunctionMode):
     # ---- bookkeeping of tensors --------------------------------------------------------
 
     def _version(self, tensor: Tensor) -> int:
-        """The tensor's write counter; -1 where there is none to read."""
-        if not self.track_versions:
-            return -1
-        try:
-            return tensor._version
-        except RuntimeError:  # inference tensors keep no version counter
-            return -1
+        """The tensor's write counter (>= 0), or where torch keeps none (inference tensors)
+        a negative count of the writes this trace saw to its storage."""
+        if self.track_versions:
+            try:
+                return tensor._version
+            except RuntimeError:
+                pass
+        storage = _storage_key(tensor)
+        return -1 - self._storage_writes.get(storage, 0) if storage is not None else -1
 
     def _set_producer(self, tensor: Tensor, node: OpRecord, output_index: int) -> None:
         self._producers[id(tensor)] = (
@@ -211,22 +222,21 @@ class Recorder(TorchFunctionMode):
             outputs = tuple(t.detach() for t in outputs)
         node.activations = outputs
         for i, tensor in enumerate(outputs):
-            try:
-                storage = tensor.untyped_storage().data_ptr()
-            except (RuntimeError, NotImplementedError):  # sparse / meta tensors have none
+            storage = _storage_key(tensor)
+            if storage is None:
                 continue
             self._saved_storage.setdefault(storage, []).append((node, i))
             version = self._version(tensor)
             if version >= 0:
                 self.saved_refs.append((node, i, id(tensor), version))
 
-    def _copy_before_write(self, targets: list[Tensor]) -> None:
-        """Saved tensors sharing storage with a write target get their current value copied."""
+    def _before_write(self, targets: list[Tensor]) -> None:
+        """Count the write; saved tensors sharing storage with a target get copied first."""
         for target in targets:
-            try:
-                storage = target.untyped_storage().data_ptr()
-            except (RuntimeError, NotImplementedError):
+            storage = _storage_key(target)
+            if storage is None:
                 continue
+            self._storage_writes[storage] = self._storage_writes.get(storage, 0) + 1
             copies: dict[int, Tensor] = {}  # nodes saving the same tensor share one copy
             for node, i in self._saved_storage.pop(storage, ()):
                 saved = node.activations
@@ -258,8 +268,8 @@ class Recorder(TorchFunctionMode):
         # Inputs are resolved before the call: an in-place op changes their versions.
         inputs = self._resolve_inputs(func, args, kwargs)
         writes = facts.mutation.targets(args, kwargs)
-        if writes and self._saved_storage:
-            self._copy_before_write(writes)
+        if writes:
+            self._before_write(writes)
         if facts.random and not self.save.keeps_nothing:
             inputs[0].rng_state = torch.get_rng_state()
 
@@ -295,11 +305,7 @@ class Recorder(TorchFunctionMode):
             entry = self._producers.get(id(tensor))
             if entry is not None and entry[0]() is tensor:
                 parent, output_index = entry[1], entry[2]
-                if (
-                    entry[3] >= 0
-                    and entry[3] != self._version(tensor)
-                    and not self.save.keeps_nothing
-                ):
+                if entry[3] != self._version(tensor) and not self.save.keeps_nothing:
                     # Written through another view since it was produced: keep the value now.
                     with torch.no_grad():
                         replay.literals[slot] = tensor.detach().clone()

@@ -194,3 +194,15 @@ def test_partial_trace_marks_what_led_to_the_failure():
     log = caught.value.lens_log
     assert {op.label for op in log.ops if op.feeds_output} == {"relu_1_2", "ones_1_3", "matmul_1_4"}
     assert log["exp_1_1"].feeds_output is False
+
+
+def test_inference_mode_view_written_through_its_base_replays():
+    def view_then_write(x):
+        y = x * 2
+        v = y[0]
+        y.mul_(10)
+        return v + 1  # v changed through y
+
+    with torch.inference_mode():
+        log = lw.trace(Fn(view_then_write), torch.randn(2, 3))
+    assert log.validate().checked == len(log.ops)
