@@ -46,6 +46,11 @@ class SavePolicy:
             self._names = names
 
     @property
+    def names(self) -> frozenset[str]:
+        """The names of a save list (empty for "all", None and predicates)."""
+        return self._names
+
+    @property
     def asks_predicate(self) -> bool:
         return self._predicate is not None
 

@@ -212,6 +212,8 @@ def _version_or(tensor: torch.Tensor, default: int) -> int:
 
 
 def _warn_on_unmatched_save_names(policy: SavePolicy, log: ModelLog) -> None:
+    if not policy.names:
+        return
     names = {n.label for n in log.nodes} | {n.layer for n in log.nodes}
     names |= {n.func for n in log.ops} | set(log.modules)
     unmatched = policy.unmatched(names)
