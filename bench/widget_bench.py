@@ -28,15 +28,9 @@ from measure import median, percentile
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WIDGET_JS = ROOT / "lens_widget" / "static" / "widget.js"
 FIXTURES = ROOT / "tests" / "browser" / "fixtures"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+sys.path.insert(0, str(FIXTURES))
+from chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 - the tests' own launch settings
+
 BASE = "http://lens.bench/"
 STEP_TIMEOUT_MS = 120_000
 
@@ -384,10 +378,8 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
         return {"skipped": f"{WIDGET_JS.relative_to(ROOT)} missing: run `npm run build`"}
     if not pathlib.Path(CHROMIUM).exists():
         return {"skipped": f"no chromium at {CHROMIUM}"}
-    from playwright.sync_api import sync_playwright
-
-    sys.path.insert(0, str(FIXTURES))
     from lens_synthetic import make_payload
+    from playwright.sync_api import sync_playwright
 
     big = torch.randn(1, 1000, 1000, generator=torch.Generator().manual_seed(0))
     sizes = [200] if quick else [500, 2000, 5000, 10000]

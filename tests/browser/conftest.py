@@ -14,15 +14,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "fixtures"))
 ARTIFACTS = HERE / "artifacts"
 
-CHROMIUM = os.environ.get("LENS_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 - after the sys.path line above
 
 
 @pytest.fixture(scope="session")

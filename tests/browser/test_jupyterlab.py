@@ -123,14 +123,8 @@ def poll(fn, want: str, timeout: float = 30) -> str:  # noqa: ANN001
     return got
 
 
-def test_click_node_shows_activation_and_syncs_selected(
-    lab: Lab, page: object, artifacts: Path
-) -> None:
-    page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
-    page.goto(f"{lab.url}/lab/tree/demo.ipynb")  # type: ignore[attr-defined]
-    wait_for_kernel_idle(page)
-    run_through_widget_cell(page)
-
+def wait_for_widget(page: object) -> None:
+    """The first widget of the page is rendered and its layout is done."""
     root = page.locator(ROOT).first  # type: ignore[attr-defined]
     root.wait_for(state="attached", timeout=120_000)
     root.scroll_into_view_if_needed()
@@ -144,25 +138,45 @@ def test_click_node_shows_activation_and_syncs_selected(
         timeout=60_000,
     )
 
+
+def cnn_op_ids(kernel: Kernel) -> list[str]:
+    return json.loads(
+        kernel.run(
+            "import json; print(json.dumps([n['id'] for n in w_cnn.graph['unrolled']['nodes']"
+            " if n['kind'] == 'op']))"
+        )
+    )
+
+
+def click_an_op_and_see_its_plot(page: object, op_ids: list[str]) -> dict:
+    """Click the first op on screen; its inspector opens with a plotted activation."""
+    candidates = visible_ops_on_screen(page, op_ids)
+    assert candidates, f"no op node on screen among {op_ids}"
+    target = candidates[0]
+    page.mouse.click(target["x"], target["y"])  # type: ignore[attr-defined]
+    inspector_id = page.locator(f'{ROOT} [data-testid="inspector-id"]').first  # type: ignore[attr-defined]
+    inspector_id.wait_for(timeout=15_000)
+    assert inspector_id.inner_text().strip() == target["id"]
+    plot = page.locator(f'{ROOT} [data-testid="plot-main"] .main-svg').first  # type: ignore[attr-defined]
+    plot.wait_for(timeout=30_000)
+    return target
+
+
+def test_click_node_shows_activation_and_syncs_selected(
+    lab: Lab, page: object, artifacts: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page.goto(f"{lab.url}/lab/tree/demo.ipynb")  # type: ignore[attr-defined]
+    wait_for_kernel_idle(page)
+    run_through_widget_cell(page)
+
+    wait_for_widget(page)
+
     kernel = Kernel(lab.connection_file())
     try:
-        op_ids = json.loads(
-            kernel.run(
-                "import json; print(json.dumps([n['id'] for n in w_cnn.graph['unrolled']['nodes']"
-                " if n['kind'] == 'op']))"
-            )
-        )
+        op_ids = cnn_op_ids(kernel)
         assert kernel.run("print(w_cnn.selected)").strip() == ""
-        candidates = visible_ops_on_screen(page, op_ids)
-        assert candidates, f"no op node on screen among {op_ids}"
-        target = candidates[0]
-        page.mouse.click(target["x"], target["y"])  # type: ignore[attr-defined]
-
-        inspector_id = page.locator(f'{ROOT} [data-testid="inspector-id"]').first  # type: ignore[attr-defined]
-        inspector_id.wait_for(timeout=15_000)
-        assert inspector_id.inner_text().strip() == target["id"]
-        plot = page.locator(f'{ROOT} [data-testid="plot-main"] .main-svg').first  # type: ignore[attr-defined]
-        plot.wait_for(timeout=30_000)
+        target = click_an_op_and_see_its_plot(page, op_ids)
         # The README's screenshot: the real widget in JupyterLab, an op clicked.
         page.wait_for_timeout(500)  # type: ignore[attr-defined]
         page.screenshot(path=str(artifacts / "jupyterlab_demo.png"))  # type: ignore[attr-defined]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -14,12 +13,13 @@ from lab_server import Lab, running_lab
 # The same notebook, cell and page hooks as the JupyterLab test (and its CI rule on the bundle).
 from test_jupyterlab import (
     REPO,
-    ROOT,
     Kernel,
+    click_an_op_and_see_its_plot,
+    cnn_op_ids,
     poll,
     pytestmark,  # noqa: F401 - skip on a missing bundle only outside CI
     run_through_widget_cell,
-    visible_ops_on_screen,
+    wait_for_widget,
 )
 
 # Notebook 7.6.5 itself throws this while loading settings, with every third-party extension
@@ -58,37 +58,12 @@ def test_notebook7_click_node_shows_activation(
     wait_for_kernel_idle(page)
     run_through_widget_cell(page)
 
-    root = page.locator(ROOT).first  # type: ignore[attr-defined]
-    root.wait_for(state="attached", timeout=120_000)
-    root.scroll_into_view_if_needed()
-    page.locator(f'{ROOT} [data-testid="graph-canvas"]').first.wait_for(timeout=30_000)  # type: ignore[attr-defined]
-    page.wait_for_function(  # type: ignore[attr-defined]
-        """(sel) => {
-          const d = document.querySelector(sel)?.__lens;
-          return !!d && d.layoutStatus === 'idle' && d.visibleCount > 0;
-        }""",
-        arg=ROOT,
-        timeout=60_000,
-    )
+    wait_for_widget(page)
 
     kernel = Kernel(notebook7.connection_file())
     try:
-        op_ids = json.loads(
-            kernel.run(
-                "import json; print(json.dumps([n['id'] for n in w_cnn.graph['unrolled']['nodes']"
-                " if n['kind'] == 'op']))"
-            )
-        )
-        candidates = visible_ops_on_screen(page, op_ids)
-        assert candidates, f"no op node on screen among {op_ids}"
-        target = candidates[0]
-        page.mouse.click(target["x"], target["y"])  # type: ignore[attr-defined]
-
-        inspector_id = page.locator(f'{ROOT} [data-testid="inspector-id"]').first  # type: ignore[attr-defined]
-        inspector_id.wait_for(timeout=15_000)
-        assert inspector_id.inner_text().strip() == target["id"]
-        plot = page.locator(f'{ROOT} [data-testid="plot-main"] .main-svg').first  # type: ignore[attr-defined]
-        plot.wait_for(timeout=30_000)
+        op_ids = cnn_op_ids(kernel)
+        target = click_an_op_and_see_its_plot(page, op_ids)
         page.screenshot(path=str(artifacts / "notebook7_demo.png"))  # type: ignore[attr-defined]
         # the click went through Notebook 7's widget manager to the kernel, too
         assert (

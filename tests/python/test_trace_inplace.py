@@ -5,18 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from function_module import FunctionModule
 from torch import nn
 
 import lens_widget as lw
-
-
-class Lambda(nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def _conv_relu_inplace(x):
@@ -69,7 +61,7 @@ def _list_args(x):
 def test_writes_keep_saved_values_and_replay(fn):
     x = torch.rand(2, 3)
     expected_input = x.clone()
-    log = lw.trace(Lambda(fn), x.clone())
+    log = lw.trace(FunctionModule(fn), x.clone())
     # The input node holds the input as it was before the model wrote to it.
     assert torch.equal(log["input.0"].activation, expected_input)
     report = log.validate()
@@ -83,7 +75,7 @@ def test_writes_keep_saved_values_and_replay(fn):
 
 def test_value_before_an_inplace_relu_is_saved_for_the_producer():
     x = torch.tensor([[-1.0, 2.0, -3.0]])
-    log = lw.trace(Lambda(_conv_relu_inplace), x)
+    log = lw.trace(FunctionModule(_conv_relu_inplace), x)
     assert torch.equal(log["mul_1_1"].activation, x * 3)  # negatives kept
     assert torch.equal(log["relu_1_2"].activation, torch.relu(x * 3))
     assert log["relu_1_2"].inplace
@@ -91,7 +83,7 @@ def test_value_before_an_inplace_relu_is_saved_for_the_producer():
 
 def test_out_kwarg_write_is_an_edge_and_a_copy():
     x = torch.ones(2, 3)
-    log = lw.trace(Lambda(_out_kwarg), x)
+    log = lw.trace(FunctionModule(_out_kwarg), x)
     assert torch.equal(log["add_1_1"].activation, x + 1)
     assert log["mul_1_2"].parents == ["input.0", "add_1_1"]
     assert log["mul_1_2"].inplace

@@ -7,18 +7,10 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from function_module import FunctionModule
 from torch import nn
 
 import lens_widget as lw
-
-
-class Fn(nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def test_inference_tensors_as_inputs_and_inside_forward():
@@ -51,7 +43,7 @@ def test_uninitialized_memory_is_compared_by_shape_only():
         torch.max(x, 1, out=(values, indices))
         return out * 2 + values.unsqueeze(1)
 
-    log = lw.trace(Fn(fill), torch.randn(4, 4))
+    log = lw.trace(FunctionModule(fill), torch.randn(4, 4))
     assert log.validate().checked == len(log.ops)
 
 
@@ -64,7 +56,7 @@ def test_inplace_target_passed_by_keyword_is_copied_before_the_write():
     x = torch.randn(4, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "overwritten by a call the tracer could not see"
-        log = lw.trace(Fn(init), x)
+        log = lw.trace(FunctionModule(init), x)
     assert torch.equal(log["mul_1_1"].activation, x)
     assert log["normal_1_2"].inplace
 
@@ -132,7 +124,7 @@ def test_helper_called_from_two_lines_is_two_layers_but_a_loop_folds():
             q2 = rotate(q2)
         return q2 + k2
 
-    log = lw.trace(Fn(forward), (torch.randn(2, 4), torch.randn(2, 4)))
+    log = lw.trace(FunctionModule(forward), (torch.randn(2, 4), torch.randn(2, 4)))
     cats = [op for op in log.ops if op.func == "cat"]
     assert [op.n_passes for op in cats] == [1, 1, 3, 3, 3]
     assert log.structure == "recurrent"  # the loop; q and k alone would be branching
@@ -146,7 +138,7 @@ def test_indexing_by_pass_layer_and_numpy_positions():
             x = model(x)
         return x.relu()
 
-    log = lw.trace(Fn(twice), torch.randn(1, 2))
+    log = lw.trace(FunctionModule(twice), torch.randn(1, 2))
     assert log["relu_1_2:1"] is log["relu_1_2"]
     with pytest.raises(KeyError, match="ran 2 times"):
         log["linear_1_1"]
@@ -190,7 +182,7 @@ def test_partial_trace_marks_what_led_to_the_failure():
         return y @ torch.ones(5, 5) + side
 
     with pytest.raises(RuntimeError) as caught:
-        lw.trace(Fn(broken), torch.randn(2, 3))
+        lw.trace(FunctionModule(broken), torch.randn(2, 3))
     log = caught.value.lens_log
     assert {op.label for op in log.ops if op.feeds_output} == {"relu_1_2", "ones_1_3", "matmul_1_4"}
     assert log["exp_1_1"].feeds_output is False
@@ -204,5 +196,5 @@ def test_inference_mode_view_written_through_its_base_replays():
         return v + 1  # v changed through y
 
     with torch.inference_mode():
-        log = lw.trace(Fn(view_then_write), torch.randn(2, 3))
+        log = lw.trace(FunctionModule(view_then_write), torch.randn(2, 3))
     assert log.validate().checked == len(log.ops)
