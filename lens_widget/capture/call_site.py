@@ -41,45 +41,39 @@ def _classify(code: CodeType) -> int:
     return USER
 
 
-# Kinds of code objects, kept across traces.
+# Kinds of code objects, classified once and kept across traces.
 _KINDS: dict[CodeType, int] = {}
 
 
-class CallSiteFinder:
-    """Classifies each code object once, then walks frames with dictionary lookups."""
+def find_call_site(depth: int) -> tuple[CallPath, tuple[str, int] | None]:
+    """(call path, (file, line) of user code) from `depth` frames above the caller.
 
-    def __init__(self) -> None:
-        self._kinds = _KINDS
-
-    def find(self, depth: int) -> tuple[CallPath, tuple[str, int] | None]:
-        """(call path, (file, line) of user code) from `depth` frames above the caller.
-
-        Only plain values are kept: holding frames would keep their locals alive.
-        """
-        kinds = self._kinds
-        frame: FrameType | None = sys._getframe(depth + 1)
-        path: list[tuple[CodeType, int]] = []
-        source: tuple[str, int] | None = None
-        in_path = True
-        while frame is not None:
-            code = frame.f_code
-            kind = kinds.get(code)
-            if kind is None:
-                kind = kinds[code] = _classify(code)
-            if kind == MODULE_CALL:
-                if source is not None:
+    Only plain values are kept: holding frames would keep their locals alive.
+    """
+    kinds = _KINDS
+    frame: FrameType | None = sys._getframe(depth + 1)
+    path: list[tuple[CodeType, int]] = []
+    source: tuple[str, int] | None = None
+    in_path = True
+    while frame is not None:
+        code = frame.f_code
+        kind = kinds.get(code)
+        if kind is None:
+            kind = kinds[code] = _classify(code)
+        if kind == MODULE_CALL:
+            if source is not None:
+                break
+            in_path = False
+        elif kind != SKIP:
+            if in_path:
+                # f_lasti tells apart two calls on one line (a + b + c).
+                path.append((code, frame.f_lasti))
+            if kind == USER and source is None:
+                source = (code.co_filename, frame.f_lineno)
+                if not in_path:
                     break
-                in_path = False
-            elif kind != SKIP:
-                if in_path:
-                    # f_lasti tells apart two calls on one line (a + b + c).
-                    path.append((code, frame.f_lasti))
-                if kind == USER and source is None:
-                    source = (code.co_filename, frame.f_lineno)
-                    if not in_path:
-                        break
-            frame = frame.f_back
-        return tuple(path), source
+        frame = frame.f_back
+    return tuple(path), source
 
 
 def describe_source(where: tuple[str, int] | None) -> tuple[str, str]:

@@ -18,7 +18,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from lens_widget.capture.arguments import scan_call, tensor_leaves
-from lens_widget.capture.call_site import CallSiteFinder, describe_source
+from lens_widget.capture.call_site import describe_source, find_call_site
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.mutation import MutationRule
@@ -138,7 +138,6 @@ class Recorder(TorchFunctionMode):
         names = ModelNames(model)
         self.tracker = ModuleTracker(model, names, self._on_module_output)
         self._facts = _FACTS
-        self._sites = CallSiteFinder()
         self._layers: dict[Any, _Layer] = {}
         self._func_counts: dict[str, int] = {}
         # id(tensor) -> (weakref, node, output index, version when produced)
@@ -190,7 +189,7 @@ class Recorder(TorchFunctionMode):
 
     # ---- bookkeeping of tensors --------------------------------------------------------
 
-    def _version(self, tensor: Tensor) -> int:
+    def version(self, tensor: Tensor) -> int:
         """The tensor's write counter (>= 0), or where torch keeps none (inference tensors)
         a negative count of the writes this trace saw to its storage."""
         if self.track_versions:
@@ -206,7 +205,7 @@ class Recorder(TorchFunctionMode):
             weakref.ref(tensor),
             node,
             output_index,
-            self._version(tensor),
+            self.version(tensor),
         )
 
     def producer_of(self, tensor: Tensor) -> tuple[OpRecord, int] | None:
@@ -226,7 +225,7 @@ class Recorder(TorchFunctionMode):
             if storage is None:
                 continue
             self._saved_storage.setdefault(storage, []).append((node, i))
-            version = self._version(tensor)
+            version = self.version(tensor)
             if version >= 0:
                 self.saved_refs.append((node, i, id(tensor), version))
 
@@ -305,7 +304,7 @@ class Recorder(TorchFunctionMode):
             entry = self._producers.get(id(tensor))
             if entry is not None and entry[0]() is tensor:
                 parent, output_index = entry[1], entry[2]
-                if entry[3] != self._version(tensor) and not self.save.keeps_nothing:
+                if entry[3] != self.version(tensor) and not self.save.keeps_nothing:
                     # Written through another view since it was produced: keep the value now.
                     with torch.no_grad():
                         replay.literals[slot] = tensor.detach().clone()
@@ -324,7 +323,7 @@ class Recorder(TorchFunctionMode):
         writes: list[Tensor],
     ) -> OpRecord:
         tracker = self.tracker
-        site, source = self._sites.find(2)
+        site, source = find_call_site(2)
         key = (tracker.path, facts.name, site)
         layer = self._layers.get(key)
         if layer is None:

@@ -191,7 +191,7 @@ def _warn_on_unseen_writes(recorder: Recorder) -> None:
             for node, i, tensor_id, version in recorder.saved_refs
             if node.activations is not None
             and id(node.activations[i]) == tensor_id  # not replaced by a copy before a write
-            and _version_or(node.activations[i], version) != version
+            and recorder.version(node.activations[i]) != version
             and node.kind in ("op", "input")
         }
     )
@@ -202,13 +202,6 @@ def _warn_on_unseen_writes(recorder: Recorder) -> None:
             "the tracer could not see; their saved values may be later than when produced",
             stacklevel=3,
         )
-
-
-def _version_or(tensor: torch.Tensor, default: int) -> int:
-    try:
-        return tensor._version
-    except RuntimeError:  # inference tensors keep no version counter
-        return default
 
 
 def _warn_on_unmatched_save_names(policy: SavePolicy, log: ModelLog) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -10,8 +11,11 @@ if TYPE_CHECKING:
     from lens_widget.log.model_log import ModelLog
 
 
-def shape_text(shape: tuple[int, ...] | None) -> str:
-    return "x".join(map(str, shape)) if shape is not None else ""
+def shape_text(shape: Sequence[int] | None) -> str:
+    """ "1x128x768" for an edge label; "scalar" for 0-d tensors, "" when unknown."""
+    if shape is None:
+        return ""
+    return "x".join(str(int(s)) for s in shape) if len(shape) else "scalar"
 
 
 def build_unrolled_graph(log: ModelLog) -> nx.DiGraph:

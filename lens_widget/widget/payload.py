@@ -6,7 +6,7 @@ converts in well under a second.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from lens_widget.gc_pause import gc_paused
@@ -17,15 +17,6 @@ if TYPE_CHECKING:
 
 # Sources that the frontend draws beside the op that first reads them.
 _PLACED_AT_CONSUMER = frozenset({"param", "buffer", "const"})
-
-
-def shape_text(shape: Sequence[int] | str | None) -> str:
-    """ "1x128x768" for an edge label; "scalar" for 0-d tensors, "" when unknown."""
-    if shape is None:
-        return ""
-    if isinstance(shape, str):
-        return shape
-    return "x".join(str(int(s)) for s in shape) if len(shape) else "scalar"
 
 
 def error_text(error: BaseException | None) -> str | None:
@@ -124,7 +115,7 @@ def _build_payload(log: ModelLog) -> dict[str, Any]:
     u_edges = []
     edge_shape: dict[tuple[str, str], str] = {}  # (source layer, target layer) -> first shape
     for src, dst, data in log.graph.edges(data=True):
-        text = shape_text(data.get("shape", by_label[src].shape))
+        text = data["shape"]  # the graph's edge label (graph.unrolled.shape_text)
         u_edges.append({"source": src, "target": dst, "shape": text, "passes": []})
         edge_shape.setdefault((by_label[src].layer, by_label[dst].layer), text)
 

@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 import lens_widget as lw
-from lens_widget.widget.payload import build_payload, shape_text
+from lens_widget.graph.unrolled import shape_text
+from lens_widget.widget.payload import build_payload
 
 
 class Block(nn.Module):
