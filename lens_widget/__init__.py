@@ -4,14 +4,18 @@ from lens_widget.capture.trace import trace
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord, ParamUse, ParentArg
 from lens_widget.log.validate import ValidationError, ValidationReport
+from lens_widget.store.format import LogFormatError
+from lens_widget.store.load import load
 
 __all__ = [
+    "LogFormatError",
     "ModelLog",
     "OpRecord",
     "ParamUse",
     "ParentArg",
     "ValidationError",
     "ValidationReport",
+    "load",
     "trace",
 ]
 

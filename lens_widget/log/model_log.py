@@ -6,13 +6,20 @@ import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lens_widget.gc_pause import gc_paused
 from lens_widget.log.records import OpRecord
+from lens_widget.store.onnx_export import export_onnx
+from lens_widget.store.save import save_log
+from lens_widget.store.table import nodes_table
 
 if TYPE_CHECKING:
+    import os
+
     import networkx as nx
+    import pandas as pd
 
     from lens_widget.capture.module_tracker import ModuleInfo
     from lens_widget.log.validate import ValidationReport
@@ -177,6 +184,36 @@ class ModelLog:
         from lens_widget.log.validate import validate_log
 
         return validate_log(self, rtol=rtol, atol=atol)
+
+    # ---- keeping and sharing ----------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str], *, weights: bool = True) -> Path:
+        """Write the log to the directory `path`: log.json (every node, edge, module and
+        field, documented in docs/log-format.md) and tensors.safetensors (every saved
+        tensor; tensors sharing memory are written once). Open it with `lens_widget.load`.
+
+        `weights=False` leaves parameter and buffer values out (validate() then skips the
+        ops that read them). A previous save in `path` is replaced.
+        """
+        return save_log(self, path, weights=weights)
+
+    def to_onnx(self, path: str | os.PathLike[str], weights: bool = False) -> Path:
+        """Write the trace as an ONNX model to look at in Netron.
+
+        It is a picture of the trace, not a runnable model: one ONNX node per op (standard
+        ONNX ops where a torch op maps directly, else the custom domain "lens_widget.torch"
+        named after the torch function), shapes and dtypes on every edge, module paths and
+        labels in node names, label/module/pass/source in doc strings and metadata_props.
+        Parameters are graph inputs; `weights=True` stores their values as initializers.
+        Needs `pip install lens_widget[onnx]`.
+        """
+        return export_onnx(self, path, weights=weights)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per node (sources, ops, outputs): label, kind, func, module, pass, shape,
+        dtype, device, bytes, params, parents, children, source, ... Needs
+        `pip install lens_widget[pandas]`."""
+        return nodes_table(self.nodes)
 
     def __str__(self) -> str:
         from lens_widget.log.summary import summarize

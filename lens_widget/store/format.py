@@ -1,0 +1,24 @@
+"""The saved-log format: its name, version, file names and its one error type.
+
+docs/log-format.md describes every field; schema.py checks them.
+"""
+
+from __future__ import annotations
+
+FORMAT_NAME = "lens_widget.log"
+# Bumped when a reader of the previous version could misread a file. Readers refuse newer
+# versions; a version that adds gradients will keep reading version-1 files.
+FORMAT_VERSION = 1
+JSON_FILE = "log.json"
+TENSOR_FILE = "tensors.safetensors"
+
+
+class LogFormatError(ValueError):
+    """A saved log that cannot be read: truncated, tampered, foreign or from a newer version.
+
+    The message names the file (and the field) and what is wrong with it.
+    """
+
+
+def fail(where: str, problem: str) -> LogFormatError:
+    return LogFormatError(f"{where}: {problem}")

@@ -1,0 +1,281 @@
+"""lens_widget.load(path): a saved log back as a ModelLog, without the model.
+
+The file is untrusted: its JSON is checked against the schema, every reference (parents,
+children, modules, tensors, argument slots) is checked before use, and a replay names its
+function only through torch_functions' allow-list. Any problem is one LogFormatError.
+Tensors stay memory-mapped: their bytes are read when first used.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lens_widget.capture.arguments import TensorSlot
+from lens_widget.capture.module_tracker import ModuleInfo
+from lens_widget.capture.recorder import ReplayCall
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import OpRecord, ParamUse, ParentArg, ReplayUnavailable
+from lens_widget.store.format import JSON_FILE, LogFormatError, fail
+from lens_widget.store.schema import parse_document
+from lens_widget.store.tensor_read import make_view, open_storages
+from lens_widget.store.torch_functions import resolve_function
+from lens_widget.store.values_codec import decode_value, dtype_name
+
+
+class SavedError(Exception):
+    """The exception a partial trace's forward pass raised, as saved: the class is
+    recreated by name only (a subclass of this one), with the saved message."""
+
+
+def load(path: str | os.PathLike[str]) -> ModelLog:
+    """Open a log written by `ModelLog.save(path)`; no model or code from the file needed.
+
+    Raises LogFormatError, naming the file and the problem, for a truncated, tampered,
+    foreign or newer-version save. Tensors are on the CPU, read from disk on first use.
+    """
+    directory = Path(path)
+    if not directory.exists():
+        raise FileNotFoundError(f"no saved log at {directory}")
+    if not directory.is_dir():
+        raise LogFormatError(
+            f"{directory}: a saved log is a directory (log.json + tensors.safetensors)"
+        )
+    json_path = directory / JSON_FILE
+    if not json_path.is_file():
+        raise fail(str(json_path), "missing; this directory is not a saved lens_widget log")
+    document = parse_document(json_path.read_bytes(), JSON_FILE)
+    storages = open_storages(
+        directory / document["tensor_file"], document["storages"], document["save_id"]
+    )
+    tensors = _Tensors(storages, document["tensors"])
+    modules = _modules(document["modules"])
+    nodes_data = document["nodes"]
+    nodes = [_node(i, data, tensors) for i, data in enumerate(nodes_data)]
+    by_label = _index(nodes)
+    for i, node in enumerate(nodes):
+        where = _where(i, node.label)
+        _check_links(node, by_label, modules, where)
+        node.replay = _replay(nodes_data[i]["replay"], node, by_label, tensors, where)
+    _check_module_outputs(modules, by_label)
+    meta = document["log"]
+    if meta["failed_op"] is not None and meta["failed_op"] not in by_label:
+        raise fail(JSON_FILE, f"log.failed_op {meta['failed_op'][:80]!r} is not a node")
+    return ModelLog(
+        model_class=meta["model_class"],
+        nodes=nodes,
+        modules=modules,
+        output=decode_value(meta["output"], f"{JSON_FILE}: log.output", tensors.get),
+        error=_error(meta["error"]),
+        failed_op=meta["failed_op"],
+        elapsed=meta["elapsed"],
+        n_params=meta["n_params"],
+        param_bytes=meta["param_bytes"],
+    )
+
+
+def _where(i: int, label: str) -> str:
+    return f"{JSON_FILE}: nodes[{i}] ({label[:80]!r})"
+
+
+class _Tensors:
+    """Saved tensors by table index, each made once (a view on its mapped storage)."""
+
+    def __init__(self, storages: list[torch.Tensor], views: list[dict[str, Any]]) -> None:
+        self._storages = storages
+        self._views = views
+        self._made: dict[int, torch.Tensor] = {}
+
+    def get(self, index: int, where: str) -> torch.Tensor:
+        tensor = self._made.get(index)
+        if tensor is None:
+            if index >= len(self._views):
+                raise fail(where, f"names tensor {index}; the log has {len(self._views)}")
+            view_where = f"{JSON_FILE}: tensors[{index}]"
+            tensor = self._made[index] = make_view(self._storages, self._views[index], view_where)
+        return tensor
+
+
+def _modules(data: list[dict[str, Any]]) -> dict[str, ModuleInfo]:
+    modules: dict[str, ModuleInfo] = {}
+    for i, entry in enumerate(data):
+        address = entry["address"]
+        if address in modules:
+            raise fail(f"{JSON_FILE}: modules[{i}]", f"address {address[:80]!r} appears twice")
+        outputs: dict[int, list[str]] = {}
+        for pass_index, labels in entry["outputs"]:
+            outputs[pass_index] = list(labels)
+        modules[address] = ModuleInfo(
+            address=address,
+            class_name=entry["class_name"],
+            parent=entry["parent"],
+            n_passes=entry["n_passes"],
+            n_ops=entry["n_ops"],
+            outputs=outputs,
+        )
+    for i, info in enumerate(modules.values()):
+        if info.parent is not None and info.parent not in modules:
+            raise fail(f"{JSON_FILE}: modules[{i}]", f"parent {info.parent[:80]!r} is not a module")
+    return modules
+
+
+def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:
+    where = _where(i, data["label"])
+    if data["index"] != i:
+        raise fail(where, f"index is {data['index']}, but the node is at position {i}")
+    shapes = tuple(tuple(shape) for shape in data["shapes"])
+    activations = None
+    if data["activations"] is not None:
+        activations = tuple(tensors.get(t, where) for t in data["activations"])
+        if [tuple(t.shape) for t in activations] != list(shapes):
+            raise fail(where, f"saved tensors have shapes other than its shapes {list(shapes)}")
+        if activations and dtype_name(activations[0].dtype) != data["dtype"]:
+            raise fail(where, f"saved tensor is {activations[0].dtype}, dtype says {data['dtype']}")
+    return OpRecord(
+        label=data["label"],
+        kind=data["kind"],
+        func=data["func"],
+        index=i,
+        layer=data["layer"],
+        pass_index=data["pass_index"],
+        n_passes=data["n_passes"],
+        module=data["module"],
+        module_stack=tuple((address, pass_index) for address, pass_index in data["module_stack"]),
+        shape=tuple(data["shape"]) if data["shape"] is not None else None,
+        dtype=data["dtype"],
+        device=data["device"],
+        nbytes=data["nbytes"],
+        shapes=shapes,
+        params=tuple(ParamUse(p["name"], tuple(p["shape"]), p["numel"]) for p in data["params"]),
+        parents=list(data["parents"]),
+        parent_args=[
+            ParentArg(a["parent"], a["position"], a["output_index"]) for a in data["parent_args"]
+        ],
+        children=list(data["children"]),
+        from_input=data["from_input"],
+        feeds_output=data["feeds_output"],
+        source=data["source"],
+        source_code=data["source_code"],
+        inplace=data["inplace"],
+        failed=data["failed"],
+        error=data["error"],
+        activations=activations,
+    )
+
+
+def _index(nodes: list[OpRecord]) -> dict[str, OpRecord]:
+    by_label: dict[str, OpRecord] = {}
+    for i, node in enumerate(nodes):
+        if node.label in by_label:
+            raise fail(_where(i, node.label), "its label appears twice")
+        by_label[node.label] = node
+    return by_label
+
+
+def _check_links(
+    node: OpRecord, by_label: dict[str, OpRecord], modules: dict[str, ModuleInfo], where: str
+) -> None:
+    for field, labels in (("parents", node.parents), ("children", node.children)):
+        for label in labels:
+            if label not in by_label:
+                raise fail(where, f"{field}: {label[:80]!r} is not a node of the log")
+    for arg in node.parent_args:
+        parent = by_label.get(arg.parent)
+        if parent is None:
+            raise fail(where, f"parent_args: {arg.parent[:80]!r} is not a node of the log")
+        if arg.output_index >= max(1, len(parent.shapes)):
+            raise fail(
+                where,
+                f"parent_args: output {arg.output_index} of {arg.parent[:80]!r}, "
+                f"which has {len(parent.shapes)}",
+            )
+    if node.module and node.module not in modules:
+        raise fail(where, f"module {node.module[:80]!r} is not a module of the log")
+    for address, _ in node.module_stack:
+        if address not in modules:
+            raise fail(where, f"module_stack: {address[:80]!r} is not a module of the log")
+
+
+def _check_module_outputs(modules: dict[str, ModuleInfo], by_label: dict[str, OpRecord]) -> None:
+    for i, info in enumerate(modules.values()):
+        for labels in info.outputs.values():
+            for label in labels:
+                if label not in by_label:
+                    raise fail(
+                        f"{JSON_FILE}: modules[{i}]", f"outputs: {label[:80]!r} is not a node"
+                    )
+
+
+def _replay(
+    data: dict[str, Any] | None,
+    node: OpRecord,
+    by_label: dict[str, OpRecord],
+    tensors: _Tensors,
+    where: str,
+) -> Any:
+    """What validate() needs, as the tracer builds it: (call, [(position, parent, output)])."""
+    refs = [(a.position, by_label[a.parent], a.output_index) for a in node.parent_args]
+    if node.kind != "op":
+        if data is not None:
+            raise fail(where, f"a {node.kind} node has no replay")
+        return (None, refs) if node.kind == "output" else None
+    if data is None:
+        return ReplayUnavailable("no replay was saved for it")
+    if "unavailable" in data:
+        return ReplayUnavailable(data["unavailable"])
+    func = resolve_function(data["func"])
+    if func is None:
+        return ReplayUnavailable(
+            f"calls {data['func'][:120]!r}, which is not one of torch's functions (not called)"
+        )
+    args = decode_value(data["args"], f"{where}.replay.args")
+    if not isinstance(args, tuple):
+        raise fail(where, "replay.args must be a $tuple")
+    kwargs = {
+        key: decode_value(value, f"{where}.replay.kwargs.{key[:40]}")
+        for key, value in data["kwargs"].items()
+    }
+    n_tensors = len(node.parent_args)
+    for slot in _slots((args, kwargs)):
+        if slot >= n_tensors:
+            raise fail(where, f"replay names tensor argument {slot}; the op has {n_tensors}")
+    call = ReplayCall(func, args, kwargs)
+    for slot_text, tensor_id in data["literals"].items():
+        if int(slot_text) >= n_tensors:
+            raise fail(where, f"replay.literals: slot {slot_text} of {n_tensors}")
+        call.literals[int(slot_text)] = tensors.get(tensor_id, where)
+    if data["rng_state"] is not None:
+        call.rng_state = _rng_state(tensors.get(data["rng_state"], where), where)
+    return (call, refs)
+
+
+def _slots(template: Any) -> list[int]:
+    """Indices of the tensor slots in a decoded argument template."""
+    if isinstance(template, TensorSlot):
+        return [template.index]
+    if isinstance(template, (tuple, list)):
+        return [i for item in template for i in _slots(item)]
+    if isinstance(template, dict):
+        return [i for item in template.values() for i in _slots(item)]
+    return []
+
+
+def _rng_state(state: torch.Tensor, where: str) -> torch.Tensor:
+    expected = torch.get_rng_state()
+    if state.dtype != expected.dtype or state.shape != expected.shape:
+        raise fail(
+            where, f"replay.rng_state is {state.dtype} {list(state.shape)}, not a CPU RNG state"
+        )
+    return state
+
+
+def _error(data: dict[str, str] | None) -> BaseException | None:
+    if data is None:
+        return None
+    # A class named as the original (the schema allows identifiers only), so the summary
+    # reads the same; nothing of the original class is imported.
+    error_class = type(data["type"], (SavedError,), {"__module__": __name__})
+    return error_class(data["message"])

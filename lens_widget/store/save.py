@@ -1,0 +1,170 @@
+"""log.save(path): a directory with log.json (every record, module and field of the log)
+and tensors.safetensors (every saved tensor, each storage once). docs/log-format.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from safetensors.torch import save_file
+
+from lens_widget.log.records import OpRecord
+from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, JSON_FILE, TENSOR_FILE
+from lens_widget.store.tensor_table import TensorTable
+from lens_widget.store.torch_functions import describe_function, function_name
+from lens_widget.store.values_codec import Unencodable, encode_output, encode_value
+
+if TYPE_CHECKING:
+    from lens_widget.log.model_log import ModelLog
+
+_SOURCES_OF_WEIGHTS = ("param", "buffer")
+
+
+def save_log(log: ModelLog, path: str | os.PathLike[str], *, weights: bool = True) -> Path:
+    """Write `log` into the directory `path` (created; a previous save there is replaced)."""
+    directory = Path(path)
+    _prepare(directory)
+    table = TensorTable()
+    document: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "save_id": uuid.uuid4().hex,
+        "created_by": f"lens_widget (torch {torch.__version__})",
+        "tensor_file": TENSOR_FILE,
+        "log": {
+            "model_class": log.model_class,
+            "elapsed": log.elapsed,
+            "n_params": log.n_params,
+            "param_bytes": log.param_bytes,
+            "failed_op": log.failed_op,
+            "error": _error(log.error),
+            "output": encode_output(log.output, lambda t: table.add(t, "the model's output")),
+        },
+        "modules": [
+            {
+                "address": info.address,
+                "class_name": info.class_name,
+                "parent": info.parent,
+                "n_passes": info.n_passes,
+                "n_ops": info.n_ops,
+                "outputs": [
+                    [pass_index, list(labels)] for pass_index, labels in info.outputs.items()
+                ],
+            }
+            for info in log.modules.values()
+        ],
+        "nodes": [_node(node, table, weights) for node in log.nodes],
+    }
+    to_write, document["storages"] = table.storages()
+    document["tensors"] = table.views
+    metadata = {
+        "format": FORMAT_NAME,
+        "version": str(FORMAT_VERSION),
+        "save_id": document["save_id"],
+    }
+    # Written beside the old files, then renamed over them: a reader sees one save or the other.
+    tensor_tmp = directory / f".{TENSOR_FILE}.tmp"
+    json_tmp = directory / f".{JSON_FILE}.tmp"
+    try:
+        save_file(to_write, str(tensor_tmp), metadata=metadata)
+        json_tmp.write_text(json.dumps(document, separators=(",", ":"), allow_nan=False), "utf-8")
+        os.replace(tensor_tmp, directory / TENSOR_FILE)
+        os.replace(json_tmp, directory / JSON_FILE)
+    finally:
+        tensor_tmp.unlink(missing_ok=True)
+        json_tmp.unlink(missing_ok=True)
+    return directory
+
+
+def _prepare(directory: Path) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise FileExistsError(f"{directory} is a file; a saved log is a directory")
+    if directory.is_dir():
+        entries = {p.name for p in directory.iterdir()}
+        if entries and JSON_FILE not in entries:
+            raise FileExistsError(
+                f"{directory} exists and is not a saved lens_widget log; pick a new or empty "
+                "directory (a previous save is replaced, nothing else is)"
+            )
+    directory.mkdir(parents=True, exist_ok=True)
+
+
+def _error(error: BaseException | None) -> dict[str, str] | None:
+    if error is None:
+        return None
+    return {"type": type(error).__name__, "message": str(error)}
+
+
+def _node(node: OpRecord, table: TensorTable, weights: bool) -> dict[str, Any]:
+    activations = node.activations
+    if not weights and node.kind in _SOURCES_OF_WEIGHTS:
+        activations = None
+    return {
+        "label": node.label,
+        "kind": node.kind,
+        "func": node.func,
+        "index": node.index,
+        "layer": node.layer,
+        "pass_index": node.pass_index,
+        "n_passes": node.n_passes,
+        "module": node.module,
+        "module_stack": [[address, pass_index] for address, pass_index in node.module_stack],
+        "shape": list(node.shape) if node.shape is not None else None,
+        "dtype": node.dtype,
+        "device": node.device,
+        "nbytes": node.nbytes,
+        "shapes": [list(shape) for shape in node.shapes],
+        "params": [{"name": p.name, "shape": list(p.shape), "numel": p.numel} for p in node.params],
+        "parents": list(node.parents),
+        "parent_args": [
+            {"parent": a.parent, "position": a.position, "output_index": a.output_index}
+            for a in node.parent_args
+        ],
+        "children": list(node.children),
+        "from_input": node.from_input,
+        "feeds_output": node.feeds_output,
+        "source": node.source,
+        "source_code": node.source_code,
+        "inplace": node.inplace,
+        "failed": node.failed,
+        "error": node.error,
+        "activations": None
+        if activations is None
+        else [table.add(t, f"output {i} of {node.label}") for i, t in enumerate(activations)],
+        "replay": _replay(node, table) if node.kind == "op" else None,
+    }
+
+
+def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
+    """The op's call as data: function name, argument templates, tensors no node holds."""
+    if node.replay is None or node.replay[0] is None:
+        return None
+    call = node.replay[0]
+    name = function_name(call.func)
+    if name is None:
+        shown = describe_function(call.func)
+        return {
+            "func": shown,
+            "unavailable": f"calls {shown}, which is not a torch function a loaded log replays",
+        }
+    try:
+        args = encode_value(call.args)
+        kwargs = {key: encode_value(value) for key, value in call.kwargs.items()}
+    except Unencodable as err:
+        return {"func": name, "unavailable": f"an argument of type {err} is not saved"}
+    literals = {
+        str(slot): table.add(tensor, f"an input of {node.label}")
+        for slot, tensor in call.literals.items()
+    }
+    rng = call.rng_state
+    return {
+        "func": name,
+        "args": args,
+        "kwargs": kwargs,
+        "literals": literals,
+        "rng_state": None if rng is None else table.add(rng, f"the RNG state of {node.label}"),
+    }

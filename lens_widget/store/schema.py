@@ -1,0 +1,281 @@
+"""Parse log.json and check its shape, version 1, field by field (docs/log-format.md).
+
+Small combinators: each check takes a JSON value and its path and raises LogFormatError
+naming the path and the problem. Checks test types, ranges and names only; references
+between records (a parent label, a tensor index) are checked by the loader.
+Tagged values ("$tuple", ...) inside argument templates and the output are checked by
+values_codec as it decodes them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, fail
+
+Check = Callable[[Any, str], None]
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def integer(minimum: int = 0) -> Check:
+    def check(value: Any, path: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise fail(path, f"{_describe(value)} is not an integer")
+        if value < minimum:
+            raise fail(path, f"{value} is less than {minimum}")
+
+    return check
+
+
+def number(value: Any, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise fail(path, f"{_describe(value)} is not a non-negative number")
+
+
+def string(pattern: str | None = None, non_empty: bool = False) -> Check:
+    compiled = re.compile(pattern) if pattern else None
+
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, str):
+            raise fail(path, f"{_describe(value)} is not a string")
+        if non_empty and not value:
+            raise fail(path, "is empty")
+        if compiled is not None and not compiled.fullmatch(value):
+            raise fail(path, f"{_describe(value)} does not match {pattern}")
+
+    return check
+
+
+def boolean(value: Any, path: str) -> None:
+    if not isinstance(value, bool):
+        raise fail(path, f"{_describe(value)} is not true or false")
+
+
+def anything(value: Any, path: str) -> None:
+    """Checked later by the decoder of what it holds."""
+
+
+def one_of(*allowed: Any) -> Check:
+    def check(value: Any, path: str) -> None:
+        if value not in allowed or isinstance(value, bool) != isinstance(allowed[0], bool):
+            raise fail(path, f"{_describe(value)} is not one of {', '.join(map(repr, allowed))}")
+
+    return check
+
+
+def nullable(inner: Check) -> Check:
+    def check(value: Any, path: str) -> None:
+        if value is not None:
+            inner(value, path)
+
+    return check
+
+
+def array(item: Check) -> Check:
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, list):
+            raise fail(path, f"{_describe(value)} is not an array")
+        for i, element in enumerate(value):
+            item(element, f"{path}[{i}]")
+
+    return check
+
+
+def pair(first: Check, second: Check) -> Check:
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, list) or len(value) != 2:
+            raise fail(path, f"{_describe(value)} is not a pair [a, b]")
+        first(value[0], f"{path}[0]")
+        second(value[1], f"{path}[1]")
+
+    return check
+
+
+def record(required: dict[str, Check], optional: dict[str, Check] | None = None) -> Check:
+    """An object with exactly these keys (optional ones may be left out)."""
+    known = {**required, **(optional or {})}
+
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, dict):
+            raise fail(path, f"{_describe(value)} is not an object")
+        missing = [key for key in required if key not in value]
+        if missing:
+            raise fail(path, f"missing field(s) {', '.join(missing)}")
+        unknown = [key for key in value if key not in known]
+        if unknown:
+            raise fail(path, f"unknown field(s) {', '.join(map(_describe, unknown[:5]))}")
+        for key, element in value.items():
+            known[key](element, f"{path}.{key}")
+
+    return check
+
+
+def mapping(key_pattern: str, item: Check) -> Check:
+    key_check = string(key_pattern)
+
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, dict):
+            raise fail(path, f"{_describe(value)} is not an object")
+        for key, element in value.items():
+            key_check(key, f"{path} key")
+            item(element, f"{path}.{key}")
+
+    return check
+
+
+def first_match(options: list[tuple[str, Check]]) -> Check:
+    """An object told apart by which of these keys it has (the first key present decides)."""
+
+    def check(value: Any, path: str) -> None:
+        for key, inner in options:
+            if isinstance(value, dict) and key in value:
+                inner(value, path)
+                return
+        raise fail(path, f"{_describe(value)} has none of the fields {[k for k, _ in options]}")
+
+    return check
+
+
+# ---- version 1 -----------------------------------------------------------------------
+
+COUNT = integer(0)
+POSITIVE = integer(1)
+TEXT = string()
+LABEL = string(non_empty=True)
+SHAPE = array(COUNT)
+TENSOR_ID = COUNT
+
+_MODULE = record(
+    {
+        "address": TEXT,
+        "class_name": TEXT,
+        "parent": nullable(TEXT),
+        "n_passes": COUNT,
+        "n_ops": COUNT,
+        "outputs": array(pair(POSITIVE, array(TEXT))),
+    }
+)
+
+_REPLAY = nullable(
+    first_match(
+        [
+            ("unavailable", record({"unavailable": TEXT}, {"func": TEXT})),
+            (
+                "func",
+                record(
+                    {
+                        "func": string(non_empty=True),
+                        "args": anything,
+                        "kwargs": mapping(r".{1,200}", anything),
+                        "literals": mapping(r"0|[1-9][0-9]{0,8}", TENSOR_ID),
+                        "rng_state": nullable(TENSOR_ID),
+                    }
+                ),
+            ),
+        ]
+    )
+)
+
+_NODE = record(
+    {
+        "label": LABEL,
+        "kind": one_of("input", "param", "buffer", "const", "op", "output"),
+        "func": TEXT,
+        "index": COUNT,
+        "layer": LABEL,
+        "pass_index": POSITIVE,
+        "n_passes": POSITIVE,
+        "module": TEXT,
+        "module_stack": array(pair(TEXT, POSITIVE)),
+        "shape": nullable(SHAPE),
+        "dtype": nullable(TEXT),
+        "device": nullable(TEXT),
+        "nbytes": COUNT,
+        "shapes": array(SHAPE),
+        "params": array(record({"name": TEXT, "shape": SHAPE, "numel": COUNT})),
+        "parents": array(TEXT),
+        "parent_args": array(record({"parent": TEXT, "position": TEXT, "output_index": COUNT})),
+        "children": array(TEXT),
+        "from_input": boolean,
+        "feeds_output": boolean,
+        "source": TEXT,
+        "source_code": TEXT,
+        "inplace": boolean,
+        "failed": boolean,
+        "error": nullable(TEXT),
+        "activations": nullable(array(TENSOR_ID)),
+        "replay": _REPLAY,
+    }
+)
+
+_TENSOR = record(
+    {"storage": COUNT, "dtype": TEXT, "shape": SHAPE, "stride": array(COUNT), "offset": COUNT},
+    {"conj": boolean, "neg": boolean},
+)
+
+_STORAGE = record(
+    {"name": string(r"s[0-9]{1,9}"), "dtype": TEXT, "shape": SHAPE, "nbytes": COUNT},
+    {"complex_as_real": boolean},
+)
+
+_LOG = record(
+    {
+        "model_class": TEXT,
+        "elapsed": number,
+        "n_params": COUNT,
+        "param_bytes": COUNT,
+        "failed_op": nullable(TEXT),
+        "error": nullable(
+            record({"type": string(r"[A-Za-z_][A-Za-z0-9_]{0,199}"), "message": TEXT})
+        ),
+        "output": anything,
+    }
+)
+
+DOCUMENT = record(
+    {
+        "format": TEXT,
+        "version": POSITIVE,
+        "save_id": string(r"[0-9a-f]{32}"),
+        "tensor_file": one_of("tensors.safetensors"),
+        "log": _LOG,
+        "modules": array(_MODULE),
+        "nodes": array(_NODE),
+        "tensors": array(_TENSOR),
+        "storages": array(_STORAGE),
+    },
+    {"created_by": TEXT},
+)
+
+
+def _reject_constant(name: str) -> float:
+    # Python's json accepts NaN/Infinity; the format writes non-finite floats as tagged values.
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_document(text: bytes, where: str) -> dict[str, Any]:
+    """The JSON document, checked for format name, version and shape."""
+    try:
+        document = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError and bad UTF-8 are ValueErrors
+        raise fail(where, f"not valid JSON ({err}); the file is truncated or damaged") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
+        raise fail(where, f'not a lens_widget log (no "format": "{FORMAT_NAME}" field)')
+    version = document.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise fail(where, f"version must be a positive integer, got {_describe(version)}")
+    if version > FORMAT_VERSION:
+        raise fail(
+            where,
+            f"written in format version {version}, newer than the {FORMAT_VERSION} this "
+            "lens_widget reads; upgrade lens_widget to open it",
+        )
+    DOCUMENT(document, where)
+    return document

@@ -1,0 +1,126 @@
+"""Collect the tensors of a log for saving; each storage is written once.
+
+Tensors that share memory (views, a saved reference to a parameter, the same tensor saved by
+two nodes) are found by their storage, and each distinct storage is written once, whole,
+into the safetensors file. Every tensor is then a view of one stored storage: dtype, shape,
+stride, offset (plus torch's lazy conjugate/negative bits), exactly as in memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from lens_widget.store.values_codec import dtype_name
+
+# dtypes the safetensors format stores as themselves; any other one is stored as its bytes.
+SAFETENSORS_DTYPES = frozenset(
+    {
+        torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+        torch.int16, torch.int8, torch.uint8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2,
+    }
+)  # fmt: skip
+
+StorageKey = tuple[str, int, int]
+
+
+def _storage_key(tensor: torch.Tensor) -> StorageKey:
+    storage = tensor.untyped_storage()
+    return (str(tensor.device), storage.data_ptr(), storage.nbytes())
+
+
+def _check_savable(tensor: torch.Tensor, what: str) -> None:
+    if tensor.layout != torch.strided or tensor.is_quantized or tensor.is_nested:
+        raise TypeError(
+            f"cannot save {what}: a {tensor.layout} {tensor.dtype} tensor; only dense "
+            "(strided) tensors are saved"
+        )
+    if tensor.device.type == "meta":
+        raise TypeError(f"cannot save {what}: a meta tensor has no values")
+
+
+class TensorTable:
+    """Tensors by position in the saved table; storages in the order first seen."""
+
+    def __init__(self) -> None:
+        self.views: list[dict[str, Any]] = []
+        self._ids: dict[int, int] = {}
+        self._alive: list[torch.Tensor] = []  # keeps id() of a tensor unique while saving
+        self._storages: dict[StorageKey, int] = {}
+        self._members: list[list[torch.Tensor]] = []
+
+    def add(self, tensor: torch.Tensor, what: str) -> int:
+        """The table index of `tensor` (the same object always gets the same index)."""
+        known = self._ids.get(id(tensor))
+        if known is not None:
+            return known
+        _check_savable(tensor, what)
+        key = _storage_key(tensor)
+        storage = self._storages.get(key)
+        if storage is None:
+            storage = self._storages[key] = len(self._members)
+            self._members.append([])
+        self._members[storage].append(tensor)
+        view: dict[str, Any] = {
+            "storage": storage,
+            "dtype": dtype_name(tensor.dtype),
+            "shape": list(tensor.shape),
+            "stride": list(tensor.stride()),
+            "offset": tensor.storage_offset(),
+        }
+        if tensor.is_conj():
+            view["conj"] = True
+        if tensor.is_neg():
+            view["neg"] = True
+        self.views.append(view)
+        self._alive.append(tensor)
+        index = self._ids[id(tensor)] = len(self.views) - 1
+        return index
+
+    def storages(self) -> tuple[dict[str, torch.Tensor], list[dict[str, Any]]]:
+        """(name -> contiguous CPU tensor to write, the JSON entry of each storage)."""
+        to_write: dict[str, torch.Tensor] = {}
+        entries: list[dict[str, Any]] = []
+        for index, members in enumerate(self._members):
+            name = f"s{index}"
+            base = _base(members)
+            entry: dict[str, Any] = {"name": name}
+            if base.is_complex():
+                # safetensors has no complex dtypes: the same bytes as (..., 2) real values
+                base = torch.view_as_real(base)
+                entry["complex_as_real"] = True
+            base = base.cpu()
+            entry.update(dtype=dtype_name(base.dtype), shape=list(base.shape))
+            entry["nbytes"] = base.numel() * base.element_size()
+            entries.append(entry)
+            to_write[name] = base
+        return to_write, entries
+
+
+def _whole_storage(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor's entire storage as flat bytes (a view, no copy)."""
+    flat = torch.empty(0, dtype=torch.uint8, device=tensor.device)
+    return flat.set_(tensor.untyped_storage())
+
+
+def _base(members: list[torch.Tensor]) -> torch.Tensor:
+    """What to write for one storage: a tensor that covers it exactly, so the file reads
+    naturally in other safetensors tools; otherwise the storage flat, typed when it can be."""
+    nbytes = members[0].untyped_storage().nbytes()
+    for tensor in members:
+        if (
+            tensor.is_contiguous()
+            and tensor.storage_offset() == 0
+            and tensor.numel() * tensor.element_size() == nbytes
+            and not tensor.is_conj()
+            and not tensor.is_neg()
+            and (tensor.dtype in SAFETENSORS_DTYPES or tensor.is_complex())
+        ):
+            return tensor.detach()
+    flat = _whole_storage(members[0])
+    first = members[0].dtype
+    size = first.itemsize
+    if (first in SAFETENSORS_DTYPES or members[0].is_complex()) and nbytes % size == 0:
+        return flat.view(first)
+    return flat

@@ -1,0 +1,85 @@
+"""The functions a loaded log may call, by qualified name: torch's own ops, nothing else.
+
+A saved log names each op's function ("torch.nn.functional.linear", "torch.Tensor.add").
+Loading looks the name up in a table built from torch's objects (never by importing or
+evaluating text from the file); a name not in the table is not called: validate() reports
+the op as skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional
+import torch.overrides
+
+from lens_widget.capture.recorder import identity
+
+# The tracer's stand-in for a module that returned its input unchanged.
+IDENTITY_NAME = "lens_widget.identity"
+
+# torch namespaces whose public callables are ops (factory ops among them: torch.arange, ...).
+_NAMESPACES: dict[str, Any] = {
+    "torch": torch._C._VariableFunctions,
+    "torch._C._nn": torch._C._nn,
+}
+# Tensor methods torch dispatches through __torch_function__ but does not list as overridable.
+_TENSOR_METHODS = (
+    "new_empty", "new_empty_strided", "new_full", "new_ones", "new_zeros", "new_tensor",
+    "unflatten",
+)  # fmt: skip
+# Ops of those namespaces that read files or foreign memory: never called from a saved log.
+_DENIED = frozenset({"torch.from_file", "torch.from_numpy", "torch.frombuffer"})
+
+
+@functools.cache
+def _tables() -> tuple[dict[str, Callable[..., Any]], dict[int, str]]:
+    by_name: dict[str, Callable[..., Any]] = {}
+    # Every function torch dispatches through __torch_function__: what a trace records.
+    for functions in torch.overrides.get_overridable_functions().values():
+        for func in functions:
+            name = torch.overrides.resolve_name(func)
+            if name:
+                by_name.setdefault(name, func)
+    for prefix, namespace in _NAMESPACES.items():
+        for attribute in dir(namespace):
+            func = getattr(namespace, attribute)
+            if attribute.startswith("_") or not callable(func):
+                continue
+            name = torch.overrides.resolve_name(func) or f"{prefix}.{attribute}"
+            by_name.setdefault(name, func)
+    for attribute in _TENSOR_METHODS:
+        by_name.setdefault(f"torch.Tensor.{attribute}", getattr(torch.Tensor, attribute))
+    for name in _DENIED:
+        by_name.pop(name, None)
+    by_name[IDENTITY_NAME] = identity
+    by_id = {id(func): name for name, func in by_name.items()}
+    return by_name, by_id
+
+
+def function_name(func: Callable[..., Any]) -> str | None:
+    """The allow-listed name of a recorded function, or None when it has none."""
+    by_name, by_id = _tables()
+    name = by_id.get(id(func))
+    if name is not None:
+        return name
+    # Property getters (Tensor.T.__get__) are new objects on each access: compare by value.
+    name = torch.overrides.resolve_name(func)
+    if name is not None and name in by_name and by_name[name] == func:
+        return name
+    return None
+
+
+def resolve_function(name: str) -> Callable[..., Any] | None:
+    """The torch function a saved name stands for, or None when it is not allow-listed."""
+    return _tables()[0].get(name)
+
+
+def describe_function(func: Callable[..., Any]) -> str:
+    """A readable name for a function outside the allow-list (shown, never resolved)."""
+    module = getattr(func, "__module__", None) or ""
+    qualname = getattr(func, "__qualname__", None) or type(func).__name__
+    return f"{module}.{qualname}" if module else str(qualname)
