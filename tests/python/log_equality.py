@@ -1,0 +1,83 @@
+"""Two ModelLogs are the same log: records, tensors (bit for bit), graphs, modules, summary."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from lens_widget.log.records import OpRecord
+
+# Fields compared separately: tensors bit for bit, replays by what validate() makes of them.
+NOT_PLAIN = {"activations", "replay"}
+
+
+def tensor_bytes(tensor: torch.Tensor) -> bytes:
+    """The values' bits, in logical order (conjugate/negative views resolved)."""
+    t = tensor.resolve_conj().resolve_neg().detach().cpu().contiguous()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    return t.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def assert_same_tensor(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
+    assert b.dtype == a.dtype, what
+    assert b.shape == a.shape, what
+    assert b.stride() == a.stride(), what
+    assert b.storage_offset() == a.storage_offset(), what
+    assert b.is_conj() == a.is_conj() and b.is_neg() == a.is_neg(), what
+    assert tensor_bytes(b) == tensor_bytes(a), what
+    if not (a.is_floating_point() or a.is_complex()) or not torch.isnan(a).any():
+        assert torch.equal(a, b), what
+
+
+def assert_same_tensors(a: tuple | None, b: tuple | None, what: str) -> None:
+    assert (a is None) == (b is None), what
+    if a is not None:
+        assert len(a) == len(b), what
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_tensor(x, y, f"{what} output {i}")
+
+
+def sharing(log) -> list[list[tuple[str, int]]]:
+    """Which saved tensors share memory: groups of (label, output index), by storage."""
+    groups: dict[int, list[tuple[str, int]]] = {}
+    for node in log.nodes:
+        for i, t in enumerate(node.activations or ()):
+            storage = t.untyped_storage()
+            if storage.nbytes():
+                groups.setdefault(storage.data_ptr(), []).append((node.label, i))
+    return sorted(groups.values())
+
+
+def _plain(value):
+    if isinstance(value, OpRecord):
+        return value.label
+    if isinstance(value, list) and value and isinstance(value[0], OpRecord):
+        return [r.label for r in value]
+    return value
+
+
+def graph_data(graph) -> tuple:
+    nodes = [(n, {k: _plain(v) for k, v in d.items()}) for n, d in graph.nodes(data=True)]
+    edges = [(u, v, d) for u, v, d in graph.edges(data=True)]
+    return dict(graph.graph), nodes, edges
+
+
+def assert_same_log(original, loaded) -> None:
+    assert [n.label for n in loaded.nodes] == [n.label for n in original.nodes]
+    for a, b in zip(original.nodes, loaded.nodes, strict=True):
+        for f in dataclasses.fields(OpRecord):
+            if f.name not in NOT_PLAIN:
+                assert getattr(b, f.name) == getattr(a, f.name), (a.label, f.name)
+        assert_same_tensors(a.activations, b.activations, a.label)
+    assert list(loaded.modules) == list(original.modules)
+    assert loaded.modules == original.modules
+    for name in ("model_class", "failed_op", "elapsed", "n_params", "param_bytes"):
+        assert getattr(loaded, name) == getattr(original, name), name
+    assert loaded.structure == original.structure
+    assert loaded.saved_bytes == original.saved_bytes
+    assert sharing(loaded) == sharing(original)
+    assert str(loaded) == str(original)
+    assert graph_data(loaded.graph) == graph_data(original.graph)
+    assert graph_data(loaded.rolled_graph) == graph_data(original.rolled_graph)

@@ -1,0 +1,154 @@
+"""log.save / lw.load on the real models of the test zoo: the loaded log is the same log."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+from function_module import FunctionModule
+from log_equality import NOT_PLAIN, assert_same_log, assert_same_tensor
+from models_zoo import BUILDERS
+from torch import nn
+
+import lens_widget as lw
+from lens_widget.log.records import OpRecord
+from lens_widget.store.load import SavedError
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+
+# Train mode adds dropout (saved RNG states), BatchNorm statistics and drop-path.
+TRAIN_CASES = ["gpt2", "bert", "swin", "mobilenet_v2"]
+
+
+def trace_case(name: str, mode: str = "eval"):
+    case = BUILDERS[name]()
+    case.model.train(mode == "train")
+    torch.manual_seed(0)
+    return lw.trace(case.model, case.args, case.kwargs)
+
+
+def assert_round_trip(log, tmp_path):
+    log.save(tmp_path / "log")
+    loaded = lw.load(tmp_path / "log")
+    assert_same_log(log, loaded)
+    original_report = log.validate()
+    report = loaded.validate()
+    assert report.checked == original_report.checked
+    assert report.skipped == original_report.skipped
+    return loaded
+
+
+@pytest.mark.parametrize(
+    ("name", "mode"),
+    [(name, "eval") for name in BUILDERS] + [(name, "train") for name in TRAIN_CASES],
+)
+def test_zoo_model_round_trip(name, mode, tmp_path):
+    log = trace_case(name, mode)
+    loaded = assert_round_trip(log, tmp_path)
+    assert loaded.validate().checked == len(log.ops)  # every op replays after loading
+
+
+def test_output_tree_comes_back_with_its_fields(tmp_path):
+    log = trace_case("gpt2")
+    log.save(tmp_path / "gpt2")
+    loaded = lw.load(tmp_path / "gpt2")
+    assert type(loaded.output).__name__ == "SavedObject"
+    assert loaded.output.type_name == type(log.output).__name__
+    assert list(loaded.output) == list(log.output.keys())
+    assert_same_tensor(log.output.logits, loaded.output.logits, "logits")
+    assert_same_tensor(log.output["logits"], loaded.output["logits"], "logits")
+
+
+def test_every_record_field_is_in_the_format(tmp_path):
+    """A new OpRecord field must be added to the format (and docs/log-format.md)."""
+    log = trace_case("small_cnn")
+    log.save(tmp_path / "cnn")
+    document = json.loads((tmp_path / "cnn" / "log.json").read_text())
+    fields = {f.name for f in dataclasses.fields(OpRecord)}
+    assert set(document["nodes"][0]) == fields
+    assert NOT_PLAIN <= fields
+
+
+def test_partial_trace_keeps_its_error(tmp_path):
+    def fails(x):
+        y = torch.relu(x)
+        return y.view(7)  # 2x3 cannot be viewed as 7
+
+    with pytest.raises(RuntimeError) as info:
+        lw.trace(FunctionModule(fails), torch.randn(2, 3))
+    log = info.value.lens_log
+    loaded = assert_round_trip(log, tmp_path)
+    assert type(loaded.error).__name__ == "RuntimeError"
+    assert isinstance(loaded.error, SavedError)
+    assert str(loaded.error) == str(log.error)
+    assert loaded.failed_op == log.failed_op and loaded[log.failed_op].failed
+
+
+def test_graph_only_log(tmp_path):
+    log = lw.trace(trace_model(), torch.randn(3, 4), save=None)
+    loaded = assert_round_trip(log, tmp_path)
+    assert all(node.activations is None for node in loaded.nodes)
+
+
+def test_weights_left_out(tmp_path):
+    model = trace_model()
+    log = lw.trace(model, torch.randn(3, 4))
+    log.save(tmp_path / "with")
+    log.save(tmp_path / "without", weights=False)
+    with_size = (tmp_path / "with" / "tensors.safetensors").stat().st_size
+    without_size = (tmp_path / "without" / "tensors.safetensors").stat().st_size
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert with_size - without_size >= weight_bytes
+    loaded = lw.load(tmp_path / "without")
+    assert loaded["fc.weight"].activations is None
+    assert loaded["linear_1_1"].activations is not None
+    report = loaded.validate()
+    assert report.skipped == {"linear_1_1": "input 'fc.weight' was not saved"}
+
+
+def test_a_loaded_log_saves_again(tmp_path):
+    log = trace_case("gpt2")
+    log.save(tmp_path / "a")
+    loaded = lw.load(tmp_path / "a")
+    loaded.save(tmp_path / "b")
+    assert_same_log(log, lw.load(tmp_path / "b"))
+    # saving over the files a loaded log is mapped from leaves that log intact
+    loaded.save(tmp_path / "a")
+    assert_same_log(log, loaded)
+    assert_same_log(log, lw.load(tmp_path / "a"))
+
+
+def test_save_refuses_a_directory_that_is_not_a_log(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    log = lw.trace(trace_model(), torch.randn(3, 4))
+    with pytest.raises(FileExistsError, match="not a saved lens_widget log"):
+        log.save(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileExistsError, match="is a file"):
+        log.save(tmp_path / "file")
+
+
+def test_unsavable_tensor_raises_before_writing(tmp_path):
+    log = lw.trace(trace_model(), torch.randn(3, 4))
+    node = log["relu_1_2"]
+    node.activations = (node.activation.to_sparse(),)
+    with pytest.raises(TypeError, match="output 0 of relu_1_2"):
+        log.save(tmp_path / "sparse")
+    assert list((tmp_path / "sparse").iterdir()) == []
+
+
+class TwoLayers(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x)) * 2
+
+
+def trace_model() -> nn.Module:
+    torch.manual_seed(0)
+    return TwoLayers()
