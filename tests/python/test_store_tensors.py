@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from function_module import FunctionModule
-from log_equality import assert_same_log, assert_same_tensor
+from log_equality import assert_same_log
 from safetensors import safe_open
 
 import lens_widget as lw
