@@ -115,7 +115,7 @@ class _Layer:
 class ReplayCall:
     """What validate() needs: the function, its argument templates, and the RNG state."""
 
-    __slots__ = ("func", "args", "kwargs", "literals", "rng_state")
+    __slots__ = ("func", "args", "kwargs", "literals", "rng_state", "unavailable")
 
     def __init__(self, func: Callable[..., Any], args: Any, kwargs: Any) -> None:
         self.func, self.args, self.kwargs = func, args, kwargs
@@ -123,6 +123,9 @@ class ReplayCall:
         # slot index -> copy of the value at call time.
         self.literals: dict[int, Tensor] = {}
         self.rng_state: Tensor | None = None
+        # Why the call cannot be replayed (a loaded log naming a function outside torch):
+        # validate() skips the op with this reason. None: it can be.
+        self.unavailable: str | None = None
 
 
 class Recorder(TorchFunctionMode):

@@ -207,7 +207,7 @@ class ModelLog:
         Parameters are graph inputs; `weights=True` stores their values as initializers.
         Needs `pip install lens_widget[onnx]`.
         """
-        return export_onnx(self, path, weights=weights)
+        return export_onnx(self.nodes, self.model_class, path, weights=weights)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per node (sources, ops, outputs): label, kind, func, module, pass, shape,

@@ -26,14 +26,6 @@ class ParentArg(NamedTuple):
     output_index: int = 0
 
 
-class ReplayUnavailable(NamedTuple):
-    """Stands in for `OpRecord.replay` where an op cannot be replayed (a loaded log naming
-    a function outside torch, or an argument the file format does not hold); validate()
-    reports the op as skipped with this reason."""
-
-    reason: str
-
-
 # slots: one record per op is made while the model runs; slotted ones are built faster.
 @dataclass(eq=False, slots=True)
 class OpRecord:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import torch
 
 from lens_widget.capture.arguments import fill_template, tensor_leaves
-from lens_widget.log.records import ReplayUnavailable
 
 if TYPE_CHECKING:
     from lens_widget.log.model_log import ModelLog
@@ -61,9 +60,9 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         return "raised during the forward pass"
     if node.activations is None:
         return "its activation was not saved"
-    if isinstance(node.replay, ReplayUnavailable):
-        return node.replay.reason
     call, parent_refs = node.replay
+    if call.unavailable is not None:
+        return call.unavailable
     if call.kwargs.get("generator") is not None:
         # Replaying would draw from (and advance) the user's own generator.
         return "draws from an explicit torch.Generator"

@@ -18,7 +18,7 @@ from lens_widget.capture.arguments import TensorSlot
 from lens_widget.capture.module_tracker import ModuleInfo
 from lens_widget.capture.recorder import ReplayCall
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.records import OpRecord, ParamUse, ParentArg, ReplayUnavailable
+from lens_widget.log.records import OpRecord, ParamUse, ParentArg
 from lens_widget.store.format import JSON_FILE, LogFormatError, fail
 from lens_widget.store.schema import parse_document
 from lens_widget.store.tensor_read import make_view, open_storages
@@ -223,14 +223,13 @@ def _replay(
             raise fail(where, f"a {node.kind} node has no replay")
         return (None, refs) if node.kind == "output" else None
     if data is None:
-        return ReplayUnavailable("no replay was saved for it")
+        return (_unavailable("no call was saved for it"), refs)
     if "unavailable" in data:
-        return ReplayUnavailable(data["unavailable"])
+        return (_unavailable(data["unavailable"]), refs)
     func = resolve_function(data["func"])
     if func is None:
-        return ReplayUnavailable(
-            f"calls {data['func'][:120]!r}, which is not one of torch's functions (not called)"
-        )
+        reason = f"calls {data['func'][:120]!r}, which is not one of torch's functions (not called)"
+        return (_unavailable(reason), refs)
     args = decode_value(data["args"], f"{where}.replay.args")
     if not isinstance(args, tuple):
         raise fail(where, "replay.args must be a $tuple")
@@ -250,6 +249,17 @@ def _replay(
     if data["rng_state"] is not None:
         call.rng_state = _rng_state(tensors.get(data["rng_state"], where), where)
     return (call, refs)
+
+
+def _not_called(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("this op's function was not resolved when its log was loaded")
+
+
+def _unavailable(reason: str) -> ReplayCall:
+    """A call validate() skips with `reason`; its function is never one from the file."""
+    call = ReplayCall(_not_called, (), {})
+    call.unavailable = reason
+    return call
 
 
 def _slots(template: Any) -> list[int]:

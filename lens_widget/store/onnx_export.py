@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -21,9 +21,6 @@ from lens_widget.log.records import OpRecord
 from lens_widget.store.onnx_ops import LIST_ARG, OUTPUT_SHAPE, STANDARD_OPS, Call, Standard
 from lens_widget.store.optional import require
 from lens_widget.store.values_codec import dtype_from_name
-
-if TYPE_CHECKING:
-    from lens_widget.log.model_log import ModelLog
 
 OPSET = 20
 CUSTOM_DOMAIN = "lens_widget.torch"
@@ -41,11 +38,13 @@ _ELEM_TYPES = {
 }  # fmt: skip
 
 
-def export_onnx(log: ModelLog, path: str | os.PathLike[str], *, weights: bool = False) -> Path:
-    """Write the trace as an ONNX model; see ModelLog.to_onnx."""
+def export_onnx(
+    nodes: list[OpRecord], model_class: str, path: str | os.PathLike[str], *, weights: bool
+) -> Path:
+    """Write a log's nodes as an ONNX model; see ModelLog.to_onnx."""
     onnx = require("onnx", "onnx")
     builder = _GraphBuilder(onnx, weights)
-    model = builder.build(log)
+    model = builder.build(nodes, model_class)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     if builder.initializer_bytes > _EXTERNAL_DATA_BYTES:
@@ -83,10 +82,11 @@ class _GraphBuilder:
         self.elem_types: dict[str, int] = {}  # value name -> ONNX element type
         self.initializer_bytes = 0
 
-    def build(self, log: ModelLog) -> Any:
+    def build(self, nodes: list[OpRecord], model_class: str) -> Any:
         helper = self.onnx.helper
-        by_label = {n.label: n for n in log.nodes}
-        for node in log.nodes:
+        n_ops = sum(1 for n in nodes if n.kind == "op")
+        by_label = {n.label: n for n in nodes}
+        for node in nodes:
             if node.kind == "op":
                 self._op(node, by_label)
             elif node.kind == "output":
@@ -95,12 +95,12 @@ class _GraphBuilder:
                 self._source(node)
         graph = helper.make_graph(
             self.nodes,
-            log.model_class,
+            model_class,
             self.inputs,
             self.outputs,
             initializer=self.initializers,
             value_info=self.value_info,
-            doc_string=f"lens_widget trace of {log.model_class}: {len(log.ops)} ops",
+            doc_string=f"lens_widget trace of {model_class}: {n_ops} ops",
         )
         model = helper.make_model(
             graph,
@@ -111,7 +111,7 @@ class _GraphBuilder:
                 f"model. Ops of the domain {CUSTOM_DOMAIN} are torch functions by name."
             ),
         )
-        helper.set_model_props(model, {"model_class": log.model_class, "ops": str(len(log.ops))})
+        helper.set_model_props(model, {"model_class": model_class, "ops": str(n_ops)})
         return model
 
     # ---- values ----

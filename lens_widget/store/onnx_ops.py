@@ -24,6 +24,8 @@ class Call:
         self.node = node
         replay = node.replay
         call = replay[0] if isinstance(replay, tuple) and replay else None
+        if call is not None and call.unavailable is not None:
+            call = None
         self.known = call is not None
         self.args: tuple[Any, ...] = tuple(call.args) if call is not None else ()
         self.kwargs: dict[str, Any] = dict(call.kwargs) if call is not None else {}

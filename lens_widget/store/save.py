@@ -7,24 +7,36 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from safetensors.torch import save_file
 
+from lens_widget.capture.module_tracker import ModuleInfo
 from lens_widget.log.records import OpRecord
 from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, JSON_FILE, TENSOR_FILE
 from lens_widget.store.tensor_table import TensorTable
 from lens_widget.store.torch_functions import describe_function, function_name
 from lens_widget.store.values_codec import Unencodable, encode_output, encode_value
 
-if TYPE_CHECKING:
-    from lens_widget.log.model_log import ModelLog
-
 _SOURCES_OF_WEIGHTS = ("param", "buffer")
 
 
-def save_log(log: ModelLog, path: str | os.PathLike[str], *, weights: bool = True) -> Path:
+class SavableLog(Protocol):
+    """What a save reads of a ModelLog (taken as parts: ModelLog imports this module)."""
+
+    model_class: str
+    nodes: list[OpRecord]
+    modules: dict[str, ModuleInfo]
+    output: Any
+    error: BaseException | None
+    failed_op: str | None
+    elapsed: float
+    n_params: int
+    param_bytes: int
+
+
+def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = True) -> Path:
     """Write `log` into the directory `path` (created; a previous save there is replaced)."""
     directory = Path(path)
     _prepare(directory)
@@ -144,6 +156,8 @@ def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
     if node.replay is None or node.replay[0] is None:
         return None
     call = node.replay[0]
+    if call.unavailable is not None:  # a loaded log's op that could not be resolved
+        return {"unavailable": call.unavailable}
     name = function_name(call.func)
     if name is None:
         shown = describe_function(call.func)

@@ -1,13 +1,18 @@
 """Open the safetensors file of a saved log: memory-mapped storages and the views on them.
 
-safetensors maps the file into memory: opening reads only its header, and a tensor's bytes
-are read from disk when that tensor's values are first used. Every header field is checked
-against log.json, and every view against the bounds of its storage, before any tensor is
-made.
+safetensors checks the file's header (its length, JSON, offsets, dtypes and sizes), and
+every field is checked against log.json. The tensor bytes are then mapped privately (copy
+on write: writing into a loaded tensor never changes the file) and each storage is a
+zero-copy view of the map, so loading reads nothing but the header and a tensor's bytes are
+read from disk when it is first used. (safetensors' own get_tensor touches the first page
+of every tensor, which for a log of many small tensors reads most of the file.)
 """
 
 from __future__ import annotations
 
+import json
+import mmap
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +20,7 @@ import torch
 from safetensors import safe_open
 
 from lens_widget.store.format import FORMAT_NAME, LogFormatError, fail
+from lens_widget.store.tensor_table import SAFETENSORS_CODES
 from lens_widget.store.values_codec import dtype_from_name
 
 
@@ -35,32 +41,56 @@ def open_storages(path: Path, entries: list[dict[str, Any]], save_id: str) -> li
             if names != expected:
                 odd = sorted(names ^ expected)[:5]
                 raise fail(where, f"holds other tensors than log.json lists: {odd}")
-            return [_flat(handle.get_tensor(entry["name"]), entry, where) for entry in entries]
+            for entry in entries:
+                _check_entry(handle.get_slice(entry["name"]), entry, where)
+        with path.open("rb") as file:
+            offsets, data_start = _offsets(file)
+            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY)
     except LogFormatError:
         raise
     except Exception as err:  # safetensors' header checks: sizes, offsets, dtypes, JSON
-        raise fail(
-            where, f"damaged or not a safetensors file ({type(err).__name__}: {err})"
-        ) from None
+        problem = f"{type(err).__name__}: {err}"
+        raise fail(where, f"damaged or not a safetensors file ({problem})") from None
+    view = memoryview(mapped)
+    storages = []
+    for entry in entries:
+        begin, end = offsets[entry["name"]]
+        if end - begin != entry["nbytes"] or data_start + end > len(mapped):
+            raise fail(
+                where, f"{entry['name']} holds {end - begin} bytes, log.json says {entry['nbytes']}"
+            )
+        if begin == end:  # an empty storage of its own, as it was when saved
+            storages.append(torch.empty(0, dtype=torch.uint8))
+        else:
+            storages.append(
+                torch.frombuffer(view[data_start + begin : data_start + end], dtype=torch.uint8)
+            )
+    return storages
 
 
-def _flat(tensor: torch.Tensor, entry: dict[str, Any], where: str) -> torch.Tensor:
+def _check_entry(tensor_slice: Any, entry: dict[str, Any], where: str) -> None:
     name = entry["name"]
     dtype = dtype_from_name(entry["dtype"], f"{where}: {name}")
-    if tensor.dtype != dtype or list(tensor.shape) != entry["shape"]:
+    code = SAFETENSORS_CODES.get(dtype)
+    shape = list(tensor_slice.get_shape())
+    if code is None or tensor_slice.get_dtype() != code or shape != entry["shape"]:
         raise fail(
             where,
-            f"{name} is {tensor.dtype} {list(tensor.shape)}, log.json says "
-            f"{dtype} {entry['shape']}",
+            f"{name} is {tensor_slice.get_dtype()} {shape}, log.json says {dtype} {entry['shape']}",
         )
-    flat = tensor.reshape(-1).view(torch.uint8)
-    if flat.numel() != entry["nbytes"]:
-        raise fail(where, f"{name} holds {flat.numel()} bytes, log.json says {entry['nbytes']}")
-    if flat.numel() == 0:
-        # An empty mapped tensor points at its neighbour's bytes; an empty storage of its
-        # own keeps the storages apart, as they were when saved.
-        return torch.empty(0, dtype=torch.uint8)
-    return flat
+
+
+def _offsets(file: Any) -> tuple[dict[str, tuple[int, int]], int]:
+    """name -> (begin, end) byte offsets after the header, and where the data starts
+    (the header safetensors has just checked)."""
+    (length,) = struct.unpack("<Q", file.read(8))
+    header = json.loads(file.read(length))
+    offsets = {
+        name: (int(info["data_offsets"][0]), int(info["data_offsets"][1]))
+        for name, info in header.items()
+        if name != "__metadata__"
+    }
+    return offsets, 8 + length
 
 
 def make_view(storages: list[torch.Tensor], view: dict[str, Any], where: str) -> torch.Tensor:

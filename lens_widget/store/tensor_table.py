@@ -14,13 +14,15 @@ import torch
 
 from lens_widget.store.values_codec import dtype_name
 
-# dtypes the safetensors format stores as themselves; any other one is stored as its bytes.
-SAFETENSORS_DTYPES = frozenset(
-    {
-        torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-        torch.int16, torch.int8, torch.uint8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2,
-    }
-)  # fmt: skip
+# dtypes the safetensors format stores as themselves, with its names for them; any other
+# dtype is stored as its bytes (U8).
+SAFETENSORS_CODES = {
+    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
+    torch.uint8: "U8", torch.bool: "BOOL", torch.float8_e4m3fn: "F8_E4M3",
+    torch.float8_e5m2: "F8_E5M2",
+}  # fmt: skip
+SAFETENSORS_DTYPES = frozenset(SAFETENSORS_CODES)
 
 StorageKey = tuple[str, int, int]
 

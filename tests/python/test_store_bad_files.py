@@ -256,7 +256,7 @@ def test_header_consistent_but_not_what_log_json_says(saved):
     name = next(k for k in header if k != "__metadata__" and header[k]["dtype"] == "F32")
     header[name]["dtype"] = "I32"  # same size, other type
     join_safetensors(path, header, data)
-    load_fails(saved, f"tensors.safetensors: {name} is torch.int32 .* log.json says torch.float32")
+    load_fails(saved, f"tensors.safetensors: {name} is I32 .* log.json says torch.float32")
 
 
 def test_tensor_file_of_another_save(saved, tmp_path):
@@ -309,6 +309,8 @@ def test_function_outside_torch_is_skipped_never_imported(saved, func):
     assert func in report.skipped["relu_1_3"]
     assert "not one of torch's functions" in report.skipped["relu_1_3"]
     assert report.checked == len(loaded.ops) - 1
+    loaded.save(saved.parent / "again")  # the skip and its reason survive a second save
+    assert lw.load(saved.parent / "again").validate().skipped == report.skipped
 
 
 def test_allow_list_holds_torch_ops_only():

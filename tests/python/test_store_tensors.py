@@ -136,3 +136,17 @@ def test_loading_maps_the_file_and_reads_a_tensor_on_first_use(tmp_path):
     saved = first.clone()
     first.add_(1)
     assert torch.equal(lw.load(tmp_path / "big")["mul_1_1:1"].activation, saved)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_loading_many_small_tensors_reads_none_of_them(tmp_path):
+    def small(x):
+        return [x + k for k in range(512)]  # 512 activations of 64 kB
+
+    lw.trace(FunctionModule(small), torch.randn(16384)).save(tmp_path / "small")
+    lw.trace(FunctionModule(torch.relu), torch.randn(3)).save(tmp_path / "warm")
+    lw.load(tmp_path / "warm").validate()
+    before = _rss_file_kb()
+    loaded = lw.load(tmp_path / "small")
+    assert _rss_file_kb() - before < 32 * 1024 // 8  # under an eighth of the 32 MB saved
+    assert len(loaded.ops) == 512
