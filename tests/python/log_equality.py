@@ -27,8 +27,12 @@ def assert_same_tensor(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
     assert b.storage_offset() == a.storage_offset(), what
     assert b.is_conj() == a.is_conj() and b.is_neg() == a.is_neg(), what
     assert tensor_bytes(b) == tensor_bytes(a), what
-    if not (a.is_floating_point() or a.is_complex()) or not torch.isnan(a).any():
-        assert torch.equal(a, b), what
+    try:
+        has_nan = (a.is_floating_point() or a.is_complex()) and bool(torch.isnan(a).any())
+        if not has_nan:
+            assert torch.equal(a, b), what
+    except (NotImplementedError, RuntimeError):  # dtypes torch cannot compare (complex32)
+        pass
 
 
 def assert_same_tensors(a: tuple | None, b: tuple | None, what: str) -> None:

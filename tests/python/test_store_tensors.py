@@ -18,7 +18,8 @@ import lens_widget as lw
 DTYPES = [
     torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.int16,
     torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32, torch.uint64, torch.bool,
-    torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2,
+    torch.complex32, torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2,
+    torch.float8_e4m3fnuz, torch.float8_e5m2fnuz, torch.float8_e8m0fnu,
 ]  # fmt: skip
 
 
@@ -33,10 +34,12 @@ def special_values() -> torch.Tensor:
 def every_dtype(x: torch.Tensor):
     outs = [x.to(dtype) for dtype in DTYPES if not dtype.is_complex]
     c = torch.complex(x, x.flip(0))
-    outs += [c, c.to(torch.complex128), c.conj(), torch.view_as_real(c), c.imag]
+    outs += [c, c.to(torch.complex128), c.to(torch.complex32), c.conj(), torch.view_as_real(c)]
+    outs.append(c.imag)
     return outs
 
 
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
 def test_every_dtype_round_trips_bit_for_bit(tmp_path):
     log = lw.trace(FunctionModule(every_dtype), special_values())
     dtypes = {str(node.activation.dtype) for node in log.ops}
@@ -48,7 +51,7 @@ def test_every_dtype_round_trips_bit_for_bit(tmp_path):
     document = json.loads((tmp_path / "dtypes" / "log.json").read_text())
     # complex storages are written as float pairs (safetensors has no complex dtypes)
     complex_storages = [s for s in document["storages"] if s.get("complex_as_real")]
-    assert {s["dtype"] for s in complex_storages} == {"float32", "float64"}
+    assert {s["dtype"] for s in complex_storages} == {"float16", "float32", "float64"}
     assert all(s["shape"][-1] == 2 for s in complex_storages)
 
 
