@@ -194,3 +194,16 @@ def test_op_mapping_with_attributes(tmp_path):
     assert list(embedding.input) == ["const_1", "input.1"]  # data, then indices
     rsub = onnx_node("__rsub__")
     assert rsub.input[1] == next(n.label for n in log.ops if n.func == "tanh")  # 1 - tanh(c)
+
+
+def test_large_weights_go_to_an_external_data_file(tmp_path, monkeypatch):
+    monkeypatch.setattr("lens_widget.store.onnx_export._EXTERNAL_DATA_BYTES", 1024)
+    case = BUILDERS["small_cnn"]()
+    log = lw.trace(case.model, case.args)
+    path = log.to_onnx(tmp_path / "cnn.onnx", weights=True)
+    assert (tmp_path / "cnn.onnx.data").stat().st_size > 1024
+    onnx.checker.check_model(str(path))
+    model = onnx.load(str(path))
+    weight = next(t for t in model.graph.initializer if t.name == "head.weight")
+    values = onnx.numpy_helper.to_array(weight)
+    assert (values == case.model.head.weight.detach().numpy()).all()
