@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 from lens_harness import click_item, kernel_log, lens, open_widget, wait_idle, widget_kernel
-from lens_synthetic import make_payload
+
+from bench.zoo.synthetic_payload import make_payload
 
 
 @pytest.fixture(scope="module")
