@@ -1,22 +1,22 @@
 // The widget controller: owns the state (view, expansion, selection), keeps it in sync
 // with the kernel's traits, and wires toolbar, canvas, layout worker and inspector.
-import type { AnyModel } from "./anywidget";
-import { defaultExpansion } from "./defaultExpansion";
-import { edgeGeometry } from "./edges";
-import { Inspector, h } from "./inspector";
-import { DEFAULT_METRICS, FONT_FAMILY, FONT_PX, type Metrics } from "./labels";
-import { LayoutClient } from "./layoutClient";
-import type { GroupLayout } from "./layoutCore";
-import { composeScene, planLayout, type Rect, SizeCache } from "./layoutPlan";
-import { decodeActivation, RequestClient } from "./messages";
-import { preloadPlots } from "./plots";
-import type { ActivationResult, GraphPayload, NodeInfo, ViewName } from "./protocol";
-import { Renderer } from "./renderer";
-import { search, type SearchHit } from "./search";
-import { injectStyles } from "./styles";
-import { pickTheme, type Theme } from "./theme";
-import { ancestorAddresses, buildModel, type GraphModel, groupAncestorAddresses, ROOT } from "./tree";
-import { GROUP_PREFIX, computeVisible, type Visible } from "./visibility";
+import type { AnyModel } from "./kernel/anywidget";
+import { defaultExpansion } from "./model/defaultExpansion";
+import { edgeGeometry } from "./layout/edges";
+import { Inspector, h } from "./panel/inspector";
+import { DEFAULT_METRICS, FONT_FAMILY, FONT_PX, type Metrics } from "./layout/labels";
+import { LayoutClient } from "./layout/layoutClient";
+import type { GroupLayout } from "./layout/layoutCore";
+import { composeScene, planLayout, type Rect, SizeCache } from "./layout/layoutPlan";
+import { decodeActivation, RequestClient } from "./kernel/messages";
+import { preloadPlots } from "./panel/plots";
+import type { ActivationResult, GraphPayload, NodeInfo, ViewName } from "./model/protocol";
+import { Renderer } from "./render/renderer";
+import { search, type SearchHit } from "./model/search";
+import { injectStyles } from "./render/styles";
+import { pickTheme, type Theme } from "./render/theme";
+import { ancestorAddresses, buildModel, type GraphModel, groupAncestorAddresses, ROOT } from "./model/tree";
+import { GROUP_PREFIX, computeVisible, type Visible } from "./model/visibility";
 
 const GRAPH_HEIGHT = 620;
 

@@ -1,5 +1,5 @@
 // anywidget entry point.
-import type { AnyModel } from "./anywidget";
+import type { AnyModel } from "./kernel/anywidget";
 import { LensApp } from "./app";
 
 export default {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { AnyModel, Handler } from "../../js/src/anywidget";
-import { decodeActivation, decodeFloat32, RequestClient, RequestError } from "../../js/src/messages";
-import type { ActivationResult } from "../../js/src/protocol";
+import type { AnyModel, Handler } from "../../js/src/kernel/anywidget";
+import { decodeActivation, decodeFloat32, RequestClient, RequestError } from "../../js/src/kernel/messages";
+import type { ActivationResult } from "../../js/src/model/protocol";
 
 function f32Bytes(values: number[], offset: number): DataView {
   const raw = new ArrayBuffer(values.length * 4 + offset);

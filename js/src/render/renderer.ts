@@ -1,12 +1,13 @@
 // Canvas 2D drawing of the scene: culled to the viewport, labels dropped when zoomed
 // out, redraws batched into one requestAnimationFrame.
 import { type Camera, firstCamera, fitCamera, topCenterX } from "./camera";
-import type { EdgeGeom } from "./edges";
-import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "./labels";
-import type { Rect, Scene } from "./layoutPlan";
+import type { EdgeGeom } from "../layout/edges";
+import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "../layout/labels";
+import type { Rect, Scene } from "../layout/layoutPlan";
 import type { Theme } from "./theme";
-import type { GraphModel } from "./tree";
-import type { Visible } from "./visibility";
+import type { NodeInfo } from "../model/protocol";
+import type { GraphModel } from "../model/tree";
+import type { Visible } from "../model/visibility";
 
 export interface Frame {
   model: GraphModel;
@@ -237,7 +238,7 @@ export class Renderer {
     return parts.length ? parts.join("  ") : null;
   }
 
-  private drawNode(n: import("./protocol").NodeInfo, r: Rect, labels: boolean, detail: boolean, px: number): void {
+  private drawNode(n: NodeInfo, r: Rect, labels: boolean, detail: boolean, px: number): void {
     const ctx = this.ctx;
     const th = this.theme;
     let fill = th.node;

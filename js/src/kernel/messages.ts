@@ -1,7 +1,7 @@
 // Request/response over anywidget custom messages, with our own timeouts (the kernel
 // only answers when idle), and decoding of the float32 buffers that come back.
 import type { AnyModel } from "./anywidget";
-import type { ActivationResult, Request, ResponseMessage } from "./protocol";
+import type { ActivationResult, Request, ResponseMessage } from "../model/protocol";
 
 export type BufferLike = DataView | ArrayBuffer | ArrayBufferView;
 

@@ -1,12 +1,12 @@
 // Side panel for the selected node: its facts, links to neighbours, and its activation
 // fetched from the kernel on demand and plotted.
 import { fmtBytes, fmtNum, fmtShape, shortPath } from "./format";
-import type { Activation } from "./messages";
-import { RequestError } from "./messages";
+import type { Activation } from "../kernel/messages";
+import { RequestError } from "../kernel/messages";
 import { ensurePlots, plotHistogram, plotMain, purge } from "./plots";
-import type { NodeInfo } from "./protocol";
-import type { Theme } from "./theme";
-import type { GraphModel } from "./tree";
+import type { NodeInfo } from "../model/protocol";
+import type { Theme } from "../render/theme";
+import type { GraphModel } from "../model/tree";
 
 export interface ActivationParams {
   id: string;

@@ -2,7 +2,7 @@
 // curve between absolute positions when an edge crosses box boundaries.
 import type { Rect, Scene } from "./layoutPlan";
 import type { GroupLayout } from "./layoutCore";
-import type { VisEdge } from "./visibility";
+import type { VisEdge } from "../model/visibility";
 
 export interface EdgeGeom {
   edge: VisEdge;

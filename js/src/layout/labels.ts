@@ -1,6 +1,6 @@
 // Text shown on nodes and collapsed modules, and the box sizes derived from it.
-import type { NodeInfo, ViewName } from "./protocol";
-import type { GroupNode } from "./tree";
+import type { NodeInfo, ViewName } from "../model/protocol";
+import type { GroupNode } from "../model/tree";
 
 export const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace";
 export const FONT_PX = 11;

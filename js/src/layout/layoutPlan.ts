@@ -2,8 +2,8 @@
 // (bottom-up, children first), and composes cached per-box layouts into absolute rects.
 import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
 import { boxSize, type GroupLayout, type LayoutItem, type LayoutJob } from "./layoutCore";
-import { type GraphModel, ROOT } from "./tree";
-import { GROUP_PREFIX, type Visible } from "./visibility";
+import { type GraphModel, ROOT } from "../model/tree";
+import { GROUP_PREFIX, type Visible } from "../model/visibility";
 
 export interface Rect {
   x: number; // top-left
