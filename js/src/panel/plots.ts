@@ -2,8 +2,8 @@
 // Plotly loads lazily (plotlyLoader.ts): await ensurePlots() before plotting.
 import type * as P from "plotly.js";
 import type { Activation } from "../kernel/messages";
-import { loadPlotly, plotlyIfLoaded, preloadPlotly, type PlotlyApi } from "./plotlyLoader";
 import type { Theme } from "../render/theme";
+import { loadPlotly, plotlyIfLoaded, preloadPlotly, type PlotlyApi } from "./plotlyLoader";
 
 /** Resolves once the plot functions below can draw. */
 export function ensurePlots(): Promise<void> {
