@@ -161,7 +161,9 @@ export class LensApp {
     }
     this.sizes = new SizeCache(m, this.metrics);
     this.toolbar.showTitle(payload.modelClass, payload.nOps);
-    this.banner.showForwardError(payload.error, payload.failedOp, (op) => this.select(this.mapId(op, "unrolled", this.viewName), { center: true }));
+    this.banner.showForwardError(payload.error, payload.failedOp, (op) =>
+      this.select(this.mapId(op, "unrolled", this.viewName), { center: true }),
+    );
     if (initial && this.expanded.size === 0) {
       this.expanded = new Set(defaultExpansion(m, this.showParams));
       this.sync.writeExpanded(this.expanded);
