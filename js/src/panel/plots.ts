@@ -1,9 +1,9 @@
 // Plotly figures for one activation: the main plot per ActivationResult.plot and a histogram.
 // Plotly loads lazily (plotlyLoader.ts): await ensurePlots() before plotting.
 import type * as P from "plotly.js";
-import type { Activation } from "./messages";
+import type { Activation } from "../kernel/messages";
+import type { Theme } from "../render/theme";
 import { loadPlotly, plotlyIfLoaded, preloadPlotly, type PlotlyApi } from "./plotlyLoader";
-import type { Theme } from "./theme";
 
 /** Resolves once the plot functions below can draw. */
 export function ensurePlots(): Promise<void> {

@@ -1,6 +1,7 @@
 // Lays out one module box's direct children with dagre (never the whole nested graph:
 // dagre's compound mode overflows the stack past ~2000 nodes). Runs in the worker.
 import dagre from "@dagrejs/dagre";
+import { edgeKey } from "../model/tree";
 import { BOX_HEADER, BOX_PAD } from "./labels";
 
 export interface LayoutItem {
@@ -22,7 +23,7 @@ export interface GroupLayout {
   w: number; // content size, padding and header excluded
   h: number;
   pos: Record<string, [number, number]>; // item centre relative to the content's top-left
-  edgePoints: Record<string, number[]>; // "src\ntgt" -> flat x,y list (content coordinates)
+  edgePoints: Record<string, number[]>; // edgeKey(src, tgt) -> flat x,y list (content coordinates)
 }
 
 export const LAYOUT_OPTS = { rankdir: "TB", nodesep: 22, ranksep: 34, edgesep: 8, marginx: 0, marginy: 0 } as const;
@@ -73,7 +74,7 @@ function chainLayout(job: LayoutJob, sizes: Map<string, [number, number]>): Grou
   const edgePoints: Record<string, number[]> = {};
   for (const [a, b] of job.edges) {
     if (!pos[a] || !pos[b]) continue;
-    edgePoints[a + "\n" + b] = [cx, pos[a][1] + sizes.get(a)![1] / 2, cx, pos[b][1] - sizes.get(b)![1] / 2];
+    edgePoints[edgeKey(a, b)] = [cx, pos[a][1] + sizes.get(a)![1] / 2, cx, pos[b][1] - sizes.get(b)![1] / 2];
   }
   return { key: job.key, w: width, h: job.items.length ? y - LAYOUT_OPTS.ranksep : 0, pos, edgePoints };
 }
@@ -164,7 +165,7 @@ export function layoutJob(job: LayoutJob, done: ReadonlyMap<string, GroupLayout>
   job.edges.forEach(([a, b], i) => {
     const r = raw.edges[i];
     if (!r) return;
-    edgePoints[a + "\n" + b] = dx === 0 ? r.slice() : r.map((v, j) => (j % 2 === 0 ? v + dx : v));
+    edgePoints[edgeKey(a, b)] = dx === 0 ? r.slice() : r.map((v, j) => (j % 2 === 0 ? v + dx : v));
   });
   return { key: job.key, w: Math.max(raw.w, job.minW), h: raw.h, pos, edgePoints };
 }

@@ -1,6 +1,6 @@
 // Text shown on nodes and collapsed modules, and the box sizes derived from it.
-import type { NodeInfo, ViewName } from "./protocol";
-import type { GroupNode } from "./tree";
+import type { NodeInfo, ViewName } from "../model/protocol";
+import type { GroupNode } from "../model/tree";
 
 export const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace";
 export const FONT_PX = 11;
@@ -17,6 +17,15 @@ export interface Metrics {
 }
 
 export const DEFAULT_METRICS: Metrics = { charWidth: 6.7 };
+
+/** The canvas's real character width, so boxes fit their text; null where it cannot be measured. */
+export function measureMetrics(canvas: HTMLCanvasElement): Metrics | null {
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return null;
+  ctx.font = `700 ${FONT_PX}px ${FONT_FAMILY}`;
+  const w = ctx.measureText("M".repeat(40)).width / 40;
+  return w > 2 ? { charWidth: w } : null;
+}
 
 export function shapeText(shape: number[] | null): string {
   if (!shape) return "";

@@ -1,7 +1,7 @@
 // Which nodes and module boxes are on screen for a given expansion, and the edges
 // between them with endpoints lifted to their visible representatives.
-import { edgeKey, type GraphModel, ROOT } from "./tree";
 import type { NodeInfo } from "./protocol";
+import { edgeKey, type GraphModel, ROOT } from "./tree";
 
 export const GROUP_PREFIX = "@"; // item id of a group: "@" + group key (op ids never start with "@")
 
@@ -142,7 +142,8 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
     };
     edges.push(ve);
     byKey.set(k, ve);
-    const lk = lca + "\n" + edgeKey(a, b);
+    // a and b sit directly in the lca's box (every item has one box), so they name the lca too
+    const lk = edgeKey(a, b);
     if (a !== b && !layoutSeen.has(lk)) {
       layoutSeen.add(lk);
       let arr = layoutEdges.get(lca);

@@ -1,19 +1,15 @@
 // Side panel for the selected node: its facts, links to neighbours, and its activation
 // fetched from the kernel on demand and plotted.
+import type { Activation } from "../kernel/messages";
+import { RequestError } from "../kernel/messages";
+import type { ActivationRequest, NodeInfo } from "../model/protocol";
+import type { GraphModel } from "../model/tree";
+import { h } from "../render/dom";
+import type { Theme } from "../render/theme";
 import { fmtBytes, fmtNum, fmtShape, shortPath } from "./format";
-import type { Activation } from "./messages";
-import { RequestError } from "./messages";
 import { ensurePlots, plotHistogram, plotMain, purge } from "./plots";
-import type { NodeInfo } from "./protocol";
-import type { Theme } from "./theme";
-import type { GraphModel } from "./tree";
 
-export interface ActivationParams {
-  id: string;
-  output?: number;
-  batch?: number;
-  channelStart?: number;
-}
+export type ActivationParams = ActivationRequest["params"];
 
 export interface InspectorDeps {
   theme: () => Theme;
@@ -351,11 +347,4 @@ export class Inspector {
     this.token++;
     this.clearPlots();
   }
-}
-
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
 }

@@ -1,9 +1,9 @@
 // Turns a Visible set into layout jobs for the boxes whose layout is not cached
 // (bottom-up, children first), and composes cached per-box layouts into absolute rects.
+import { type GraphModel, ROOT } from "../model/tree";
+import { GROUP_PREFIX, type Visible } from "../model/visibility";
 import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
 import { boxSize, type GroupLayout, type LayoutItem, type LayoutJob } from "./layoutCore";
-import { type GraphModel, ROOT } from "./tree";
-import { GROUP_PREFIX, type Visible } from "./visibility";
 
 export interface Rect {
   x: number; // top-left

@@ -1,8 +1,9 @@
 // World-space geometry of the visible edges: dagre's route inside one box, a simple
 // curve between absolute positions when an edge crosses box boundaries.
-import type { Rect, Scene } from "./layoutPlan";
+import { edgeKey } from "../model/tree";
+import type { VisEdge } from "../model/visibility";
 import type { GroupLayout } from "./layoutCore";
-import type { VisEdge } from "./visibility";
+import type { Rect, Scene } from "./layoutPlan";
 
 export interface EdgeGeom {
   edge: VisEdge;
@@ -28,7 +29,7 @@ export function edgeGeometry(
     const o = scene.origins.get(e.lca);
     // dagre routed the edge between the lca's items: follow that route, and for an edge
     // that leaves or enters a box, join it to the real endpoints inside
-    const route = l?.edgePoints[e.la + "\n" + e.lb];
+    const route = l?.edgePoints[edgeKey(e.la, e.lb)];
     if (route && o && route.length >= 4) {
       const head = e.direct || e.la === e.source ? [] : [a.x + a.w / 2, a.y + a.h];
       const tail = e.direct || e.lb === e.target ? [] : [b.x + b.w / 2, b.y];

@@ -1,7 +1,7 @@
 // Request/response over anywidget custom messages, with our own timeouts (the kernel
 // only answers when idle), and decoding of the float32 buffers that come back.
-import type { AnyModel } from "./anywidget";
-import type { ActivationResult, Request, ResponseMessage } from "./protocol";
+import type { ActivationRequest, ActivationResult, Request, ResponseMessage } from "../model/protocol";
+import type { MessageChannel } from "./widgetModel";
 
 export type BufferLike = DataView | ArrayBuffer | ArrayBufferView;
 
@@ -63,7 +63,7 @@ export class RequestClient {
     this.handle(msg, buffers ?? []);
   };
 
-  constructor(private model: AnyModel) {
+  constructor(private model: MessageChannel) {
     model.on("msg:custom", this.onMsg);
   }
 
@@ -82,6 +82,18 @@ export class RequestClient {
       this.pending.set(id, { resolve, reject, timers });
       this.model.send({ type: "request", id, method: req.method, params: req.params });
     });
+  }
+
+  /** A node's activation (see ActivationRequest); `onSlow` fires when the kernel has not answered in a second. */
+  activation(params: ActivationRequest["params"], onSlow: () => void): Promise<Activation> {
+    return this.request({ method: "activation", params }, { timeoutMs: 20000, slowMs: 1000, onSlow }).then(({ result, buffers }) =>
+      decodeActivation(result as ActivationResult, buffers),
+    );
+  }
+
+  /** Re-traces the model saving node `id`; the new graph arrives as a trait change. */
+  rerun(id: string): Promise<void> {
+    return this.request({ method: "rerun", params: { id } }, { timeoutMs: 120000 }).then(() => undefined);
   }
 
   handle(msg: unknown, buffers: BufferLike[]): boolean {

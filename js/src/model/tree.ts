@@ -138,3 +138,16 @@ export function groupAncestorAddresses(model: GraphModel, key: string): string[]
   }
   return out;
 }
+
+/**
+ * The node of `target`'s view that stands for node `id` of `source`'s view: in the rolled view
+ * the layer a pass belongs to, in the unrolled view a layer's first pass ("" when there is none).
+ */
+export function counterpartId(id: string, source: GraphModel, target: GraphModel): string {
+  if (!id || source.viewName === target.viewName) return id;
+  if (target.viewName === "rolled") {
+    for (const n of target.view.nodes) if (n.passes.includes(id)) return n.id;
+    return "";
+  }
+  return source.nodes.get(id)?.passes[0] ?? "";
+}
