@@ -37,9 +37,15 @@ def _float32(t: torch.Tensor) -> torch.Tensor:
     return (t.abs() if t.is_complex() else t).float()
 
 
+def _stats_device(device: torch.device) -> torch.device:
+    # Apple's MPS has no float64: its (bounded) chunks are summed on the CPU instead.
+    return torch.device("cpu") if device.type == "mps" else device
+
+
 def _float64(t: torch.Tensor) -> torch.Tensor:
     # int64 needs float64: float32 would round large ids and counts in the stats.
-    return (t.abs() if t.is_complex() else t).double()
+    t = t.abs() if t.is_complex() else t
+    return t.to(_stats_device(t.device), torch.float64)
 
 
 def _flat_chunks(x: torch.Tensor) -> Iterator[torch.Tensor]:
@@ -106,7 +112,7 @@ def stats_and_hist(x: torch.Tensor) -> tuple[protocol.ActivationStats, protocol.
     scale = max(abs(lo), abs(hi))
     scale = scale if scale > 1e150 else 1.0
     s_lo, s_hi = lo / scale, hi / scale
-    counts_t = torch.zeros(HIST_BINS, dtype=torch.float64, device=x.device)
+    counts_t = torch.zeros(HIST_BINS, dtype=torch.float64, device=_stats_device(x.device))
     seen, mean, m2 = 0, 0.0, 0.0
     for chunk in _flat_chunks(x):
         values = _float64(chunk)
