@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
 import networkx as nx
 
 from lens_widget.graph.unrolled import shape_text
-
-if TYPE_CHECKING:
-    from lens_widget.log.model_log import ModelLog
-    from lens_widget.log.records import OpRecord
+from lens_widget.log.records import OpRecord, index_by_label
 
 
-def build_rolled_graph(log: ModelLog) -> nx.DiGraph:
-    graph = nx.DiGraph(model_class=log.model_class)
+def build_rolled_graph(
+    nodes: Sequence[OpRecord],
+    *,
+    model_class: str = "",
+    by_label: Mapping[str, OpRecord] | None = None,
+) -> nx.DiGraph:
+    """One graph node per layer (attrs `records`, `n_passes`); edges carry `passes`, `shape`.
+    `by_label` is `nodes` indexed by label, when the caller has it."""
+    by_label = index_by_label(nodes) if by_label is None else by_label
+    graph = nx.DiGraph(model_class=model_class)
     records: dict[str, list[OpRecord]] = {}
-    for node in log.nodes:
+    for node in nodes:
         records.setdefault(node.layer, []).append(node)
     for layer, passes in records.items():
         first = passes[0]
@@ -24,8 +29,7 @@ def build_rolled_graph(log: ModelLog) -> nx.DiGraph:
             layer, records=passes, n_passes=len(passes), kind=first.kind, func=first.func,
             module=first.module, shape=first.shape,
         )  # fmt: skip
-    by_label = {n.label: n for n in log.nodes}
-    for node in log.nodes:
+    for node in nodes:
         for parent in node.parents:
             source, target = by_label[parent].layer, node.layer
             if graph.has_edge(source, target):

@@ -364,7 +364,7 @@ def test_real_model_through_the_python_kernel(page, artifacts) -> None:
         """() => Object.fromEntries([...document.querySelectorAll('[data-testid=stats] td')]
             .map(td => [td.children[0].textContent, td.children[1].textContent]))"""
     )
-    act = w.log[target].activation.detach().float()
+    act = w.model_log[target].activation.detach().float()
     assert float(stats["max"]) == pytest.approx(float(act.max()), rel=1e-4)
     assert float(stats["min"]) == pytest.approx(float(act.min()), rel=1e-4, abs=1e-7)
     assert int(stats["numel"].replace(",", "")) == act.numel()

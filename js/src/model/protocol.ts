@@ -123,7 +123,7 @@ export interface ActivationResult {
 
 export interface ResponseMessage {
   type: "response";
-  id: number;
+  id: number | null; // null when the request's own id was not an integer
   ok: boolean;
   result?: ActivationResult | { ok: true };
   error?: string;
