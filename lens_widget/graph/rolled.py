@@ -1,7 +1,12 @@
-"""The rolled graph: each layer's passes folded into one node; edges list their passes."""
+"""The rolled graph: each layer's passes folded into one node; edges list their passes.
+
+`fold` maps layers onto others (the repeats of a repeated block onto its first block), so a
+stack of 24 identical blocks rolls into one block whose ops carry 24 passes.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -13,11 +18,18 @@ if TYPE_CHECKING:
     from lens_widget.log.records import OpRecord
 
 
-def build_rolled_graph(log: ModelLog) -> nx.DiGraph:
+def build_rolled_graph(log: ModelLog, fold: Mapping[str, str] | None = None) -> nx.DiGraph:
+    fold = fold or {}
     graph = nx.DiGraph(model_class=log.model_class)
     records: dict[str, list[OpRecord]] = {}
+    rolled_layer: dict[str, str] = {}  # label -> rolled node
+    rolled_pass: dict[str, int] = {}  # label -> pass (1-based) within its rolled node
     for node in log.nodes:
-        records.setdefault(node.layer, []).append(node)
+        layer = fold.get(node.layer, node.layer)
+        passes = records.setdefault(layer, [])
+        passes.append(node)
+        rolled_layer[node.label] = layer
+        rolled_pass[node.label] = len(passes)
     for layer, passes in records.items():
         first = passes[0]
         graph.add_node(
@@ -26,17 +38,15 @@ def build_rolled_graph(log: ModelLog) -> nx.DiGraph:
         )  # fmt: skip
     by_label = {n.label: n for n in log.nodes}
     for node in log.nodes:
+        target, pass_index = rolled_layer[node.label], rolled_pass[node.label]
         for parent in node.parents:
-            source, target = by_label[parent].layer, node.layer
+            source = rolled_layer[parent]
             if graph.has_edge(source, target):
                 passes_seen = graph.edges[source, target]["passes"]
-                if passes_seen[-1] != node.pass_index:
-                    passes_seen.append(node.pass_index)
+                if passes_seen[-1] != pass_index:
+                    passes_seen.append(pass_index)
             else:
                 graph.add_edge(
-                    source,
-                    target,
-                    passes=[node.pass_index],
-                    shape=shape_text(by_label[parent].shape),
+                    source, target, passes=[pass_index], shape=shape_text(by_label[parent].shape)
                 )
     return graph

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from lens_widget.gc_pause import gc_paused
 from lens_widget.log.records import OpRecord
+from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -140,12 +141,19 @@ class ModelLog:
             return build_unrolled_graph(self)
 
     @cached_property
+    def repeated_blocks(self) -> list[list[str]]:
+        """Chains of sibling modules of one class running the same op sequence, such as
+        ``["transformer.h.0", …, "transformer.h.23"]``, each a list of module addresses."""
+        return find_repeated_blocks(self.nodes, self.modules)
+
+    @cached_property
     def rolled_graph(self) -> nx.DiGraph:
-        """Passes of the same layer folded into one node; edges list their passes."""
+        """Passes of the same layer folded into one node; edges list their passes. The
+        repeats of each repeated block fold onto its first block (node ids are its layers)."""
         from lens_widget.graph.rolled import build_rolled_graph
 
         with gc_paused():
-            return build_rolled_graph(self)
+            return build_rolled_graph(self, folded_layers(self.nodes, self.repeated_blocks))
 
     @property
     def saved_bytes(self) -> int:
