@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, ResNetConfig
-from transformers import ResNetModel
+from transformers import (
+    BertConfig,
+    BertModel,
+    GPT2Config,
+    GPT2LMHeadModel,
+    ResNetConfig,
+    ResNetModel,
+)
 
 import lens_widget as lw
 
