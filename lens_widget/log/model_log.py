@@ -15,6 +15,7 @@ from lens_widget.gc_pause import gc_paused
 from lens_widget.graph.rolled import build_rolled_graph
 from lens_widget.graph.unrolled import build_unrolled_graph
 from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
+from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
 from lens_widget.log.summary import summarize
 from lens_widget.log.validate import ValidationReport, validate_ops
 
@@ -144,11 +145,21 @@ class ModelLog:
             )
 
     @cached_property
+    def repeated_blocks(self) -> list[list[str]]:
+        """Chains of sibling modules of one class running the same op sequence, such as
+        ``["transformer.h.0", …, "transformer.h.23"]``, each a list of module addresses."""
+        return find_repeated_blocks(self.nodes, self.modules)
+
+    @cached_property
     def rolled_graph(self) -> nx.DiGraph:
-        """Passes of the same layer folded into one node; edges list their passes."""
+        """Passes of the same layer folded into one node; edges list their passes. The
+        repeats of each repeated block fold onto its first block (node ids are its layers)."""
         with gc_paused():
             return build_rolled_graph(
-                self.nodes, model_class=self.model_class, by_label=self._by_label
+                self.nodes,
+                model_class=self.model_class,
+                by_label=self._by_label,
+                fold=folded_layers(self.nodes, self.repeated_blocks),
             )
 
     @property
