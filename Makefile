@@ -34,7 +34,7 @@ help:
 	@echo "make install .venv with torch (CPU) and lens_widget[test] (editable), built widget JS"
 	@echo "make build   bundle the frontend into $(WIDGET_JS)"
 	@echo "make wheel   build dist/lens_widget-*.whl and check it carries the widget JS"
-	@echo "make bench   run bench/run.py"
+	@echo "make bench   run the benchmarks (python -m bench.run): bench/results/, bench/RESULTS.md"
 	@echo "make clean   remove .venv, node_modules, built JS, dist"
 
 # ---------------------------------------------------------------- install
@@ -130,7 +130,7 @@ demo: install
 # TorchLens and the profilers go into the same venv (torch stays pinned by constraints.txt).
 bench: install
 	$(PIP_INSTALL) -r requirements-bench.txt
-	$(PY) bench/run.py
+	$(PY) -m bench.run
 
 wheel: $(STAMP_PY) $(WIDGET_JS)
 	$(PIP_INSTALL) build

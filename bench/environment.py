@@ -9,7 +9,9 @@ import time
 from importlib import metadata
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
+import torch
+
+from .chromium import CHROMIUM
 
 
 def _cpu_model() -> str:
@@ -50,8 +52,6 @@ def _chromium_version() -> str | None:
 
 
 def machine_info() -> dict[str, Any]:
-    import torch
-
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),

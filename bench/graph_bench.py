@@ -12,8 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from measure import median, settle, timed
-from models import chain
+
+from .measure import median, settle, timed
+from .zoo import chain
 
 
 def _payload_builder() -> Callable[[Any], Any] | None:

@@ -1,6 +1,6 @@
 """Where does `lens_widget.trace` spend its time beyond the plain forward?
 
-    python bench/profile_trace.py resnet50 [--save all|none] [--runs 5] [--threads 1]
+    python -m bench.profile_trace resnet50 [--save all|none] [--runs 5] [--threads 1]
 
 Samples `trace()` with pyinstrument over several runs and prints, per function, the share of
 trace time spent in it and in what it calls (inclusive) and in its own body (self), for
@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import sys
 import time
 from collections import defaultdict
 from typing import Any
 
-HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+import torch
+from pyinstrument import Profiler
 
-import torch  # noqa: E402
-from models import REALISTIC, chain  # noqa: E402
+import lens_widget
+
+from .zoo import BENCH_MODELS, chain
 
 
 def _key(frame: Any) -> str:
@@ -43,23 +42,19 @@ def _walk(frame: Any, incl: dict[str, float], self_t: dict[str, float], stack: s
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("model", help=f"one of {', '.join(REALISTIC)}, or chainN (N ops)")
+    p.add_argument("model", help=f"one of {', '.join(BENCH_MODELS)}, or chainN (N ops)")
     p.add_argument("--save", default="all", choices=["all", "none"])
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--top", type=int, default=25)
-    p.add_argument("--quick", action="store_true")
+    p.add_argument("--quick", action="store_true", help="the tiny size of the model")
     args = p.parse_args()
-
-    from pyinstrument import Profiler
-
-    import lens_widget
 
     torch.set_num_threads(args.threads)
     if args.model.startswith("chain"):
         case = chain(int(args.model[5:]))
     else:
-        case = REALISTIC[args.model](args.quick)
+        case = BENCH_MODELS[args.model]("tiny" if args.quick else "bench")
     save = "all" if args.save == "all" else None
     with torch.no_grad():
         case.model(*case.args, **case.kwargs)

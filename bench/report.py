@@ -1,77 +1,26 @@
-"""results.json -> RESULTS.md: tables, targets with pass/miss, and how we measured."""
+"""A run's figures -> RESULTS.md: targets with pass/miss, tables, and how we measured.
+
+python -m bench.report [bench/results/<run>.json]   # re-render (default: the newest run)
+"""
 
 from __future__ import annotations
 
-import math
+import argparse
+import pathlib
 from typing import Any
 
-# The targets of the benchmark issue, as written there.
-TRACE_ALL_MAX_RATIO = 1.5  # trace(save="all") / plain forward, median over the models
-TRACE_NONE_MAX_RATIO = 1.2  # trace(save=None) / plain forward, median over the models
-MIN_SPEEDUP_VS_TORCHLENS = 10.0  # TorchLens(all) time / ours(all), on every model
-MAX_SAVED_OVER_DISTINCT = 1.1  # bytes we save / bytes of all distinct op outputs
-GRAPH_20K_MAX_MS = 1000.0  # log.graph + log.rolled_graph for ~20k ops (ours, not the issue's)
-# widget: (row the issue names it for, measurement, limit in ms)
-WIDGET_TARGETS_MS = (
-    ("synthetic 5000", "first_paint_ms", 1000.0),
-    ("synthetic 5000", "expand_ms", 150.0),
-    ("synthetic 5000", "click_to_plot_ms", 250.0),
-    ("synthetic 2000", "pan_frame_median_ms", 20.0),
-)
+from .history import newest_run, read_run
+from .targets import evaluate_targets, median_ms, overhead_ratio, overhead_us_per_op, speedup
+from .units import mib, ms, ratio, us
 
-
-def _ms(x: Any) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
-
-
-def _ratio(x: Any) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{x:.2f}x" if x < 10 else f"{x:.0f}x"
-
-
-def _mib(x: Any) -> str:
-    if x is None:
-        return "-"
-    return f"{x / 2**20:,.1f}"
-
-
-def _median(row: dict[str, Any], mode: str) -> float | None:
-    return row["modes"].get(mode, {}).get("median_ms")
+BENCH_DIR = pathlib.Path(__file__).resolve().parent
 
 
 def _cell(row: dict[str, Any], mode: str) -> str:
     entry = row["modes"].get(mode, {})
     if "median_ms" not in entry:
         return "n/a" if "unavailable" in entry else ("failed" if "error" in entry else "-")
-    return f"{_ms(entry['median_ms'])} ({_ratio(entry['ratio_to_plain'])})"
-
-
-def _speedup(row: dict[str, Any], ours: str, theirs: str) -> float | None:
-    a, b = _median(row, ours), _median(row, theirs)
-    return b / a if a and b else None
-
-
-def _overhead_us_per_op(row: dict[str, Any], mode: str, ops_from: str) -> float | None:
-    t, plain = _median(row, mode), _median(row, "plain")
-    ops = row["modes"].get(ops_from, {}).get("ops")
-    if t is None or plain is None or not ops:
-        return None
-    return (t - plain) / ops * 1e3
-
-
-def _overhead_ratio(row: dict[str, Any]) -> float | None:
-    ours, theirs, plain = _median(row, "lw_all"), _median(row, "tl_all"), _median(row, "plain")
-    if ours is None or theirs is None or plain is None:
-        return None
-    # Our overhead can be within noise of zero: floor it at 1% of the plain forward.
-    return (theirs - plain) / max(ours - plain, 0.01 * plain)
-
-
-def _us(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.0f}"
+    return f"{ms(entry['median_ms'])} ({ratio(entry['ratio_to_plain'])})"
 
 
 def trace_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -93,13 +42,13 @@ def trace_table(rows: list[dict[str, Any]]) -> list[str]:
         )
         name = row["model"] + (" (grad)" if row.get("grad") else "")
         out.append(
-            f"| {name} | {_ms(_median(row, 'plain'))} | {_cell(row, 'floor')} "
+            f"| {name} | {ms(median_ms(row, 'plain'))} | {_cell(row, 'floor')} "
             f"| {_cell(row, 'lw_none')} | {_cell(row, 'lw_all')} | {_cell(row, 'tl_none')} "
-            f"| {_cell(row, 'tl_all')} | {_ratio(_speedup(row, 'lw_all', 'tl_all'))} "
-            f"| {_ratio(_speedup(row, 'lw_none', 'tl_none'))} "
-            f"| {_us(_overhead_us_per_op(row, 'lw_all', 'lw_all'))} / "
-            f"{_us(_overhead_us_per_op(row, 'tl_all', 'tl_all'))} "
-            f"| {_ratio(_overhead_ratio(row))} | {counts} |"
+            f"| {_cell(row, 'tl_all')} | {ratio(speedup(row, 'lw_all', 'tl_all'))} "
+            f"| {ratio(speedup(row, 'lw_none', 'tl_none'))} "
+            f"| {us(overhead_us_per_op(row, 'lw_all'))} / "
+            f"{us(overhead_us_per_op(row, 'tl_all'))} "
+            f"| {ratio(overhead_ratio(row))} | {counts} |"
         )
     return out
 
@@ -114,12 +63,12 @@ def memory_table(rows: list[dict[str, Any]]) -> list[str]:
         m = row["modes"]
 
         def peak(k: str, m: dict[str, Any] = m) -> str:
-            return _mib(m.get(k, {}).get("peak_rss_bytes"))
+            return mib(m.get(k, {}).get("peak_rss_bytes"))
 
         out.append(
-            f"| {row['model']} | {_mib(m.get('floor', {}).get('output_bytes'))} "
-            f"| {_mib(m.get('lw_all', {}).get('saved_bytes'))} "
-            f"| {_mib(m.get('tl_all', {}).get('saved_bytes'))} | {peak('plain')} "
+            f"| {row['model']} | {mib(m.get('floor', {}).get('output_bytes'))} "
+            f"| {mib(m.get('lw_all', {}).get('saved_bytes'))} "
+            f"| {mib(m.get('tl_all', {}).get('saved_bytes'))} | {peak('plain')} "
             f"| {peak('lw_none')} | {peak('lw_all')} | {peak('tl_none')} | {peak('tl_all')} |"
         )
     return out
@@ -134,9 +83,9 @@ def graph_table(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         out.append(
             f"| {r.get('ops', '-')} | {r.get('graph_nodes', '-')} / {r.get('graph_edges', '-')} "
-            f"| {r.get('rolled_nodes', '-')} | {_ms(r.get('trace_ms'))} | {_ms(r.get('graph_ms'))} "
-            f"| {_ms(r.get('rolled_graph_ms'))} | {_ms(r.get('payload_ms'))} "
-            f"| {_mib(r.get('payload_json_bytes'))} |"
+            f"| {r.get('rolled_nodes', '-')} | {ms(r.get('trace_ms'))} | {ms(r.get('graph_ms'))} "
+            f"| {ms(r.get('rolled_graph_ms'))} | {ms(r.get('payload_ms'))} "
+            f"| {mib(r.get('payload_json_bytes'))} |"
         )
     return out
 
@@ -166,13 +115,11 @@ def widget_table(rows: list[dict[str, Any]]) -> list[str]:
         samples = r.get("click_samples_ms") or []
         for key, _ in WIDGET_COLUMNS:
             v = samples[0] if key == "click_first_ms" and samples else r.get(key)
-            cell = _ms(v) if isinstance(v, (int, float)) else "-"
+            cell = ms(v) if isinstance(v, (int, float)) else "-"
             if key.endswith("draw_median_ms"):
-                cell += (
-                    f" / {_ms(r.get('pan_draw_p95_ms'))} ({r.get('pan_drawn_items', '-')} drawn)"
-                )
+                cell += f" / {ms(r.get('pan_draw_p95_ms'))} ({r.get('pan_drawn_items', '-')} drawn)"
             if key.endswith("frame_median_ms"):
-                cell += " / " + _ms(r.get(key.replace("median", "p95")))
+                cell += " / " + ms(r.get(key.replace("median", "p95")))
             if key == "click_to_plot_ms" and r.get("plotted_numel"):
                 cell += f" ({r['plotted_numel'] / 1e6:.2g}M el.)"
             cells.append(cell)
@@ -181,99 +128,33 @@ def widget_table(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _target(text: str, measured: str, ok: bool) -> dict[str, Any]:
-    return {"target": text, "measured": measured, "pass": ok}
-
-
-def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = results.get("trace", [])
-    targets: list[dict[str, Any]] = []
-    for mode, limit in (("lw_all", TRACE_ALL_MAX_RATIO), ("lw_none", TRACE_NONE_MAX_RATIO)):
-        ratios = [
-            r["modes"][mode]["ratio_to_plain"]
-            for r in rows
-            if "ratio_to_plain" in r["modes"].get(mode, {})
-        ]
-        if ratios:
-            median = sorted(ratios)[len(ratios) // 2]
-            save = "'all'" if mode == "lw_all" else "None"
-            targets.append(
-                _target(
-                    f"trace(save={save}) <= {limit}x plain, median over {len(ratios)} models",
-                    f"{_ratio(median)} (worst {_ratio(max(ratios))})",
-                    median <= limit,
-                )
-            )
-    for row in rows:
-        name, modes = row["model"], row["modes"]
-        speedup = _speedup(row, "lw_all", "tl_all")
-        if speedup is not None:
-            overhead = _overhead_ratio(row)
-            targets.append(
-                _target(
-                    f"{name}: >= {MIN_SPEEDUP_VS_TORCHLENS:.0f}x faster than TorchLens (save all)",
-                    f"{_ratio(speedup)} (TorchLens itself is "
-                    f"{_ratio(modes['tl_all']['ratio_to_plain'])} plain; our overhead is "
-                    f"1/{overhead:.0f} of its)",
-                    speedup >= MIN_SPEEDUP_VS_TORCHLENS,
-                )
-            )
-        ours, theirs = modes.get("lw_all", {}), modes.get("tl_all", {})
-        if "outputs" in ours and "ops" in theirs:
-            targets.append(
-                _target(
-                    f"{name}: op outputs captured >= TorchLens's ops",
-                    f"{ours['outputs']} vs {theirs['ops']}",
-                    ours["outputs"] >= theirs["ops"],
-                )
-            )
-        distinct = modes.get("floor", {}).get("output_bytes")
-        if distinct and "saved_bytes" in ours:
-            share = ours["saved_bytes"] / distinct
-            targets.append(
-                _target(
-                    f"{name}: saved bytes <= {MAX_SAVED_OVER_DISTINCT}x distinct op outputs",
-                    f"{share:.2f}x",
-                    share <= MAX_SAVED_OVER_DISTINCT,
-                )
-            )
-    graph = results.get("graph", [])
-    if graph:
-        big = max(graph, key=lambda r: r.get("ops", 0))
-        total = (big.get("graph_ms") or 0) + (big.get("rolled_graph_ms") or 0)
-        targets.append(
-            _target(
-                f"{big.get('ops')} ops: log.graph + log.rolled_graph <= {GRAPH_20K_MAX_MS:.0f} ms",
-                f"{_ms(total)} ms",
-                total <= GRAPH_20K_MAX_MS,
-            )
-        )
-    widget_rows = {r["graph"]: r for r in results.get("widget", {}).get("rows", [])}
-    for graph_name, key, limit in WIDGET_TARGETS_MS:
-        value = widget_rows.get(graph_name, {}).get(key)
-        if isinstance(value, (int, float)):
-            targets.append(
-                _target(
-                    f"widget {graph_name}: {key[:-3].replace('_', ' ')} < {limit:.0f} ms",
-                    f"{_ms(value)} ms",
-                    value < limit,
-                )
-            )
-    return targets
-
+WIDGET_METHOD = """\
+Headless Chromium (software rendering: `--disable-gpu`), viewport 1300x900, device scale 1.
+widget.js {widget_js_mib} MiB. *first paint*: from just before `import(widget.js)` to the
+widget's `lens:first-paint` mark (default expansion). *expand*: click a collapsed module
+(median of 3 modules); *to rolled*: the Rolled button (first time: layouts not cached),
+*back*: Unrolled, both before any node is selected; *click to plot*: click an op until its
+Plotly plot is drawn, through lens_widget's real request handler (synthetic graphs: a
+1000x1000 float32 tensor, reduced in Python to 256x256; real model: the largest visible
+activations); median of 3 ops. *real gpt2* is the tracing bench's GPT-2 (12 layers, seq 128),
+traced with save='all'. *pan*: a 120-step mouse drag after Expand all + Fit (the zoom stops
+at 2%, so on big graphs a slice of the tall graph is in view: *drawn* items); frame =
+interval between animation frames during the drag (in the run's file also the draw time per
+frame, and the same for the default view).
+"""
 
 HOW = """\
 ## How we measured
 
-- **Tracing.** One process, models built from configs with random weights (`bench/models.py`),
+- **Tracing.** One process, models built from configs with random weights (`bench/zoo/`),
   inputs from fixed seeds, `model.eval()`, all contenders under the same grad mode
   (`torch.no_grad()`; rows marked *(grad)* use grad mode on). Per model: one untimed warm-up
   of every contender (its result gives the op counts and saved bytes), then at least
   {repeats} rounds (more for fast models: up to 30, about 3 s of the slowest contender) in
   which every contender runs once, in an order rotated each round; the table shows the
-  median (all samples are in `results.json`). `gc.collect()` before every timed call.
-  *floor* is a bare `TorchFunctionMode` that forwards each call and keeps its output: what any
-  tracer of this kind pays at least.
+  median (all samples are in the run's file in `bench/results/`). `gc.collect()` before
+  every timed call. *floor* is a bare `TorchFunctionMode` that forwards each call and keeps
+  its output: what any tracer of this kind pays at least.
 - **TorchLens** {torchlens}: `torchlens.trace(model, args, kwargs,
   capture=CaptureOptions(layers_to_save="all" | None))` (the 2.x spelling of
   `log_forward_pass(..., layers_to_save="all", vis_opt="none")`; 2.x renders nothing unless
@@ -312,14 +193,16 @@ HOW = """\
 """
 
 
-def render(results: dict[str, Any]) -> str:
+def render(results: dict[str, Any], source: str) -> str:
+    """RESULTS.md for one run; `source` names the run's file."""
     meta = results["meta"]
     env = meta["machine"]
+    commit = f" at commit {meta['commit']}" if meta.get("commit") else ""
     lines = [
         "# lens_widget benchmarks",
         "",
-        f"Generated by `python bench/run.py{' --quick' if meta.get('quick') else ''}` at "
-        f"{meta['started']} UTC in {meta['load']['wall_s']:.0f} s.",
+        f"Generated by `python -m bench.run{' --quick' if meta.get('quick') else ''}`{commit} "
+        f"at {meta['started']} UTC in {meta['load']['wall_s']:.0f} s; figures in `{source}`.",
         "",
         "## Machine",
         "",
@@ -389,7 +272,8 @@ def render(results: dict[str, Any]) -> str:
     if widget.get("rows"):
         lines += ["## Widget (headless Chromium)", ""]
         lines += widget_table(widget["rows"])
-        lines += ["", widget.get("method", ""), ""]
+        js_mib = mib(widget.get("widget_js_bytes"))
+        lines += ["", WIDGET_METHOD.format(widget_js_mib=js_mib).replace("\n", " ").strip(), ""]
     elif widget.get("skipped"):
         lines += ["## Widget", "", f"Not run: {widget['skipped']}", ""]
 
@@ -398,15 +282,24 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    # Re-render RESULTS.md from a results.json: python bench/report.py bench/results.json
-    import json
-    import pathlib
-    import sys
+def write_report(run_file: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
+    """Render `run_file` into `out`/RESULTS.md."""
+    target = out / "RESULTS.md"
+    try:
+        source = run_file.resolve().relative_to(BENCH_DIR.parent)
+    except ValueError:
+        source = run_file
+    target.write_text(render(read_run(run_file), str(source)))
+    return target
 
-    src = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "bench/results.json")
-    data = json.loads(src.read_text())
-    data["targets"] = evaluate_targets(data)
-    src.write_text(json.dumps(data, indent=1) + "\n")
-    (src.parent / "RESULTS.md").write_text(render(data))
-    print(f"wrote {src.parent / 'RESULTS.md'}")
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description="Re-render bench/RESULTS.md from a run's file.")
+    p.add_argument("run", nargs="?", type=pathlib.Path, help="default: the newest run")
+    p.add_argument("--out", type=pathlib.Path, default=BENCH_DIR, help="folder of RESULTS.md")
+    args = p.parse_args(argv)
+    print(f"wrote {write_report(args.run or newest_run(args.out), args.out)}")
+
+
+if __name__ == "__main__":
+    main()

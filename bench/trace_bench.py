@@ -12,12 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from measure import median, peak_rss_delta, settle, timed
-from models import BenchCase
-from tracers import Mode
+
+from .measure import median, peak_rss_delta, settle, timed
+from .tracers import Mode
+from .zoo import ZooCase
 
 
-def _run(mode: Mode, case: BenchCase, grad: bool) -> tuple[float, Any]:
+def _run(mode: Mode, case: ZooCase, grad: bool) -> tuple[float, Any]:
     mode.before()
     with torch.set_grad_enabled(grad):
         seconds, result = timed(lambda: mode.call(case))
@@ -26,7 +27,7 @@ def _run(mode: Mode, case: BenchCase, grad: bool) -> tuple[float, Any]:
 
 
 def bench_case(
-    case: BenchCase,
+    case: ZooCase,
     modes: list[Mode],
     repeats: int,
     grad: bool = False,
@@ -36,23 +37,22 @@ def bench_case(
 ) -> dict[str, Any]:
     t_start = time.perf_counter()
     usable: list[Mode] = []
-    row: dict[str, Any] = {"model": case.name, "size": case.size, "grad": grad, "modes": {}}
+    row: dict[str, Any] = {"model": case.name, "size": case.description, "grad": grad, "modes": {}}
     for mode in modes:
         why = mode.available()
         if why is None:
             usable.append(mode)
         else:
-            row["modes"][mode.name] = {"label": mode.label, "unavailable": why}
+            row["modes"][mode.name] = {"unavailable": why}
 
     for mode in usable:  # warm-up, and facts about what each produced
         try:
             seconds, result = _run(mode, case, grad)
         except Exception as err:
-            row["modes"][mode.name] = {"label": mode.label, "error": f"{type(err).__name__}: {err}"}
+            row["modes"][mode.name] = {"error": f"{type(err).__name__}: {err}"}
             log(f"    {mode.name}: FAILED {type(err).__name__}: {err}")
             continue
         row["modes"][mode.name] = {
-            "label": mode.label,
             "warmup_ms": seconds * 1e3,
             **mode.describe(case, result),
         }

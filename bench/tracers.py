@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
-from models import BenchCase
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
+
+from .zoo import ZooCase
 
 
 def distinct_storage_bytes(tensors: Iterable[Any], exclude: set[int]) -> int:
@@ -35,15 +36,14 @@ def distinct_storage_bytes(tensors: Iterable[Any], exclude: set[int]) -> int:
     return total
 
 
-def preexisting_storages(case: BenchCase) -> set[int]:
+def preexisting_storages(case: ZooCase) -> set[int]:
     tensors = [*case.model.parameters(), *case.model.buffers()]
     tensors += [t for t in tree_leaves((case.args, case.kwargs)) if isinstance(t, torch.Tensor)]
     return {t.untyped_storage().data_ptr() for t in tensors}
 
 
 class Mode:
-    name = ""
-    label = ""
+    name = ""  # its key in a results row
 
     def available(self) -> str | None:
         """None when usable, else why not."""
@@ -52,20 +52,20 @@ class Mode:
     def before(self) -> None:
         pass
 
-    def call(self, case: BenchCase) -> Any:
+    def call(self, case: ZooCase) -> Any:
         raise NotImplementedError
 
     def after(self, result: Any) -> None:
         pass
 
-    def describe(self, case: BenchCase, result: Any) -> dict[str, Any]:
+    def describe(self, case: ZooCase, result: Any) -> dict[str, Any]:
         return {}
 
 
 class Plain(Mode):
-    name, label = "plain", "plain forward"
+    name = "plain"
 
-    def call(self, case: BenchCase) -> Any:
+    def call(self, case: ZooCase) -> Any:
         return case.model(*case.args, **case.kwargs)
 
 
@@ -83,15 +83,15 @@ class _KeepOutputs(TorchFunctionMode):
 class Floor(Mode):
     """What any TorchFunctionMode tracer pays at least: see every call, keep every output."""
 
-    name, label = "floor", "bare TorchFunctionMode, keeps outputs"
+    name = "floor"
 
-    def call(self, case: BenchCase) -> Any:
+    def call(self, case: ZooCase) -> Any:
         mode = _KeepOutputs()
         with mode:
             case.model(*case.args, **case.kwargs)
         return mode.outputs
 
-    def describe(self, case: BenchCase, result: Any) -> dict[str, Any]:
+    def describe(self, case: ZooCase, result: Any) -> dict[str, Any]:
         return {
             "calls": len(result),
             "output_bytes": distinct_storage_bytes(tree_leaves(result), preexisting_storages(case)),
@@ -102,7 +102,6 @@ class LensWidget(Mode):
     def __init__(self, save: str | None) -> None:
         self.save = save
         self.name = "lw_all" if save == "all" else "lw_none"
-        self.label = f"lens_widget trace(save={save!r})"
 
     def available(self) -> str | None:
         try:
@@ -113,12 +112,12 @@ class LensWidget(Mode):
             return f"{type(err).__name__}: {err}"
         return None
 
-    def call(self, case: BenchCase) -> Any:
+    def call(self, case: ZooCase) -> Any:
         import lens_widget
 
         return lens_widget.trace(case.model, case.args, case.kwargs, save=self.save)
 
-    def describe(self, case: BenchCase, result: Any) -> dict[str, Any]:
+    def describe(self, case: ZooCase, result: Any) -> dict[str, Any]:
         saved = [t for rec in result.ops if rec.activations for t in rec.activations]
         return {
             "ops": len(result.ops),
@@ -138,7 +137,6 @@ class TorchLens(Mode):
     def __init__(self, save_all: bool) -> None:
         self.save_all = save_all
         self.name = "tl_all" if save_all else "tl_none"
-        self.label = f"TorchLens trace(layers_to_save={'all' if save_all else None!r})"
 
     def available(self) -> str | None:
         try:
@@ -152,7 +150,7 @@ class TorchLens(Mode):
 
         wrap_torch()
 
-    def call(self, case: BenchCase) -> Any:
+    def call(self, case: ZooCase) -> Any:
         import torchlens
         from torchlens.options import CaptureOptions
 
@@ -164,7 +162,7 @@ class TorchLens(Mode):
 
         unwrap_torch()
 
-    def describe(self, case: BenchCase, result: Any) -> dict[str, Any]:
+    def describe(self, case: ZooCase, result: Any) -> dict[str, Any]:
         saved = [op.out for op in result.layer_list if op.has_saved_activation]
         return {
             "ops": int(result.num_ops),

@@ -4,7 +4,7 @@ The built ESM (lens_widget/static/widget.js) runs in a plain page with a stand-i
 model; activation requests go to the real Python handler (lens_widget.widget.requests)
 through `page.expose_function`, so "click to plot" includes the kernel-side reduction of the
 tensor, the binary buffer and the Plotly draw. Graphs: synthetic ViT-like payloads
-(tests/browser/fixtures/lens_synthetic.py) of ~500-10000 ops whose every node answers with a
+(bench/zoo/synthetic_payload.py) of ~500-10000 ops whose every node answers with a
 1M-element tensor, and a real traced model.
 
 Timing is taken inside the page: from the `pointerdown` of Playwright's real mouse click to
@@ -14,163 +14,28 @@ new plot), plus one task so that frame's drawing is done: resolution about one f
 
 from __future__ import annotations
 
-import base64
 import json
 import pathlib
-import sys
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import torch
-from measure import median, percentile
+from playwright.sync_api import sync_playwright
+
+import lens_widget
+from lens_widget.widget.payload import build_payload
+
+from .chromium import CHROMIUM, CHROMIUM_ARGS
+from .measure import median, percentile
+from .widget_page import BENCH_JS, PAGE, AnyNode, Kernel
+from .zoo import gpt2
+from .zoo.synthetic_payload import make_payload
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WIDGET_JS = ROOT / "lens_widget" / "static" / "widget.js"
-FIXTURES = ROOT / "tests" / "browser" / "fixtures"
-sys.path.insert(0, str(FIXTURES))
-from chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 - the tests' own launch settings
 
 BASE = "http://lens.bench/"
 STEP_TIMEOUT_MS = 120_000
-
-PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>lens_widget bench</title>
-<style>body { margin: 0; padding: 16px; font-family: system-ui, sans-serif; }
-#app { width: 1240px; }</style></head>
-<body><div id="app"></div>
-<script type="module">
-  // A stand-in for anywidget's model: traits in a dict, requests to the Python kernel.
-  const payload = await (await fetch("./payload.json")).json();
-  const state = { graph: payload, selected: "", view: "unrolled", expanded: [], status: "" };
-  const listeners = new Map();
-  const emit = (ev, ...a) => (listeners.get(ev) || []).slice().forEach((f) => f(...a));
-  const model = {
-    get: (k) => state[k],
-    set: (k, v) => { const c = JSON.stringify(state[k]) !== JSON.stringify(v); state[k] = v;
-                     if (c) emit(`change:${k}`, v); },
-    save_changes: () => {},
-    on: (ev, f) => { if (!listeners.has(ev)) listeners.set(ev, []); listeners.get(ev).push(f); },
-    off: (ev, f) => listeners.set(ev, f ? (listeners.get(ev) || []).filter((g) => g !== f) : []),
-    send: async (content) => {
-      if (!content || content.type !== "request") return;
-      const r = await window.__lensKernel(content);
-      const views = r.buffers.map((b64) => {
-        const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-        return new DataView(bytes.buffer);
-      });
-      emit("msg:custom", r.content, views);
-    },
-  };
-  performance.mark("lens:start");
-  const widget = (await import("./widget.js")).default;
-  performance.mark("lens:module-loaded");
-  const el = document.getElementById("app");
-  window.__cleanup = widget.render({ model, el });
-  window.__el = el;
-</script></body></html>
-"""
-
-# Installed after load: arm() before a user action, done() resolves with the elapsed ms.
-BENCH_JS = """
-(TIMEOUT) => {
-  const el = window.__el;
-  const L = () => el.__lens;
-  const plotDiv = () => el.querySelector('[data-testid="plot-main"]');
-  window.__bench = {
-    arm(kind) {
-      const beforeLayouts = L().layoutCount;
-      const beforePlot = plotDiv() ? plotDiv().data : undefined;
-      let t0 = null;
-      const onDown = () => { if (t0 === null) t0 = performance.now(); };
-      document.addEventListener("pointerdown", onDown, { capture: true, once: true });
-      this.done = new Promise((resolve, reject) => {
-        const started = performance.now();
-        const check = () => {
-          let ok = false;
-          if (t0 !== null) {
-            if (kind === "layout")
-              ok = L().layoutCount > beforeLayouts && L().layoutStatus === "idle";
-            else if (kind === "plot") {
-              const d = plotDiv() && plotDiv().data;
-              ok = !!d && d !== beforePlot;
-            }
-          }
-          if (ok) setTimeout(() => resolve(performance.now() - t0), 0);
-          else if (performance.now() - started > TIMEOUT) reject(new Error(
-            `no ${kind} change after ${TIMEOUT} ms (pointerdown seen: ${t0 !== null})`));
-          else requestAnimationFrame(check);
-        };
-        requestAnimationFrame(check);
-      });
-    },
-    startFrames() {
-      const frames = [];
-      this.frames = frames;
-      this.recording = true;
-      const tick = (ts) => {
-        frames.push([ts, L().lastFrameMs, L().drawnItems]);
-        if (window.__bench.recording) requestAnimationFrame(tick);
-      };
-      requestAnimationFrame(tick);
-    },
-    stopFrames() { this.recording = false; return this.frames; },
-  };
-}
-"""
-
-
-class _AnyNode(Mapping[str, Any]):
-    """Records for a synthetic graph: every node id answers with the same real tensor."""
-
-    def __init__(self, tensor: torch.Tensor) -> None:
-        self.tensor = tensor
-
-    def __getitem__(self, key: str) -> Any:
-        from lens_widget.log.records import OpRecord
-
-        return OpRecord(
-            label=key,
-            kind="op",
-            func="synthetic",
-            index=0,
-            layer=key,
-            shape=tuple(self.tensor.shape),
-            activations=(self.tensor,),
-        )
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-
-class _Kernel:
-    """Answers the page's requests with lens_widget's own request handler."""
-
-    def __init__(self, records: Mapping[str, Any]) -> None:
-        self.records = records
-        self.handler_ms: list[float] = []
-        self.last_numel = 0
-
-    def __call__(self, content: Any) -> dict[str, Any]:
-        from lens_widget.widget import requests
-
-        t0 = time.perf_counter()
-        handlers = {"activation": lambda p: requests.activation(self.records, p)}
-        reply = requests.handle(content, handlers)
-        self.handler_ms.append((time.perf_counter() - t0) * 1e3)
-        if reply is None:
-            return {"content": None, "buffers": []}
-        body, buffers = reply
-        rec = self.records.get(content.get("params", {}).get("id"))
-        if rec is not None and rec.activation is not None:
-            self.last_numel = rec.activation.numel()
-        return {
-            "content": body,
-            "buffers": [base64.b64encode(bytes(b)).decode("ascii") for b in buffers],
-        }
 
 
 def _canvas_box(page: Any) -> dict[str, float]:
@@ -250,7 +115,7 @@ def _measure_page(
     browser: Any,
     name: str,
     payload: dict[str, Any],
-    kernel: _Kernel,
+    kernel: Kernel,
     pick_op: Callable[[list[str]], list[str]],
     log: Callable[[str], None],
 ) -> dict[str, Any]:
@@ -360,17 +225,12 @@ def _measure_page(
     return row
 
 
-def _real_model(quick: bool) -> tuple[str, dict[str, Any], _Kernel]:
-    from models import gpt2
-
-    import lens_widget
-    from lens_widget.widget.payload import build_payload
-
-    case = gpt2(quick)
+def _real_model(quick: bool) -> tuple[str, dict[str, Any], Kernel]:
+    case = gpt2("tiny" if quick else "bench")
     with torch.no_grad():
         log = lens_widget.trace(case.model, case.args, case.kwargs, save="all")
     records = {r.label: r for r in log.nodes}
-    return f"real {case.name}", build_payload(log), _Kernel(records)
+    return f"real {case.name}", build_payload(log), Kernel(records)
 
 
 def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -378,9 +238,6 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
         return {"skipped": f"{WIDGET_JS.relative_to(ROOT)} missing: run `npm run build`"}
     if not pathlib.Path(CHROMIUM).exists():
         return {"skipped": f"no chromium at {CHROMIUM}"}
-    from lens_synthetic import make_payload
-    from playwright.sync_api import sync_playwright
-
     big = torch.randn(1, 1000, 1000, generator=torch.Generator().manual_seed(0))
     sizes = [200] if quick else [500, 2000, 5000, 10000]
     rows = []
@@ -394,14 +251,14 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
                         browser,
                         f"synthetic {n}",
                         payload,
-                        _Kernel(_AnyNode(big)),
+                        Kernel(AnyNode(big)),
                         lambda ids: ids,
                         log,
                     )
                 )
             name, payload, kernel = _real_model(quick)
 
-            def biggest_first(ids: list[str], k: _Kernel = kernel) -> list[str]:
+            def biggest_first(ids: list[str], k: Kernel = kernel) -> list[str]:
                 def numel(i: str) -> int:
                     rec = k.records.get(i)
                     return rec.activation.numel() if rec is not None and rec.saved else -1
@@ -411,21 +268,4 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
             rows.append(_measure_page(browser, name, payload, kernel, biggest_first, log))
         finally:
             browser.close()
-    method = (
-        f"Headless Chromium ({CHROMIUM}, software rendering: `--disable-gpu`), viewport "
-        "1300x900, device scale 1. widget.js "
-        f"{WIDGET_JS.stat().st_size / 2**20:.1f} MiB. *first paint*: from just before "
-        "`import(widget.js)` to the widget's `lens:first-paint` mark (default expansion). "
-        "*expand*: click a collapsed module (median of 3 modules); *to rolled*: the Rolled "
-        "button (first time: layouts not cached), *back*: Unrolled, both before any node is "
-        "selected; *click to plot*: "
-        "click an op until its Plotly plot is drawn, through lens_widget's real request "
-        "handler (synthetic graphs: a 1000x1000 float32 tensor, reduced in Python to 256x256; "
-        "real model: the largest visible activations); median of 3 ops. *real gpt2* is the "
-        "tracing bench's GPT-2 (12 layers, seq 128), traced with save='all'. *pan*: a 120-step "
-        "mouse drag after Expand all + Fit (the zoom stops at 2%, so on big graphs a slice of "
-        "the tall graph is in view: *drawn* items); frame = interval between "
-        "animation frames during the drag (in JSON also the draw time per frame, and the "
-        "same for the default view)."
-    )
-    return {"rows": rows, "method": method}
+    return {"rows": rows, "widget_js_bytes": WIDGET_JS.stat().st_size}

@@ -1,9 +1,10 @@
 // anywidget entry point.
-import type { AnyModel } from "./anywidget";
+import type { RenderProps } from "@anywidget/types";
 import { LensApp } from "./app";
+import type { WidgetTraits } from "./model/protocol";
 
 export default {
-  render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void {
+  render({ model, el }: RenderProps<WidgetTraits>): () => void {
     performance.mark("lens:render-start");
     const app = new LensApp(model, el);
     return () => app.dispose();

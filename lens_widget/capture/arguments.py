@@ -12,19 +12,9 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from lens_widget.log.replay import PytreeTemplate, TensorSlot
+
 Tensor = torch.Tensor
-
-
-class TensorSlot:
-    """Stands in for the k-th tensor argument of a call inside its template."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-    def __repr__(self) -> str:
-        return f"<tensor {self.index}>"
 
 
 class _Positions(dict):  # type: ignore[type-arg]
@@ -55,17 +45,8 @@ def _scan(value: Any, position: str, found: list[tuple[str, Tensor]]) -> Any:
         leaves, spec = pytree.tree_flatten(value)
         if any(isinstance(leaf, Tensor) for leaf in leaves):
             slots = [_scan(leaf, f"{position}.{i}", found) for i, leaf in enumerate(leaves)]
-            return _Rebuild(slots, spec)
+            return PytreeTemplate(slots, spec)
     return value
-
-
-class _Rebuild:
-    """A pytree container (namedtuple, ...) whose leaves hold tensors; rebuilt on replay."""
-
-    __slots__ = ("leaves", "spec")
-
-    def __init__(self, leaves: list[Any], spec: pytree.TreeSpec) -> None:
-        self.leaves, self.spec = leaves, spec
 
 
 def scan_call(
@@ -76,28 +57,3 @@ def scan_call(
     args_template = tuple([_scan(a, _POSITIONS[i], found) for i, a in enumerate(args)])
     kwargs_template = {k: _scan(v, k, found) for k, v in kwargs.items()} if kwargs else {}
     return args_template, kwargs_template, found
-
-
-def fill_template(template: Any, tensors: list[Tensor]) -> Any:
-    """The inverse of scanning: put tensors back into their slots."""
-    kind = type(template)
-    if kind is TensorSlot:
-        return tensors[template.index]
-    if kind is tuple or kind is list:
-        return kind(fill_template(v, tensors) for v in template)
-    if kind is dict:
-        return {k: fill_template(v, tensors) for k, v in template.items()}
-    if kind is _Rebuild:
-        return pytree.tree_unflatten(
-            [fill_template(v, tensors) for v in template.leaves], template.spec
-        )
-    return template
-
-
-def tensor_leaves(value: Any) -> list[Tensor]:
-    """Every tensor in a (possibly nested) output, in a stable order."""
-    if type(value) is Tensor:
-        return [value]
-    if type(value) in (tuple, list) and all(type(v) is Tensor for v in value):
-        return list(value)
-    return [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, Tensor)]

@@ -8,28 +8,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.nn.modules import module as nn_module
 
 from lens_widget.capture.model_names import ModelNames
+from lens_widget.log.records import ModuleInfo
 
 ModuleStack = tuple[tuple[str, int], ...]
-
-
-@dataclass
-class ModuleInfo:
-    """A module that ran during the trace."""
-
-    address: str
-    class_name: str
-    parent: str | None
-    n_passes: int = 0
-    n_ops: int = 0
-    # Labels of the nodes that produced each pass's outputs (pass -> labels).
-    outputs: dict[int, list[str]] = field(default_factory=dict)
 
 
 def _ignore_output(address: str, pass_index: int, output: Any) -> None:

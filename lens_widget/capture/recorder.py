@@ -17,13 +17,14 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from lens_widget.capture.arguments import scan_call, tensor_leaves
+from lens_widget.capture.arguments import scan_call
 from lens_widget.capture.call_site import describe_source, find_call_site
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.mutation import MutationRule
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.log.records import NodeKind, OpRecord, ParamUse
+from lens_widget.log.replay import ReplayCall, tensor_leaves
 
 Tensor = torch.Tensor
 Parameter = torch.nn.Parameter
@@ -110,22 +111,6 @@ class _Layer:
     def __init__(self, base: str) -> None:
         self.base = base
         self.passes = 0
-
-
-class ReplayCall:
-    """What validate() needs: the function, its argument templates, and the RNG state."""
-
-    __slots__ = ("func", "args", "kwargs", "literals", "rng_state", "unavailable")
-
-    def __init__(self, func: Callable[..., Any], args: Any, kwargs: Any) -> None:
-        self.func, self.args, self.kwargs = func, args, kwargs
-        # Tensor arguments whose value no node holds (a view changed through its base):
-        # slot index -> copy of the value at call time.
-        self.literals: dict[int, Tensor] = {}
-        self.rng_state: Tensor | None = None
-        # Why the call cannot be replayed (a loaded log naming a function outside torch):
-        # validate() skips the op with this reason. None: it can be.
-        self.unavailable: str | None = None
 
 
 class Recorder(TorchFunctionMode):

@@ -15,7 +15,7 @@ from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
 from lens_widget.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.records import OpRecord, ParentArg
+from lens_widget.log.records import OpRecord, ParentArg, index_by_label
 
 
 def trace(
@@ -168,7 +168,7 @@ def _mark_reachability(nodes: list[OpRecord], *, partial: bool, failed: OpRecord
     A partial trace has no outputs: what leads to the op that raised counts as feeding the
     output, and where no torch op raised, nothing is known to be unused.
     """
-    by_label = {n.label: n for n in nodes}
+    by_label = index_by_label(nodes)
     for node in nodes:
         node.from_input = node.kind == "input" or any(by_label[p].from_input for p in node.parents)
     if partial and failed is None:

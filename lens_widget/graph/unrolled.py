@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
 import networkx as nx
 
-if TYPE_CHECKING:
-    from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import OpRecord, index_by_label
 
 
 def shape_text(shape: Sequence[int] | None) -> str:
@@ -18,17 +16,24 @@ def shape_text(shape: Sequence[int] | None) -> str:
     return "x".join(str(int(s)) for s in shape) if len(shape) else "scalar"
 
 
-def build_unrolled_graph(log: ModelLog) -> nx.DiGraph:
-    graph = nx.DiGraph(model_class=log.model_class)
+def build_unrolled_graph(
+    nodes: Sequence[OpRecord],
+    *,
+    model_class: str = "",
+    by_label: Mapping[str, OpRecord] | None = None,
+) -> nx.DiGraph:
+    """One graph node per record (attr `record`); edges carry `positions`, `shape`,
+    `output_index`. `by_label` is `nodes` indexed by label, when the caller has it."""
+    by_label = index_by_label(nodes) if by_label is None else by_label
+    graph = nx.DiGraph(model_class=model_class)
     graph.add_nodes_from(
         (
             n.label,
             {"record": n, "kind": n.kind, "func": n.func, "module": n.module, "shape": n.shape},
         )
-        for n in log.nodes
+        for n in nodes
     )
-    by_label = {n.label: n for n in log.nodes}
-    for node in log.nodes:
+    for node in nodes:
         for arg in node.parent_args:
             parent = by_label[arg.parent]
             shape = parent.shapes[arg.output_index] if parent.shapes else parent.shape

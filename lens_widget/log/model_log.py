@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import difflib
 import operator
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import networkx as nx
+
 from lens_widget.gc_pause import gc_paused
-from lens_widget.log.records import OpRecord
+from lens_widget.graph.rolled import build_rolled_graph
+from lens_widget.graph.unrolled import build_unrolled_graph
+from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
+from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
+from lens_widget.log.summary import summarize
+from lens_widget.log.validate import ValidationReport, validate_ops
 from lens_widget.store.onnx_export import export_onnx
 from lens_widget.store.save import save_log
 from lens_widget.store.table import nodes_table
@@ -18,11 +26,7 @@ from lens_widget.store.table import nodes_table
 if TYPE_CHECKING:
     import os
 
-    import networkx as nx
     import pandas as pd
-
-    from lens_widget.capture.module_tracker import ModuleInfo
-    from lens_widget.log.validate import ValidationReport
 
 
 @dataclass(eq=False)
@@ -46,7 +50,7 @@ class ModelLog:
     _by_label: dict[str, OpRecord] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._by_label = {node.label: node for node in self.nodes}
+        self._by_label = index_by_label(self.nodes)
 
     # ---- views of the nodes -----------------------------------------------------------
 
@@ -62,6 +66,11 @@ class ModelLog:
     @property
     def outputs(self) -> list[OpRecord]:
         return [n for n in self.nodes if n.kind == "output"]
+
+    @property
+    def by_label(self) -> Mapping[str, OpRecord]:
+        """Every node by its exact label (sources and outputs included)."""
+        return self._by_label
 
     @property
     def labels(self) -> list[str]:
@@ -129,8 +138,6 @@ class ModelLog:
         return self._by_label[labels[0]]
 
     def _unknown(self, key: str) -> str:
-        import difflib
-
         names = list(self._by_label) + [a for a in self.modules if a]
         close = difflib.get_close_matches(key, names, n=3)
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
@@ -141,18 +148,28 @@ class ModelLog:
     @cached_property
     def graph(self) -> nx.DiGraph:
         """Unrolled graph: one node per label, sources and outputs included."""
-        from lens_widget.graph.unrolled import build_unrolled_graph
-
         with gc_paused():
-            return build_unrolled_graph(self)
+            return build_unrolled_graph(
+                self.nodes, model_class=self.model_class, by_label=self._by_label
+            )
+
+    @cached_property
+    def repeated_blocks(self) -> list[list[str]]:
+        """Chains of sibling modules of one class running the same op sequence, such as
+        ``["transformer.h.0", …, "transformer.h.23"]``, each a list of module addresses."""
+        return find_repeated_blocks(self.nodes, self.modules)
 
     @cached_property
     def rolled_graph(self) -> nx.DiGraph:
-        """Passes of the same layer folded into one node; edges list their passes."""
-        from lens_widget.graph.rolled import build_rolled_graph
-
+        """Passes of the same layer folded into one node; edges list their passes. The
+        repeats of each repeated block fold onto its first block (node ids are its layers)."""
         with gc_paused():
-            return build_rolled_graph(self)
+            return build_rolled_graph(
+                self.nodes,
+                model_class=self.model_class,
+                by_label=self._by_label,
+                fold=folded_layers(self.nodes, self.repeated_blocks),
+            )
 
     @property
     def saved_bytes(self) -> int:
@@ -181,9 +198,7 @@ class ModelLog:
 
     def validate(self, *, rtol: float = 1e-5, atol: float = 1e-6) -> ValidationReport:
         """Replay every op from its saved inputs; raise on the first that differs."""
-        from lens_widget.log.validate import validate_log
-
-        return validate_log(self, rtol=rtol, atol=atol)
+        return validate_ops(self.ops, rtol=rtol, atol=atol)
 
     # ---- keeping and sharing ----------------------------------------------------------
 
@@ -216,8 +231,6 @@ class ModelLog:
         return nodes_table(self.nodes)
 
     def __str__(self) -> str:
-        from lens_widget.log.summary import summarize
-
         return summarize(self)
 
     def __repr__(self) -> str:

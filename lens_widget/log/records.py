@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
+
+from lens_widget.log.replay import ReplayCall
 
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 
@@ -24,6 +27,19 @@ class ParentArg(NamedTuple):
     parent: str
     position: str
     output_index: int = 0
+
+
+@dataclass
+class ModuleInfo:
+    """A module that ran during the trace."""
+
+    address: str
+    class_name: str
+    parent: str | None
+    n_passes: int = 0
+    n_ops: int = 0
+    # Labels of the nodes that produced each pass's outputs (pass -> labels).
+    outputs: dict[int, list[str]] = field(default_factory=dict)
 
 
 # slots: one record per op is made while the model runs; slotted ones are built faster.
@@ -62,9 +78,9 @@ class OpRecord:
     failed: bool = False
     error: str | None = None
     activations: tuple[torch.Tensor, ...] | None = None
-    # What validate() needs to replay the op: the callable and its arguments with
-    # every tensor replaced by a reference to the node that produced it.
-    replay: Any = None
+    # What validate() needs to replay the op: the call (None for an output sink) and, per
+    # tensor argument, (position, the node that produced it, which of its outputs).
+    replay: tuple[ReplayCall | None, list[ParentRef]] | None = None
 
     @property
     def activation(self) -> torch.Tensor | None:
@@ -87,3 +103,12 @@ class OpRecord:
         shape = "x".join(map(str, self.shape)) if self.shape is not None else "-"
         where = f" in {self.module}" if self.module else ""
         return f"<{self.kind} {self.label}: {self.func} -> {shape} {self.dtype or ''}{where}>"
+
+
+# (argument position, the node that produced the tensor, which of its outputs)
+ParentRef = tuple[str, OpRecord, int]
+
+
+def index_by_label(nodes: Iterable[OpRecord]) -> dict[str, OpRecord]:
+    """label -> record; ModelLog keeps one, for builders called without it."""
+    return {node.label: node for node in nodes}

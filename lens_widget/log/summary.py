@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import ModuleInfo, OpRecord
 
 _MAX_OPS_LISTED = 40
 _MAX_MODULE_LINES = 40
@@ -19,7 +19,36 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def summarize(log: ModelLog) -> str:
+class Summarized(Protocol):
+    """What the summary reads from a log (ModelLog has all of it)."""
+
+    @property
+    def model_class(self) -> str: ...
+    @property
+    def error(self) -> BaseException | None: ...
+    @property
+    def failed_op(self) -> str | None: ...
+    @property
+    def elapsed(self) -> float: ...
+    @property
+    def n_params(self) -> int: ...
+    @property
+    def param_bytes(self) -> int: ...
+    @property
+    def saved_bytes(self) -> int: ...
+    @property
+    def structure(self) -> str: ...
+    @property
+    def modules(self) -> Mapping[str, ModuleInfo]: ...
+    @property
+    def ops(self) -> Sequence[OpRecord]: ...
+    @property
+    def inputs(self) -> Sequence[OpRecord]: ...
+    @property
+    def outputs(self) -> Sequence[OpRecord]: ...
+
+
+def summarize(log: Summarized) -> str:
     ops = log.ops
     saved = [n for n in ops if n.saved]
     lines = [
@@ -42,7 +71,7 @@ def summarize(log: ModelLog) -> str:
     lines.append("Modules (address: class, passes, ops):")
     modules = list(log.modules.values())  # in the order they first ran
     for info in modules[:_MAX_MODULE_LINES]:
-        depth = _depth(log, info.address)
+        depth = _depth(log.modules, info.address)
         passes = f" x{info.n_passes}" if info.n_passes > 1 else ""
         name = info.address or "(root)"
         lines.append(f"  {'  ' * depth}{name}: {info.class_name}{passes}, {info.n_ops} ops")
@@ -66,10 +95,10 @@ def _shape(shape: tuple[int, ...] | None) -> str:
     return str(tuple(shape)) if shape is not None else "-"
 
 
-def _depth(log: ModelLog, address: str) -> int:
+def _depth(modules: Mapping[str, ModuleInfo], address: str) -> int:
     """Nesting depth among the modules that ran (a ModuleList never runs: no level)."""
-    depth, parent = 0, log.modules[address].parent
+    depth, parent = 0, modules[address].parent
     while parent is not None:
         depth += 1
-        parent = log.modules[parent].parent if parent in log.modules else None
+        parent = modules[parent].parent if parent in modules else None
     return depth

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
-from lens_widget.capture.arguments import fill_template, tensor_leaves
-
-if TYPE_CHECKING:
-    from lens_widget.log.model_log import ModelLog
-    from lens_widget.log.records import OpRecord
+from lens_widget.log.records import OpRecord
+from lens_widget.log.replay import fill_template, tensor_leaves
 
 
 class ValidationError(AssertionError):
@@ -32,13 +29,14 @@ class ValidationReport:
         return f"{self.checked} ops replayed and matched, {len(self.skipped)} skipped"
 
 
-def validate_log(log: ModelLog, *, rtol: float, atol: float) -> ValidationReport:
+def validate_ops(ops: Iterable[OpRecord], *, rtol: float, atol: float) -> ValidationReport:
+    """Replay each op (kind "op") from its saved inputs; raise on the first that differs."""
     report = ValidationReport()
     # Replays of random ops set the RNG; the user's stream must be untouched afterwards.
     rng = torch.get_rng_state()
     try:
         with torch.no_grad():
-            for node in log.ops:
+            for node in ops:
                 why_not = _replay_and_compare(node, rtol, atol)
                 if why_not is None:
                     report.checked += 1
@@ -60,6 +58,8 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         return "raised during the forward pass"
     if node.activations is None:
         return "its activation was not saved"
+    if node.replay is None or node.replay[0] is None:
+        return "no call was recorded for it"
     call, parent_refs = node.replay
     if call.unavailable is not None:
         return call.unavailable

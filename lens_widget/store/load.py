@@ -14,11 +14,9 @@ from typing import Any
 
 import torch
 
-from lens_widget.capture.arguments import TensorSlot
-from lens_widget.capture.module_tracker import ModuleInfo
-from lens_widget.capture.recorder import ReplayCall
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.records import OpRecord, ParamUse, ParentArg
+from lens_widget.log.records import ModuleInfo, OpRecord, ParamUse, ParentArg
+from lens_widget.log.replay import ReplayCall, TensorSlot
 from lens_widget.store.format import JSON_FILE, LogFormatError, fail
 from lens_widget.store.schema import parse_document
 from lens_widget.store.tensor_read import make_view, open_storages

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from lens_widget.capture.arguments import TensorSlot
 from lens_widget.log.records import OpRecord
+from lens_widget.log.replay import TensorSlot
 from lens_widget.store.onnx_ops import LIST_ARG, OUTPUT_SHAPE, STANDARD_OPS, Call, Standard
 from lens_widget.store.optional import require
 from lens_widget.store.values_codec import dtype_from_name

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lens_widget.capture.arguments import TensorSlot
 from lens_widget.log.records import OpRecord
+from lens_widget.log.replay import TensorSlot
 
 Number = (int, float)
 

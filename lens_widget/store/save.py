@@ -12,8 +12,7 @@ from typing import Any, Protocol
 import torch
 from safetensors.torch import save_file
 
-from lens_widget.capture.module_tracker import ModuleInfo
-from lens_widget.log.records import OpRecord
+from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, JSON_FILE, TENSOR_FILE
 from lens_widget.store.tensor_table import TensorTable
 from lens_widget.store.torch_functions import describe_function, function_name

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from lens_widget.capture.arguments import TensorSlot
+from lens_widget.log.replay import TensorSlot
 from lens_widget.store.format import LogFormatError, fail
 
 _MAX_OBJECT_DEPTH = 6

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import pathlib
 import warnings
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 import anywidget
+import torch
 import traitlets
 
+from lens_widget.capture.rerun import WorldState, save_also
+from lens_widget.capture.save_policy import SaveSpec
+from lens_widget.capture.trace import trace
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import OpRecord
 from lens_widget.widget import requests
+from lens_widget.widget.checks import cut, quote
 from lens_widget.widget.payload import build_payload
-
-if TYPE_CHECKING:
-    import torch
-
-    from lens_widget.log import ModelLog
-    from lens_widget.log.records import OpRecord
-
-Save = Any  # "all" | None | list[str] | Callable[[OpRecord], bool], as lens_widget.trace takes
 
 _STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 # The bundle is a build output; without it the package must still import and say why.
@@ -34,49 +33,10 @@ def _asset(name: str, fallback: str) -> pathlib.Path | str:
     return path if path.is_file() else fallback
 
 
-class _WorldState:
-    """The global torch RNG state(s) and copies of a model's buffers at one moment.
-
-    Train-mode forwards advance BatchNorm statistics and draw new dropout masks; restoring
-    this before a re-run makes the re-run trace the same pass, and restoring the state from
-    just before it afterwards leaves the user's model and RNG as they were.
-    """
-
-    def __init__(
-        self, rng: torch.Tensor, cuda_rng: list[torch.Tensor] | None, buffers: dict[str, Any]
-    ) -> None:
-        self.rng = rng
-        self.cuda_rng = cuda_rng
-        self.buffers = buffers
-
-    @classmethod
-    def capture(cls, model: torch.nn.Module) -> _WorldState:
-        import torch
-
-        # An uninitialised CUDA has an untouched RNG; asking for it would start CUDA.
-        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
-        buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
-        return cls(torch.get_rng_state(), cuda_rng, buffers)
-
-    def restore(self, model: torch.nn.Module) -> None:
-        import torch
-
-        torch.set_rng_state(self.rng)
-        if self.cuda_rng is not None:
-            torch.cuda.set_rng_state_all(self.cuda_rng)
-        current = dict(model.named_buffers())
-        with torch.no_grad():
-            for name, saved in self.buffers.items():
-                buf = current.get(name)
-                # copy_ in place: the model (and the user) keep the same buffer objects.
-                if buf is not None and buf.shape == saved.shape:
-                    buf.copy_(saved)
-
-
 class LensWidget(anywidget.AnyWidget):
     """Every op of one forward pass as an interactive graph; click a node to plot its output.
 
-    >>> w = LensWidget(model, x)            # traces model(x); w.log is the ModelLog
+    >>> w = LensWidget(model, x)            # traces model(x); w.model_log is the ModelLog
     >>> w.view = "rolled"; w.selected = "linear_1_1"
     """
 
@@ -95,8 +55,8 @@ class LensWidget(anywidget.AnyWidget):
         inputs: Any = (),
         kwargs: dict[str, Any] | None = None,
         *,
-        save: Save = "all",
-        log: ModelLog | None = None,
+        save: SaveSpec = "all",
+        model_log: ModelLog | None = None,
         **widget_kwargs: Any,
     ) -> None:
         self._model = model
@@ -104,34 +64,34 @@ class LensWidget(anywidget.AnyWidget):
         self._kwargs = dict(kwargs or {})
         self._save = save
         self._extra_save: list[str] = []  # labels saved on request by "rerun"
-        self._initial: _WorldState | None = None
-        if log is None:
+        self._initial: WorldState | None = None
+        if model_log is None:
             if model is None:
                 raise ValueError("LensWidget needs a model to trace (or use LensWidget.from_log)")
             # Re-runs replay this exact state, so they reproduce the pass the user is looking at.
-            self._initial = _WorldState.capture(model)
-            log = self._trace(save)
-        self._set_log(log, sync=False)
+            self._initial = WorldState.capture(model)
+            model_log = self._trace(save)
+        self._set_log(model_log, sync=False)
         super().__init__(graph=self._payload, **widget_kwargs)
         self.on_msg(self._on_msg)
 
     @classmethod
     def from_log(cls, log: ModelLog, **widget_kwargs: Any) -> LensWidget:
         """Show an existing log (from `lens_widget.trace`); re-running is then unavailable."""
-        return cls(None, log=log, **widget_kwargs)
+        return cls(None, model_log=log, **widget_kwargs)
 
+    # Not `log`: ipywidgets reports errors through `self.log`, its logger.
     @property
-    def log(self) -> ModelLog:
+    def model_log(self) -> ModelLog:
         """The ModelLog currently shown."""
-        return self._log
+        return self._model_log
 
     # ---- tracing ----
 
-    def _trace(self, save: Save) -> ModelLog:
-        import lens_widget as lw  # late: lens_widget/__init__ imports this module
-
+    def _trace(self, save: SaveSpec) -> ModelLog:
+        assert self._model is not None
         try:
-            return lw.trace(self._model, self._inputs, self._kwargs, save=save)
+            return trace(self._model, self._inputs, self._kwargs, save=save)
         except Exception as err:
             partial = getattr(err, "lens_log", None)
             # Nothing ran (bad inputs, or a failure before the first op): an empty graph
@@ -147,9 +107,9 @@ class LensWidget(anywidget.AnyWidget):
             return partial
 
     def _set_log(self, log: ModelLog, *, sync: bool = True) -> None:
-        self._log = log
+        self._model_log = log
         self._payload = build_payload(log)
-        self._records: dict[str, OpRecord] = {r.label: r for r in log.nodes}
+        self._records: Mapping[str, OpRecord] = log.by_label
         rolled = self._payload["rolled"]["nodes"]
         self._ids = {
             "unrolled": {n["id"] for n in self._payload["unrolled"]["nodes"]},
@@ -162,18 +122,6 @@ class LensWidget(anywidget.AnyWidget):
             self.graph = self._payload
             if self.selected and self._convert(self.selected, self.view) is None:
                 self.selected = ""
-
-    def _effective_save(self) -> Save:
-        base, extra = self._save, list(self._extra_save)
-        if base == "all" or not extra:
-            return base
-        if base is None:
-            return extra
-        if callable(base):
-            wanted = set(extra)
-            f: Callable[[OpRecord], bool] = base
-            return lambda r: r.label in wanted or r.layer in wanted or bool(f(r))
-        return [*base, *extra]
 
     def rerun(self, node_id: str | None = None) -> None:
         """Trace the model again, also saving `node_id`'s activation (labels are stable).
@@ -195,10 +143,10 @@ class LensWidget(anywidget.AnyWidget):
     def _replay(self) -> ModelLog:
         """Trace again from the initial RNG state and buffers, then put the present ones back."""
         assert self._model is not None and self._initial is not None
-        current = _WorldState.capture(self._model)
+        current = WorldState.capture(self._model)
         self._initial.restore(self._model)
         try:
-            return self._trace(self._effective_save())
+            return self._trace(save_also(self._save, self._extra_save))
         finally:
             current.restore(self._model)
 
@@ -220,7 +168,7 @@ class LensWidget(anywidget.AnyWidget):
         if converted is None:
             example = next(iter(self._ids[self.view]), "")
             raise traitlets.TraitError(
-                f"selected: unknown node id {value!r} in the {self.view} view "
+                f"selected: unknown node id {quote(value)} in the {self.view} view "
                 f"(ids look like {example!r}; see w.graph[{self.view!r}]['nodes'])"
             )
         return converted
@@ -229,7 +177,8 @@ class LensWidget(anywidget.AnyWidget):
     def _validate_expanded(self, proposal: dict[str, Any]) -> list[str]:
         unknown = [a for a in proposal["value"] if a not in self._modules]
         if unknown:
-            raise traitlets.TraitError(f"expanded: unknown module addresses {unknown[:5]}")
+            shown = cut(", ".join(quote(a) for a in unknown[:5]))
+            raise traitlets.TraitError(f"expanded: unknown module addresses {shown}")
         return list(dict.fromkeys(proposal["value"]))  # drop repeats, keep order
 
     @traitlets.observe("view")
@@ -240,18 +189,21 @@ class LensWidget(anywidget.AnyWidget):
 
     # ---- requests from the frontend ----
 
-    def _activation(self, params: Any) -> requests.Reply:
+    def _activation(self, params: object) -> requests.Answer:
         return requests.activation(self._records, params)
 
-    def _rerun(self, params: Any) -> requests.Reply:
+    def _rerun(self, params: object) -> requests.Answer:
         label = requests.rerun_target(self._records, params, self._ids["rolled"])
         if self._model is None:
             raise requests.RequestError("this widget was built from a log; it cannot re-run")
         self.rerun(label)
         return {"ok": True}, []
 
-    def _on_msg(self, _widget: Any, content: Any, _buffers: list[Any]) -> None:
-        handlers = {"activation": self._activation, "rerun": self._rerun}
+    def _on_msg(self, _widget: object, content: object, _buffers: list[object]) -> None:
+        handlers: dict[str, requests.Handler] = {
+            "activation": self._activation,
+            "rerun": self._rerun,
+        }
         reply = requests.handle(content, handlers)
         if reply is not None:
             self.send(reply[0], reply[1])

@@ -6,14 +6,12 @@ converts in well under a second.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
 
 from lens_widget.gc_pause import gc_paused
-from lens_widget.log.records import OpRecord
-
-if TYPE_CHECKING:
-    from lens_widget.log import ModelLog
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import ModuleInfo, OpRecord
+from lens_widget.widget import protocol
 
 # Sources that the frontend draws beside the op that first reads them.
 _PLACED_AT_CONSUMER = frozenset({"param", "buffer", "const"})
@@ -32,7 +30,7 @@ def rolled_groups(record: OpRecord) -> list[str]:
     return [address for address, _ in record.module_stack if address]
 
 
-def _node(record: OpRecord, groups: list[str], passes: list[str]) -> dict[str, Any]:
+def _node(record: OpRecord, groups: list[str], passes: list[str]) -> protocol.NodeInfo:
     return {
         "id": record.label,
         "kind": record.kind,
@@ -56,9 +54,8 @@ def _node(record: OpRecord, groups: list[str], passes: list[str]) -> dict[str, A
     }
 
 
-def first_consumers(nodes: Iterable[OpRecord]) -> dict[str, OpRecord]:
+def first_consumers(by_label: Mapping[str, OpRecord]) -> dict[str, OpRecord]:
     """For every param/buffer/const: the earliest node that reads it."""
-    by_label = {r.label: r for r in nodes}
     found: dict[str, OpRecord] = {}
     for r in by_label.values():
         if r.kind in _PLACED_AT_CONSUMER and r.children:
@@ -68,10 +65,9 @@ def first_consumers(nodes: Iterable[OpRecord]) -> dict[str, OpRecord]:
     return found
 
 
-def module_list(log: ModelLog) -> list[dict[str, Any]]:
+def module_list(modules: Mapping[str, ModuleInfo]) -> list[protocol.ModuleInfo]:
     """Every module that ran, each after its parent (the frontend builds the tree in one pass)."""
-    modules = log.modules
-    out: list[dict[str, Any]] = []
+    out: list[protocol.ModuleInfo] = []
     done: set[str] = set()
 
     def emit(address: str) -> None:
@@ -96,23 +92,23 @@ def module_list(log: ModelLog) -> list[dict[str, Any]]:
     return out
 
 
-def build_payload(log: ModelLog) -> dict[str, Any]:
-    """The GraphPayload dict for `log` (see js/src/protocol.ts)."""
+def build_payload(log: ModelLog) -> protocol.GraphPayload:
+    """The GraphPayload dict for `log` (see js/src/**/protocol.ts)."""
     with gc_paused():
         return _build_payload(log)
 
 
-def _build_payload(log: ModelLog) -> dict[str, Any]:
-    records = list(log.nodes)
-    by_label = {r.label: r for r in records}
-    consumer = first_consumers(records)
+def _build_payload(log: ModelLog) -> protocol.GraphPayload:
+    records = log.nodes
+    by_label = log.by_label
+    consumer = first_consumers(by_label)
 
     # ---- unrolled view: one node per record, edges straight from the log's graph ----
-    u_nodes = []
+    u_nodes: list[protocol.NodeInfo] = []
     for r in records:
         placed = consumer.get(r.label, r)
         u_nodes.append(_node(r, unrolled_groups(placed), [r.label]))
-    u_edges = []
+    u_edges: list[protocol.EdgeInfo] = []
     edge_shape: dict[tuple[str, str], str] = {}  # (source layer, target layer) -> first shape
     for src, dst, data in log.graph.edges(data=True):
         text = data["shape"]  # the graph's edge label (graph.unrolled.shape_text)
@@ -120,7 +116,7 @@ def _build_payload(log: ModelLog) -> dict[str, Any]:
         edge_shape.setdefault((by_label[src].layer, by_label[dst].layer), text)
 
     # ---- rolled view: one node per layer, passes folded ----
-    r_nodes = []
+    r_nodes: list[protocol.NodeInfo] = []
     for layer, data in log.rolled_graph.nodes(data=True):
         passes: list[OpRecord] = list(data["records"])
         first = passes[0]
@@ -135,7 +131,7 @@ def _build_payload(log: ModelLog) -> dict[str, Any]:
             feedsOutput=any(p.feeds_output for p in passes),
         )
         r_nodes.append(node)
-    r_edges = [
+    r_edges: list[protocol.EdgeInfo] = [
         {
             "source": src,
             "target": dst,
@@ -150,7 +146,7 @@ def _build_payload(log: ModelLog) -> dict[str, Any]:
         "error": error_text(log.error),
         "failedOp": log.failed_op,
         "nOps": len(log.ops),
-        "modules": module_list(log),
+        "modules": module_list(log.modules),
         "unrolled": {"nodes": u_nodes, "edges": u_edges},
         "rolled": {"nodes": r_nodes, "edges": r_edges},
     }

@@ -1,39 +1,68 @@
 """Reduce one activation tensor to what the frontend plots (protocol.ts `ActivationResult`).
 
-Everything heavy happens here in the kernel: the browser only receives a float32 buffer
-small enough to draw (<= 4096 line points, <= 256x256 heatmaps, <= 16 images of <= 64x64),
-plus statistics and a histogram computed over the full tensor.
+Everything heavy happens here in the kernel, on the tensor's own device: the browser only
+receives a float32 buffer small enough to draw (<= 4096 line points, <= 256x256 heatmaps,
+<= 16 images of <= 64x64), plus statistics and a histogram computed over the full tensor.
+A click must not cost a copy of the tensor: the plotted window is cut out and pooled first
+(in the tensor's own dtype where torch can pool it), only that small result is converted to
+float32 and copied to the host, and the statistics read the tensor in bounded chunks.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
+
+from lens_widget.widget import protocol
+from lens_widget.widget.checks import check_index
 
 MAX_LINE = 4096
 MAX_HEATMAP = 256
 MAX_CHANNELS = 16
 MAX_IMAGE = 64
 HIST_BINS = 64
+# Elements converted (to float64 for statistics, to float32 for pooling) at a time: 1 MiB.
+CHUNK = 1 << 17
+
+# dtypes torch pools as they are; others (ints, bool, complex, fp8) are converted piecewise.
+_POOLABLE = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64})
 
 
-def as_float(t: torch.Tensor) -> tuple[torch.Tensor, str]:
-    """The tensor as a float tensor on the CPU, and a note when the conversion lost something."""
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.is_complex():
-        return t.abs().float(), "complex shown as magnitude"
-    if t.dtype in (torch.float32, torch.float64):
-        return t, ""
-    if t.dtype == torch.int64:
-        return t.double(), ""  # float32 would round large ids and counts in the stats
-    # bool, small ints, half, bfloat16, fp8...: float32 holds them exactly enough.
-    return t.float(), ""
+def _float32(t: torch.Tensor) -> torch.Tensor:
+    """A small tensor as float32: complex as magnitude, bool and ints as numbers."""
+    return (t.abs() if t.is_complex() else t).float()
+
+
+def _stats_device(device: torch.device) -> torch.device:
+    # Apple's MPS has no float64: its (bounded) chunks are summed on the CPU instead.
+    return torch.device("cpu") if device.type == "mps" else device
+
+
+def _float64(t: torch.Tensor) -> torch.Tensor:
+    # int64 needs float64: float32 would round large ids and counts in the stats.
+    t = t.abs() if t.is_complex() else t
+    return t.to(_stats_device(t.device), torch.float64)
+
+
+def _flat_chunks(x: torch.Tensor) -> Iterator[torch.Tensor]:
+    """The values of `x` as 1-D pieces of about CHUNK elements; no piece copies more."""
+    if x.is_contiguous():
+        flat = x.view(-1)
+        for start in range(0, flat.numel(), CHUNK):
+            yield flat[start : start + CHUNK]
+        return
+    row = x[0].numel()  # non-contiguous tensors have at least one dimension
+    if row >= CHUNK:
+        for i in range(x.shape[0]):
+            yield from _flat_chunks(x[i])
+        return
+    step = max(1, CHUNK // max(row, 1))
+    for start in range(0, x.shape[0], step):
+        yield x[start : start + step].reshape(-1)
 
 
 def _json_number(v: float) -> float:
@@ -42,66 +71,122 @@ def _json_number(v: float) -> float:
     return 0.0 if math.isnan(v) else math.copysign(sys.float_info.max, v)
 
 
-def stats_and_hist(x: torch.Tensor) -> tuple[dict[str, float], dict[str, list[float]]]:
-    """Statistics and a 64-bin histogram over the finite values of the full tensor."""
+def _no_values(
+    numel: int, zeros: float, n_nan: int, n_inf: int
+) -> tuple[protocol.ActivationStats, protocol.Histogram]:
+    stats: protocol.ActivationStats = {
+        "numel": numel, "min": 0.0, "max": 0.0, "mean": 0.0, "std": 0.0, "zeros": zeros,
+        "nan": n_nan, "inf": n_inf,
+    }  # fmt: skip
+    return stats, {"edges": [], "counts": []}
+
+
+def stats_and_hist(x: torch.Tensor) -> tuple[protocol.ActivationStats, protocol.Histogram]:
+    """Statistics and a 64-bin histogram over the finite values of the full tensor.
+
+    Two passes over float64 chunks (float32 sums drift on large tensors and overflow to inf):
+    counts and range first, then mean, variance (chunks merged as Chan et al.) and histogram.
+    """
     numel = x.numel()
     if numel == 0:
-        empty = {"numel": 0, "min": 0.0, "max": 0.0, "mean": 0.0, "std": 0.0, "zeros": 0.0}
-        return {**empty, "nan": 0, "inf": 0}, {"edges": [], "counts": []}
-    flat = x.reshape(-1)
-    zeros = (numel - int(torch.count_nonzero(flat))) / numel
-    # Accumulate in float64: float32 sums drift on large tensors (and overflow to inf).
-    f64 = flat.double()
-    total = float(f64.sum())
-    if math.isfinite(total):  # the common case: no NaN/Inf, skip the masks
-        n_nan = n_inf = 0
-        finite = f64
-    else:
-        n_nan = int(torch.isnan(f64).sum())
-        n_inf = int(torch.isinf(f64).sum())
-        finite = f64[torch.isfinite(f64)]
-    if finite.numel() == 0:
-        stats = {"numel": numel, "min": 0.0, "max": 0.0, "mean": 0.0, "std": 0.0, "zeros": zeros}
-        return {**stats, "nan": n_nan, "inf": n_inf}, {"edges": [], "counts": []}
-    lo_t, hi_t = torch.aminmax(finite)
-    lo, hi = float(lo_t), float(hi_t)
-    n = finite.numel()
+        return _no_values(0, 0.0, 0, 0)
+    n_zero = n_nan = n_inf = 0
+    lo, hi = math.inf, -math.inf
+    for chunk in _flat_chunks(x):
+        values = _float64(chunk)
+        n_zero += values.numel() - int(torch.count_nonzero(values))
+        if not math.isfinite(float(values.sum())):  # the common case skips the masks
+            finite = torch.isfinite(values)
+            chunk_nan = int(torch.isnan(values).sum())
+            n_nan += chunk_nan
+            n_inf += values.numel() - int(finite.sum()) - chunk_nan
+            values = values[finite]
+        if values.numel():
+            chunk_lo, chunk_hi = torch.aminmax(values)
+            lo, hi = min(lo, float(chunk_lo)), max(hi, float(chunk_hi))
+    zeros = n_zero / numel
+    n = numel - n_nan - n_inf
+    if n == 0:
+        return _no_values(numel, zeros, n_nan, n_inf)
     # Values near float64's limit overflow sums and hi - lo: work on them scaled down.
     scale = max(abs(lo), abs(hi))
     scale = scale if scale > 1e150 else 1.0
-    scaled = finite / scale if scale != 1.0 else finite
-    if n > 1:
-        var, mean_t = torch.var_mean(scaled)
-        mean, std = float(mean_t) * scale, math.sqrt(float(var)) * scale
-    else:
-        mean, std = lo, 0.0
-    stats = {
+    s_lo, s_hi = lo / scale, hi / scale
+    counts_t = torch.zeros(HIST_BINS, dtype=torch.float64, device=_stats_device(x.device))
+    seen, mean, m2 = 0, 0.0, 0.0
+    for chunk in _flat_chunks(x):
+        values = _float64(chunk)
+        if n_nan or n_inf:
+            values = values[torch.isfinite(values)]
+        if scale != 1.0:
+            values = values / scale
+        k = values.numel()
+        if k == 0:
+            continue
+        var_t, mean_t = torch.var_mean(values, correction=0)
+        chunk_mean, total = float(mean_t), seen + k
+        delta = chunk_mean - mean
+        mean += delta * k / total
+        m2 += float(var_t) * k + delta * delta * seen * k / total
+        seen = total
+        if lo != hi:
+            counts_t += torch.histc(values, HIST_BINS, s_lo, s_hi)
+    std = math.sqrt(m2 / (n - 1)) * scale if n > 1 else 0.0
+    stats: protocol.ActivationStats = {
         "numel": numel,
         "min": lo,
         "max": hi,
-        "mean": _json_number(mean),
+        "mean": _json_number(mean * scale if n > 1 else lo),
         "std": _json_number(std),
         "zeros": zeros,
+        "nan": n_nan,
+        "inf": n_inf,
     }
     if lo == hi:  # one value: a single bar in the middle bin of a unit-wide range
         edges = [lo - 0.5 + i / HIST_BINS for i in range(HIST_BINS + 1)]
         counts = [0] * HIST_BINS
         counts[HIST_BINS // 2] = n
     else:
-        s_lo, s_hi = lo / scale, hi / scale
-        counts = [int(c) for c in torch.histc(scaled, HIST_BINS, s_lo, s_hi).tolist()]
+        counts = [int(c) for c in counts_t.tolist()]
         step = (s_hi - s_lo) / HIST_BINS
         edges = [(s_lo + i * step) * scale for i in range(HIST_BINS + 1)]
         edges[0], edges[-1] = lo, hi
-    hist = {"edges": edges, "counts": counts}
-    return {**stats, "nan": n_nan, "inf": n_inf}, hist
+    return stats, {"edges": edges, "counts": counts}
+
+
+def _pool(x: torch.Tensor, size: tuple[int, ...]) -> torch.Tensor:
+    """torch's adaptive mean pooling of the last len(size) dims of `x`."""
+    k = len(size)
+    flat = x.reshape(-1, *x.shape[-k:])  # pooling takes (N, L) or (N, H, W)
+    pooled = F.adaptive_avg_pool1d(flat, size) if k == 1 else F.adaptive_avg_pool2d(flat, size)
+    return pooled.reshape(*x.shape[:-k], *size)
+
+
+def _mean_pool(x: torch.Tensor, size: tuple[int, ...]) -> torch.Tensor:
+    """Adaptive mean pooling of the last len(size) dims (1 or 2), as float32.
+
+    Small inputs are converted first; large float ones pool in their own dtype; large others
+    (ints, bool, complex) are converted one window of output rows at a time, never whole.
+    """
+    if x.numel() <= CHUNK:
+        return _pool(_float32(x), size)
+    if x.dtype in _POOLABLE:
+        return _pool(x, size).float()
+    dim = x.dim() - len(size)  # the dim whose windows become output rows
+    rows, out_rows = x.shape[dim], size[0]
+    pieces = []
+    for i in range(out_rows):
+        start, end = (i * rows) // out_rows, -(-(i + 1) * rows // out_rows)
+        window = _float32(x.narrow(dim, start, end - start)).mean(dim, keepdim=True)
+        pieces.append(_pool(window, (1, *size[1:])) if len(size) == 2 else window)
+    return torch.cat(pieces, dim)
 
 
 def _pool_line(v: torch.Tensor) -> tuple[torch.Tensor, str]:
     n = v.numel()
     if n <= MAX_LINE:
         return v, ""
-    pooled = F.adaptive_avg_pool1d(v.reshape(1, 1, n).float(), MAX_LINE).reshape(-1)
+    pooled = _mean_pool(v, (MAX_LINE,))
     return pooled, f"points {n} -> {MAX_LINE} (mean of ~{n / MAX_LINE:.3g})"
 
 
@@ -110,8 +195,7 @@ def _pool_2d(m: torch.Tensor, limit: int) -> tuple[torch.Tensor, str]:
     out_r, out_c = min(rows, limit), min(cols, limit)
     if (out_r, out_c) == (rows, cols):
         return m, ""
-    pooled = F.adaptive_avg_pool2d(m.reshape(-1, 1, rows, cols).float(), (out_r, out_c))
-    pooled = pooled.reshape(*m.shape[:-2], out_r, out_c)
+    pooled = _mean_pool(m, (out_r, out_c))
     parts = []
     if out_r != rows:
         parts.append(f"rows {rows} -> {out_r} (mean of ~{rows / out_r:.3g})")
@@ -124,7 +208,7 @@ def _batch_note(index: int, size: int) -> str:
     return f"showing batch item {index + 1} of {size}" if size > 1 else ""
 
 
-def plot_kind(shape: tuple[int, ...]) -> str:
+def plot_kind(shape: tuple[int, ...]) -> protocol.PlotKind:
     """Which plot suits a tensor of this shape (see `tensor_view` for the layout of each)."""
     rank = len(shape)
     if rank == 0 or math.prod(shape) == 1:
@@ -141,15 +225,6 @@ def plot_kind(shape: tuple[int, ...]) -> str:
     return "sequence"
 
 
-def check_index(name: str, value: Any, size: int) -> int:
-    """An int in [0, size), or ValueError naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if not 0 <= value < size:
-        raise ValueError(f"{name} {value} out of range [0, {size})")
-    return value
-
-
 def tensor_view(
     tensor: torch.Tensor,
     *,
@@ -158,19 +233,20 @@ def tensor_view(
     n_outputs: int = 1,
     batch: int = 0,
     channel_start: int = 0,
-) -> tuple[dict[str, Any], bytes]:
+) -> tuple[protocol.ActivationResult, bytes]:
     """The ActivationResult dict for `tensor` and the float32 little-endian bytes of its data.
 
     Raises ValueError for a batch or channel index out of range.
     """
-    x, conv_note = as_float(tensor)
+    x = tensor.detach()
+    conv_note = "complex shown as magnitude" if x.is_complex() else ""
     shape = tuple(int(s) for s in x.shape)
     stats, hist = stats_and_hist(x)
     kind = plot_kind(shape) if x.numel() else "line"
     # What was cut or pooled before sending; `reduced` is true exactly when this is non-empty.
     notes: list[str] = []
-    batch_info: dict[str, int] | None = None
-    channels: dict[str, int] | None = None
+    batch_info: protocol.BatchWindow | None = None
+    channels: protocol.ChannelWindow | None = None
 
     if x.numel() == 0:
         data = x.reshape(0)
@@ -207,8 +283,10 @@ def tensor_view(
 
     reductions = [n for n in notes if n]
     note = "; ".join([conv_note, *reductions] if conv_note else reductions)
-    buf = data.to(torch.float32).contiguous().numpy().astype("<f4", copy=False).tobytes()
-    result = {
+    # Only the reduced view leaves the device.
+    values = _float32(data).cpu().contiguous()
+    buf = values.numpy().astype("<f4", copy=False).tobytes()
+    result: protocol.ActivationResult = {
         "id": node_id,
         "output": output,
         "nOutputs": n_outputs,

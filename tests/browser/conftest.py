@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "fixtures"))
-ARTIFACTS = HERE / "artifacts"
+from bench.chromium import CHROMIUM, CHROMIUM_ARGS
 
-from chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 - after the sys.path line above
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "fixtures"))  # lens_harness, for test_widget_page
+ARTIFACTS = HERE / "artifacts"
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 from lens_harness import click_item, kernel_log, lens, open_widget, wait_idle, widget_kernel
-from lens_synthetic import make_payload
+
+from bench.zoo.synthetic_payload import make_payload
 
 
 @pytest.fixture(scope="module")
@@ -363,7 +364,7 @@ def test_real_model_through_the_python_kernel(page, artifacts) -> None:
         """() => Object.fromEntries([...document.querySelectorAll('[data-testid=stats] td')]
             .map(td => [td.children[0].textContent, td.children[1].textContent]))"""
     )
-    act = w.log[target].activation.detach().float()
+    act = w.model_log[target].activation.detach().float()
     assert float(stats["max"]) == pytest.approx(float(act.max()), rel=1e-4)
     assert float(stats["min"]) == pytest.approx(float(act.min()), rel=1e-4, abs=1e-7)
     assert int(stats["numel"].replace(",", "")) == act.numel()

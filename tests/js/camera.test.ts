@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { firstCamera, fitCamera, READABLE_SCALE, topCenterX } from "../../js/src/camera";
+import { firstCamera, fitCamera, READABLE_SCALE, topCenterX } from "../../js/src/render/camera";
 
 const W = 800;
 const H = 600;

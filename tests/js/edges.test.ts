@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { edgeGeometry } from "../../js/src/edges";
-import { DEFAULT_METRICS } from "../../js/src/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layoutCore";
-import { composeScene, planLayout, SizeCache } from "../../js/src/layoutPlan";
-import { buildModel } from "../../js/src/tree";
-import { computeVisible } from "../../js/src/visibility";
+import { edgeGeometry } from "../../js/src/layout/edges";
+import { DEFAULT_METRICS } from "../../js/src/layout/labels";
+import { type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
+import { composeScene, planLayout, SizeCache } from "../../js/src/layout/layoutPlan";
+import { buildModel } from "../../js/src/model/tree";
+import { computeVisible } from "../../js/src/model/visibility";
 import { nested } from "./builders";
 
 describe("edgeGeometry", () => {

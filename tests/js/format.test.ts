@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fmtBytes, fmtNum, fmtShape, shortPath } from "../../js/src/format";
+import { fmtBytes, fmtNum, fmtShape, shortPath } from "../../js/src/panel/format";
 
 describe("format", () => {
   it("formats numbers compactly", () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_METRICS } from "../../js/src/labels";
-import { boxSize, type GroupLayout, runJobs } from "../../js/src/layoutCore";
-import { composeScene, planLayout, type Rect, SizeCache } from "../../js/src/layoutPlan";
-import { buildModel } from "../../js/src/tree";
-import { computeVisible } from "../../js/src/visibility";
+import { DEFAULT_METRICS } from "../../js/src/layout/labels";
+import { boxSize, type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
+import { composeScene, planLayout, type Rect, SizeCache } from "../../js/src/layout/layoutPlan";
+import { buildModel } from "../../js/src/model/tree";
+import { computeVisible } from "../../js/src/model/visibility";
 import { nested, wide } from "./builders";
 
 const m = buildModel(nested(), "unrolled");

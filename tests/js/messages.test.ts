@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { AnyModel, Handler } from "../../js/src/anywidget";
-import { decodeActivation, decodeFloat32, RequestClient, RequestError } from "../../js/src/messages";
-import type { ActivationResult } from "../../js/src/protocol";
+import { decodeActivation, decodeFloat32, RequestClient, RequestError } from "../../js/src/kernel/messages";
+import type { MessageChannel } from "../../js/src/kernel/widgetModel";
+import type { ActivationResult } from "../../js/src/model/protocol";
 
 function f32Bytes(values: number[], offset: number): DataView {
   const raw = new ArrayBuffer(values.length * 4 + offset);
@@ -57,14 +57,11 @@ describe("decodeActivation", () => {
   });
 });
 
-class FakeModel implements AnyModel {
+type Handler = (...args: any[]) => void;
+
+class FakeModel implements MessageChannel {
   sent: any[] = [];
   handlers: Handler[] = [];
-  get(): unknown {
-    return undefined;
-  }
-  set(): void {}
-  save_changes(): void {}
   on(ev: string, cb: Handler): void {
     if (ev === "msg:custom") this.handlers.push(cb);
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { search } from "../../js/src/search";
-import { buildModel } from "../../js/src/tree";
+import { search } from "../../js/src/model/search";
+import { buildModel } from "../../js/src/model/tree";
 import { nested } from "./builders";
 
 const m = buildModel(nested(), "unrolled");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildModel } from "../../js/src/tree";
-import { computeVisible } from "../../js/src/visibility";
+import { buildModel } from "../../js/src/model/tree";
+import { computeVisible } from "../../js/src/model/visibility";
 import { nested } from "./builders";
 
 const m = buildModel(nested(), "unrolled");

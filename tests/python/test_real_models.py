@@ -19,17 +19,18 @@ from cleanup_checks import (
     seed_all,
     tensor_leaves,
 )
-from models_zoo import BUILDERS, ZooCase
 from torch import nn
+
+from bench.zoo import TEST_MODELS, ZooCase
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 
-NAMES = list(BUILDERS)
+NAMES = list(TEST_MODELS)
 MODES = ["eval", "train"]
 
 
 def build(name: str, mode: str) -> ZooCase:
-    case = BUILDERS[name]()
+    case = TEST_MODELS[name]()
     case.model.train(mode == "train")
     return case
 

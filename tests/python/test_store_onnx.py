@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 import torch
 from function_module import FunctionModule
-from models_zoo import BUILDERS
 
 import lens_widget as lw
+from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget.store.onnx_export import CUSTOM_DOMAIN, node_name
 
 onnx = pytest.importorskip("onnx")

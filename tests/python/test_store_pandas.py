@@ -6,9 +6,9 @@ import sys
 
 import pytest
 import torch
-from models_zoo import BUILDERS
 
 import lens_widget as lw
+from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget.store.table import COLUMNS
 
 pd = pytest.importorskip("pandas")

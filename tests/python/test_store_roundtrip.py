@@ -9,10 +9,10 @@ import pytest
 import torch
 from function_module import FunctionModule
 from log_equality import NOT_PLAIN, assert_same_log, assert_same_tensor
-from models_zoo import BUILDERS
 from torch import nn
 
 import lens_widget as lw
+from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget.log.records import OpRecord
 from lens_widget.store.load import SavedError
 

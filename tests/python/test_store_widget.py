@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from models_zoo import BUILDERS
 
 import lens_widget as lw
+from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget import LensWidget
 from lens_widget.widget.payload import build_payload
 

@@ -151,3 +151,33 @@ def test_constant_tensors_captured_from_outside_become_const_sources():
     const = [n for n in log.nodes if n.kind == "const"]
     assert len(const) == 1 and torch.equal(const[0].activation, table)
     assert log.ops[0].parents == ["input.0", const[0].label]
+
+
+def test_inference_tensors_as_inputs_and_inside_forward():
+    with torch.inference_mode():
+        x = torch.randn(2, 3)
+    with torch.no_grad():
+        log = lw.trace(nn.Linear(3, 3), x)
+    assert log.validate().checked == 1
+
+    class InferenceInside(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x):
+            with torch.inference_mode():
+                y = self.fc(x)
+            return y * 2
+
+    with torch.no_grad():
+        log = lw.trace(InferenceInside(), torch.randn(2, 3))
+    assert [op.func for op in log.ops] == ["linear", "mul"]
+
+
+def test_compiled_modules_are_traced_eagerly():
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    compiled = torch.compile(model)
+    log = lw.trace(compiled, torch.randn(2, 3))
+    assert [op.func for op in log.ops] == ["linear", "relu"]
+    assert log.model_class == "Sequential"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -87,3 +89,29 @@ def test_out_kwarg_write_is_an_edge_and_a_copy():
     assert torch.equal(log["add_1_1"].activation, x + 1)
     assert log["mul_1_2"].parents == ["input.0", "add_1_1"]
     assert log["mul_1_2"].inplace
+
+
+def test_inplace_target_passed_by_keyword_is_copied_before_the_write():
+    def init(x):
+        c = x * 1
+        nn.init.normal_(tensor=c)
+        return c * 2
+
+    x = torch.randn(4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "overwritten by a call the tracer could not see"
+        log = lw.trace(FunctionModule(init), x)
+    assert torch.equal(log["mul_1_1"].activation, x)
+    assert log["normal_1_2"].inplace
+
+
+def test_inference_mode_view_written_through_its_base_replays():
+    def view_then_write(x):
+        y = x * 2
+        v = y[0]
+        y.mul_(10)
+        return v + 1  # v changed through y
+
+    with torch.inference_mode():
+        log = lw.trace(FunctionModule(view_then_write), torch.randn(2, 3))
+    assert log.validate().checked == len(log.ops)

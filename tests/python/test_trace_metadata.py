@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 import torch
+from function_module import FunctionModule
 from torch import nn
+from transformers import GPT2Config, GPT2LMHeadModel
 from transformers.modeling_outputs import BaseModelOutput
 
 import lens_widget as lw
@@ -122,3 +125,25 @@ def test_summary_shortens_long_op_lists():
     text = str(lw.trace(Long(), torch.zeros(1)))
     assert "... 60 more ops ..." in text
     assert text.count("add_1_1:") == 40
+
+
+def test_kv_cache_objects_in_the_output_are_walked():
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50)).eval()
+    log = lw.trace(model, (torch.randint(0, 50, (1, 4)),), {"use_cache": True})
+    names = [n.label for n in log.outputs]
+    assert names[0] == "output.logits"
+    assert "output.past_key_values.layers.0.keys" in names
+    assert log.structure == "branching"
+
+
+def test_partial_trace_marks_what_led_to_the_failure():
+    def broken(x):
+        side = x.exp()  # leads nowhere
+        y = x.relu()
+        return y @ torch.ones(5, 5) + side
+
+    with pytest.raises(RuntimeError) as caught:
+        lw.trace(FunctionModule(broken), torch.randn(2, 3))
+    log = caught.value.lens_log
+    assert {op.label for op in log.ops if op.feeds_output} == {"relu_1_2", "ones_1_3", "matmul_1_4"}
+    assert log["exp_1_1"].feeds_output is False

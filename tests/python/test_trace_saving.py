@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from function_module import FunctionModule
 from torch import nn
 
 import lens_widget as lw
@@ -139,3 +140,62 @@ def test_deleting_the_log_frees_its_tensors_without_waiting_for_gc():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_uninitialized_memory_is_compared_by_shape_only():
+    def fill(x):
+        out = torch.empty_like(x)
+        torch.add(x, 1, out=out)
+        values, indices = torch.empty(4), torch.empty(4, dtype=torch.long)
+        torch.max(x, 1, out=(values, indices))
+        return out * 2 + values.unsqueeze(1)
+
+    log = lw.trace(FunctionModule(fill), torch.randn(4, 4))
+    assert log.validate().checked == len(log.ops)
+
+
+def test_explicit_generator_is_skipped_by_validate_and_left_alone():
+    class Noisy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.g = torch.Generator().manual_seed(3)
+
+        def forward(self, x):
+            return x + torch.randn(x.shape, generator=self.g)
+
+    model = Noisy()
+    log = lw.trace(model, torch.zeros(3))
+    state = model.g.get_state().clone()
+    report = log.validate()
+    assert report.skipped == {"randn_1_1": "draws from an explicit torch.Generator"}
+    assert torch.equal(model.g.get_state(), state)
+
+
+def test_predicate_sees_the_source_and_the_layer():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    seen: list[tuple[str, str]] = []
+
+    def keep(op):
+        seen.append((op.layer, op.source))
+        return op.layer == "linear_1_1"
+
+    log = lw.trace(model, torch.randn(2, 4), save=keep)
+    assert [op.label for op in log.ops if op.saved] == ["linear_1_1"]
+    assert all(
+        isinstance(source, str) and source.endswith(".py:" + source.rsplit(":", 1)[1])
+        for _, source in seen
+    )
+
+
+def test_unmatched_save_names_warn():
+    with pytest.warns(UserWarning, match=r"\['lineer'\]"):
+        lw.trace(nn.Linear(2, 2), torch.randn(1, 2), save=["lineer"])
+
+
+def test_saved_values_carry_no_autograd_history():
+    model = nn.Linear(3, 3)
+    x = torch.randn(2, 3, requires_grad=True)
+    log = lw.trace(model, x)
+    assert all(not t.requires_grad for n in log.nodes for t in n.activations or ())
+    log.output.sum().backward()  # the user's output still has its graph
+    assert x.grad is not None and model.weight.grad is not None

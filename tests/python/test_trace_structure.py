@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
+from function_module import FunctionModule
 from torch import nn
 
 import lens_widget as lw
@@ -150,3 +152,51 @@ def test_a_module_returning_its_input_untouched_gets_an_identity_op():
     assert log["1"].parents == ["linear_1_1"] and log["relu_1_4"].parents == ["identity_2_3"]
     assert torch.equal(log["2"].activation, log["linear_1_1"].activation)
     assert log.validate().checked == 4
+
+
+def test_labels_never_collide_with_parameter_names():
+    class Collide(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.output = nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            return x * self.output
+
+    log = lw.trace(Collide(), torch.ones(3))
+    labels = [n.label for n in log.nodes]
+    assert len(labels) == len(set(labels)) == log.graph.number_of_nodes()
+    assert log["output"].kind == "param" and log["output#2"].kind == "output"
+
+
+def test_helper_called_from_two_lines_is_two_layers_but_a_loop_folds():
+    def rotate(t):
+        return torch.cat((-t[..., 1:], t[..., :1]), dim=-1)
+
+    def forward(q, k):
+        q2, k2 = rotate(q), rotate(k)
+        for _ in range(3):
+            q2 = rotate(q2)
+        return q2 + k2
+
+    log = lw.trace(FunctionModule(forward), (torch.randn(2, 4), torch.randn(2, 4)))
+    cats = [op for op in log.ops if op.func == "cat"]
+    assert [op.n_passes for op in cats] == [1, 1, 3, 3, 3]
+    assert log.structure == "recurrent"  # the loop; q and k alone would be branching
+
+
+def test_indexing_by_pass_layer_and_numpy_positions():
+    model = nn.Linear(2, 2)
+
+    def twice(x):
+        for _ in range(2):
+            x = model(x)
+        return x.relu()
+
+    log = lw.trace(FunctionModule(twice), torch.randn(1, 2))
+    assert log["relu_1_2:1"] is log["relu_1_2"]
+    with pytest.raises(KeyError, match="ran 2 times"):
+        log["linear_1_1"]
+    assert log[np.int64(1)] is log.ops[1]
+    with pytest.raises(IndexError, match="the log has 3 ops"):
+        log[3]

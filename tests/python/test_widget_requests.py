@@ -128,3 +128,35 @@ def test_rerun_target_accepts_rolled_layers():
     assert requests.rerun_target(RECORDS, {"id": "relu_1"}, {"relu_1"}) == "relu_1"
     with pytest.raises(requests.RequestError, match="unknown node id"):
         requests.rerun_target(RECORDS, {"id": "relu_1"}, {"other"})
+
+
+HUGE = "k" * 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("activation", {"id": HUGE}),
+        ("activation", {"id": "relu_1_1", HUGE: 1}),
+        ("activation", {"id": "relu_1_1", **{f"{HUGE}{i}": 1 for i in range(20)}}),
+        ("activation", {"id": "conv2d_1_2", "batch": HUGE}),
+        ("activation", {"id": "conv2d_1_2", "channelStart": [HUGE]}),
+        ("activation", {"id": "split_1_3", "output": 10**5000}),
+        (HUGE, {"id": "relu_1_1"}),
+    ],
+)
+def test_error_replies_quote_bad_input_briefly(method, params):
+    reply, _ = ask(method=method, params=params)
+    assert reply["ok"] is False
+    assert len(reply["error"]) <= 300, reply["error"][:400]
+
+
+def test_a_long_handler_error_is_cut():
+    def verbose(_params):
+        raise RuntimeError("x" * 100_000)
+
+    reply, _ = requests.handle(
+        {"type": "request", "id": 1, "method": "v", "params": {}}, {"v": verbose}
+    )
+    assert reply["error"].startswith("RuntimeError: xxx") and reply["error"].endswith("…")
+    assert len(reply["error"]) <= 2000

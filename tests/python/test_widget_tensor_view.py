@@ -1,12 +1,15 @@
 """tensor_view: plot kind per shape, kernel-side reduction, stats and histogram."""
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from lens_widget.widget.tensor_view import (
+    CHUNK,
     MAX_CHANNELS,
     MAX_HEATMAP,
     MAX_IMAGE,
@@ -210,3 +213,101 @@ def test_unreduced_views_have_no_note(shape):
     result, _ = tensor_view(torch.randn(shape))
     assert result["reduced"] is False
     assert result["note"] == ""
+
+
+# ---- large tensors: reduced before converting, in bounded pieces ------------------------
+
+
+def test_stats_of_a_tensor_larger_than_a_chunk_match_float64():
+    x = torch.randn(3 * CHUNK + 17) * 5 + 2
+    x[::100_003] = float("nan")
+    x[CHUNK + 5] = float("inf")
+    x[2 * CHUNK + 9] = float("-inf")
+    x[10:30] = 0
+    result, _ = tensor_view(x)
+    s = result["stats"]
+    finite = x[torch.isfinite(x)].double()
+    assert s["nan"] == int(torch.isnan(x).sum()) and s["inf"] == 2
+    assert s["min"] == float(finite.min()) and s["max"] == float(finite.max())
+    assert s["mean"] == pytest.approx(float(finite.mean()), rel=1e-12)
+    assert s["std"] == pytest.approx(float(finite.std()), rel=1e-12)
+    assert s["zeros"] == float((x == 0).sum()) / x.numel()
+    expected = torch.histc(finite, 64, s["min"], s["max"])
+    assert result["hist"]["counts"] == [int(c) for c in expected.tolist()]
+
+
+def test_a_large_non_contiguous_tensor_gives_the_same_view():
+    x = torch.randn(1100, 700).t()  # 770k elements, a transposed view
+    result, buf = tensor_view(x)
+    same, same_buf = tensor_view(x.contiguous())
+    assert result["stats"] == pytest.approx(same["stats"], rel=1e-12)
+    assert result["hist"] == same["hist"] and buf == same_buf
+
+
+@pytest.mark.parametrize(
+    ("shape", "kwargs"),
+    [
+        ((CHUNK * 2 + 123,), {}),  # line: 4096 windows of uneven length
+        ((1111, 997), {}),  # heatmap: rows and cols pooled unevenly
+        ((2, 3, 700, 400), {"batch": 1}),  # images
+        ((2, 600, 900), {"batch": 1}),  # sequence
+    ],
+)
+def test_integer_tensors_pool_like_their_float_copy(shape, kwargs):
+    x = torch.randint(-1000, 1000, shape)
+    assert x.numel() > CHUNK or x[0].numel() > CHUNK // 2
+    result, buf = tensor_view(x, **kwargs)
+    expected, expected_buf = tensor_view(x.double(), **kwargs)
+    assert result["dataShape"] == expected["dataShape"] and result["note"] == expected["note"]
+    np.testing.assert_allclose(values(buf, result), values(expected_buf, expected), atol=1e-3)
+    assert result["stats"] == pytest.approx(expected["stats"], rel=1e-12)
+
+
+def test_large_bfloat16_pools_in_its_own_dtype_close_to_float32():
+    x = torch.randn(1500, 1200)
+    result, buf = tensor_view(x.bfloat16())
+    expected, expected_buf = tensor_view(x.bfloat16().float())
+    assert result["dtype"] == "bfloat16" and result["dataShape"] == expected["dataShape"]
+    np.testing.assert_allclose(values(buf, result), values(expected_buf, expected), atol=0.02)
+
+
+def resident_kib(field: str) -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(re.search(rf"{field}:\s+(\d+) kB", status)[1])
+
+
+def peak_growth(call) -> int:
+    """Bytes by which this process's peak resident memory grows during `call()`."""
+    Path("/proc/self/clear_refs").write_text("5")  # the peak starts again from the present
+    before = resident_kib("VmHWM")
+    call()
+    return (resident_kib("VmHWM") - before) * 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [
+        ((2048, 4096), torch.float32),  # heatmap, 32 MiB
+        ((2, 2048, 4096), torch.bfloat16),  # sequence
+        ((2, 16, 512, 256), torch.int64),  # images
+    ],
+)
+def test_one_request_costs_a_small_fraction_of_the_tensor_in_memory(shape, dtype):
+    """A float64 copy of the tensor (converting before reducing) would grow the peak by 2x
+    for float32; the chunked statistics and the pooled window take about a MiB."""
+    tensor_view(torch.randn(3, 4, 70, 70).to(dtype))  # load lazy code and kernels first
+    x = torch.empty(shape, dtype=dtype)  # filled in place: no temporary copy
+    x.normal_() if dtype.is_floating_point else x.random_(-1000, 1000)
+    growth = peak_growth(lambda: tensor_view(x))
+    assert growth < 0.5 * x.numel() * x.element_size()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_cuda_tensor_is_reduced_on_the_device():
+    x = torch.randn(3, 8, 300, 200)
+    result, buf = tensor_view(x.cuda(), batch=2)
+    expected, expected_buf = tensor_view(x, batch=2)
+    assert result["dataShape"] == expected["dataShape"]
+    np.testing.assert_allclose(values(buf, result), values(expected_buf, expected), rtol=1e-4)
+    assert result["stats"] == pytest.approx(expected["stats"], rel=1e-6)

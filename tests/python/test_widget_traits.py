@@ -1,5 +1,6 @@
 """LensWidget: traits, selection validation, requests over the comm, re-runs, failing models."""
 
+import logging
 import warnings
 
 import numpy as np
@@ -60,8 +61,8 @@ def test_traits_after_construction(loop_widget):
     w = loop_widget
     assert w.view == "unrolled" and w.selected == "" and w.expanded == [] and w.status == ""
     assert w.graph["modelClass"] == "Loop"
-    assert w.graph["nOps"] == len(w.log.ops) > 0
-    assert [n["id"] for n in w.graph["unrolled"]["nodes"]] == [r.label for r in w.log.nodes]
+    assert w.graph["nOps"] == len(w.model_log.ops) > 0
+    assert [n["id"] for n in w.graph["unrolled"]["nodes"]] == [r.label for r in w.model_log.nodes]
     state = w.get_state()
     assert {"graph", "selected", "view", "expanded", "status", "_esm"} <= set(state)
 
@@ -83,12 +84,12 @@ def test_view_is_validated_and_maps_selection(loop_widget):
     with pytest.raises(traitlets.TraitError):
         w.view = "sideways"
     second = linear_ids(w)[1]
-    layer = w.log[second].layer
+    layer = w.model_log[second].layer
     w.selected = second
     w.view = "rolled"
     assert w.selected == layer  # the same op, as its rolled node
     w.view = "unrolled"
-    assert w.selected == w.log.rolled_graph.nodes[layer]["records"][0].label
+    assert w.selected == w.model_log.rolled_graph.nodes[layer]["records"][0].label
     # an unrolled id set while rolled becomes its layer
     w.view = "rolled"
     w.selected = second
@@ -109,7 +110,7 @@ def test_activation_request_over_the_comm(loop_widget):
     reply, buffers = replies.ask("activation", {"id": target}, req_id=41)
     assert reply["ok"] is True and reply["id"] == 41
     assert reply["result"]["id"] == target and reply["result"]["shape"] == [2, 6]
-    expected = loop_widget.log[target].activation
+    expected = loop_widget.model_log[target].activation
     np.testing.assert_array_equal(
         np.frombuffer(buffers[0], "<f4").reshape(2, 6), expected.detach().numpy()
     )
@@ -133,14 +134,14 @@ def test_rerun_saves_the_requested_op():
     assert statuses[0] != "" and statuses[-1] == ""
     saved = {n["id"] for n in w.graph["unrolled"]["nodes"] if n["saved"]}
     assert target in saved
-    assert w.log[target].saved
+    assert w.model_log[target].saved
     assert w.selected == target  # labels are stable across runs
     ok, buffers = replies.ask("activation", {"id": target})
     assert ok["ok"] is True and len(buffers[0]) == 2 * 6 * 4
     # a second re-run keeps the first target saved
     other = linear_ids(w)[2]
     replies.ask("rerun", {"id": other})
-    assert w.log[target].saved and w.log[other].saved
+    assert w.model_log[target].saved and w.model_log[other].saved
 
 
 def test_rerun_rejects_unknown_ids(loop_widget):
@@ -156,18 +157,18 @@ def test_failing_forward_shows_the_partial_log():
         warnings.simplefilter("always")
         w = LensWidget(Breaks(), torch.randn(2, 4))
     assert any("RuntimeError" in str(c.message) for c in caught)
-    assert w.log.error is not None
+    assert w.model_log.error is not None
     assert w.graph["error"].startswith("RuntimeError")
-    assert w.graph["failedOp"] == w.log.failed_op
+    assert w.graph["failedOp"] == w.model_log.failed_op
     failed = [n for n in w.graph["unrolled"]["nodes"] if n["failed"]]
-    assert [n["id"] for n in failed] == [w.log.failed_op]
+    assert [n["id"] for n in failed] == [w.model_log.failed_op]
     assert any(n["func"] == "linear" for n in w.graph["unrolled"]["nodes"])
 
 
 def test_from_log_cannot_rerun():
     log = lw.trace(Loop(), torch.randn(2, 6))
     w = LensWidget.from_log(log, view="rolled")
-    assert w.log is log and w.view == "rolled"
+    assert w.model_log is log and w.view == "rolled"
     reply, _ = Replies(w).ask("rerun", {"id": log.ops[0].label})
     assert reply["ok"] is False and "cannot re-run" in reply["error"]
 
@@ -177,17 +178,48 @@ def test_bad_inputs_raise_like_a_plain_call():
         LensWidget(Loop(), torch.randn(2, 6), kwargs=[1, 2])
 
 
+def frontend_message(widget, data):
+    """Deliver a comm message as ipywidgets receives one from the frontend."""
+    widget._handle_msg({"content": {"data": data}, "buffers": []})
+
+
+def test_bad_frontend_messages_go_through_ipywidgets_logging(loop_widget, caplog):
+    w = loop_widget
+    assert isinstance(w.log, (logging.Logger, logging.LoggerAdapter))  # ipywidgets' own
+    first = linear_ids(w)[0]
+    w.selected = first
+    with caplog.at_level(logging.WARNING):
+        frontend_message(w, {"method": "update", "state": {"selected": "nope_9_9"}})
+        frontend_message(w, {"method": "no_such_method"})
+    assert w.selected == first
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("unknown node id 'nope_9_9'" in m for m in messages), messages
+    assert any('with method "no_such_method"' in m for m in messages), messages
+    frontend_message(w, {"method": "update", "state": {"selected": linear_ids(w)[1]}})
+    assert w.selected == linear_ids(w)[1]  # good updates still apply
+
+
+def test_trait_errors_quote_bad_values_briefly(loop_widget):
+    huge = "n" * 1_000_000
+    with pytest.raises(traitlets.TraitError) as selected:
+        loop_widget.selected = huge
+    with pytest.raises(traitlets.TraitError) as expanded:
+        loop_widget.expanded = [huge, *(f"m{i}" for i in range(50))]
+    for err in (selected, expanded):
+        assert len(str(err.value)) < 1500 and "…" in str(err.value)
+
+
 def test_rerun_of_a_rolled_layer_saves_every_pass():
     torch.manual_seed(0)
     w = LensWidget(Loop().eval(), torch.randn(2, 6), save=lambda r: r.func == "tanh")
-    layer = w.log[linear_ids(w)[0]].layer
-    assert not any(w.log[i].saved for i in linear_ids(w))
+    layer = w.model_log[linear_ids(w)[0]].layer
+    assert not any(w.model_log[i].saved for i in linear_ids(w))
     reply, _ = Replies(w).ask("rerun", {"id": layer})
     assert reply["ok"] is True
     rolled = {n["id"]: n for n in w.graph["rolled"]["nodes"]}
     assert rolled[layer]["saved"] and rolled[layer]["nPasses"] == 3
-    assert all(w.log[i].saved for i in linear_ids(w))
-    kept = [r.label for r in w.log.ops if r.saved and r.func not in ("linear", "tanh")]
+    assert all(w.model_log[i].saved for i in linear_ids(w))
+    kept = [r.label for r in w.model_log.ops if r.saved and r.func not in ("linear", "tanh")]
     assert kept == []  # the user's predicate still decides for the rest
 
 
@@ -246,16 +278,16 @@ def test_rerun_replays_the_first_pass_and_restores_the_world():
     torch.manual_seed(0)
     model = TrainNoise().train()
     w = LensWidget(model, torch.randn(5, 4))
-    first = w.log.output.detach().clone()
+    first = w.model_log.output.detach().clone()
     # the user keeps working: the model's state and the RNG move on
     model(torch.randn(5, 4))
     buffers = {n: b for n, b in model.named_buffers()}
     before = {n: b.clone() for n, b in buffers.items()}
     rng = torch.get_rng_state()
 
-    w.rerun(w.log.ops[0].label)
+    w.rerun(w.model_log.ops[0].label)
 
-    torch.testing.assert_close(w.log.output, first, rtol=0, atol=0)
+    torch.testing.assert_close(w.model_log.output, first, rtol=0, atol=0)
     after = dict(model.named_buffers())
     assert all(after[n] is buffers[n] for n in buffers)  # same buffer objects
     for name, value in before.items():

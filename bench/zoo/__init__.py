@@ -1,0 +1,71 @@
+"""One model zoo for tests and bench: real architectures with random weights, in two sizes.
+
+`TEST_MODELS`: the tiny models the tests trace (name -> builder, no arguments).
+`BENCH_MODELS`: the bench's rows (name -> builder taking a `Size`: "bench" for the timed
+rows, "tiny" for `--quick`). `chain(n_ops)`: a synthetic model of about n_ops ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .case import Size, ZooCase
+from .language import (
+    albert,
+    bart,
+    bert,
+    bert_all_outputs,
+    distilbert,
+    gpt2,
+    gpt2_bf16,
+    llama,
+    mamba,
+    mistral,
+    qwen2,
+    t5,
+    whisper,
+)
+from .torch_nn import chain, looped, lstm, small_cnn, transformer_encoder
+from .vision import clip, convnext, mobilenet_v2, resnet, swin, vit
+
+TEST_MODELS: dict[str, Callable[[], ZooCase]] = {
+    b.__name__: b
+    for b in (
+        gpt2,
+        llama,
+        mistral,
+        qwen2,
+        bert,
+        bert_all_outputs,
+        albert,
+        gpt2_bf16,
+        distilbert,
+        t5,
+        bart,
+        whisper,
+        clip,
+        vit,
+        swin,
+        resnet,
+        convnext,
+        mobilenet_v2,
+        mamba,
+        lstm,
+        transformer_encoder,
+        small_cnn,
+        looped,
+    )
+}
+
+BENCH_MODELS: dict[str, Callable[[Size], ZooCase]] = {
+    "gpt2": gpt2,
+    "bert": bert,
+    "llama": llama,
+    "resnet50": resnet,
+    "vit": vit,
+    "whisper": whisper,
+    "lstm": lstm,
+    "looped": looped,
+}
+
+__all__ = ["BENCH_MODELS", "TEST_MODELS", "Size", "ZooCase", "chain"]

@@ -1,0 +1,79 @@
+// The test-only debug hook: `el.__lens` on the widget's element and its root, read by
+// tests/browser and bench/widget_bench.py to wait for layouts and to find things on screen.
+// Its surface is a contract with those readers: add to it, do not change it.
+import type { Rect } from "./layout/layoutPlan";
+import type { ViewName } from "./model/protocol";
+import type { Renderer } from "./render/renderer";
+
+export interface LensDebug {
+  readonly visibleCount: number;
+  readonly visibleIds: string[];
+  readonly layoutStatus: "idle" | "running";
+  readonly layoutCount: number; // layouts applied so far
+  readonly view: ViewName;
+  readonly expanded: string[];
+  readonly selected: string;
+  readonly drawnItems: number;
+  readonly lastFrameMs: number;
+  readonly usesWorker: boolean;
+  readonly scale: number;
+  nodeScreenPos(id: string): { x: number; y: number } | null;
+  groupHeaderPos(key: string): { x: number; y: number } | null;
+}
+
+/** The controller's state the hook reports, read anew on every access. */
+export interface DebugState {
+  layoutsRunning: number;
+  layoutCount: number;
+  usesWorker: boolean;
+  view: ViewName;
+  expanded: ReadonlySet<string>;
+  selected: string;
+}
+
+export function exposeDebug(elements: HTMLElement[], r: Renderer, state: () => DebugState): void {
+  const screen = (rect: Rect | undefined, header = false): { x: number; y: number } | null => {
+    if (!rect) return null;
+    const c = r.canvas.getBoundingClientRect();
+    const [sx, sy] = r.toScreen(rect.x + rect.w / 2, header ? rect.y + 10 : rect.y + rect.h / 2);
+    return { x: c.left + sx, y: c.top + sy };
+  };
+  const dbg: LensDebug = {
+    get visibleCount() {
+      return r.frame?.vis.items.length ?? 0;
+    },
+    get visibleIds() {
+      return r.frame ? r.frame.vis.items.map((i) => i.id) : [];
+    },
+    get layoutStatus() {
+      return state().layoutsRunning > 0 || !r.frame ? "running" : "idle";
+    },
+    get layoutCount() {
+      return state().layoutCount;
+    },
+    get view() {
+      return state().view;
+    },
+    get expanded() {
+      return [...state().expanded].sort();
+    },
+    get selected() {
+      return state().selected;
+    },
+    get drawnItems() {
+      return r.drawnItems;
+    },
+    get lastFrameMs() {
+      return r.lastFrameMs;
+    },
+    get usesWorker() {
+      return state().usesWorker;
+    },
+    get scale() {
+      return r.cam.scale;
+    },
+    nodeScreenPos: (id) => screen(r.frame?.scene.items.get(id)),
+    groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
+  };
+  for (const el of elements) (el as unknown as { __lens: LensDebug }).__lens = dbg;
+}

@@ -1,0 +1,116 @@
+// Request/response over anywidget custom messages, with our own timeouts (the kernel
+// only answers when idle), and decoding of the float32 buffers that come back.
+import type { ActivationRequest, ActivationResult, Request, ResponseMessage } from "../model/protocol";
+import type { MessageChannel } from "./widgetModel";
+
+export type BufferLike = DataView | ArrayBuffer | ArrayBufferView;
+
+/** float32 little-endian values of a message buffer, copied when unaligned. */
+export function decodeFloat32(buf: BufferLike): Float32Array {
+  const view =
+    buf instanceof ArrayBuffer
+      ? new DataView(buf)
+      : new DataView(buf.buffer as ArrayBuffer, buf.byteOffset, buf.byteLength);
+  const n = Math.floor(view.byteLength / 4);
+  const littleHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+  if (littleHost && view.byteOffset % 4 === 0) {
+    return new Float32Array(view.buffer, view.byteOffset, n).slice();
+  }
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = view.getFloat32(i * 4, true);
+  return out;
+}
+
+export interface Activation {
+  result: ActivationResult;
+  values: Float32Array;
+}
+
+export function decodeActivation(result: ActivationResult, buffers: BufferLike[]): Activation {
+  const values = buffers.length > 0 ? decodeFloat32(buffers[0]) : new Float32Array(0);
+  const expected = result.dataShape.reduce((a, b) => a * b, 1);
+  if (values.length !== expected) {
+    throw new Error(`activation buffer holds ${values.length} values, dataShape ${result.dataShape.join("x")} needs ${expected}`);
+  }
+  return { result, values };
+}
+
+export class RequestError extends Error {
+  constructor(
+    message: string,
+    readonly timedOut: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export interface RequestOptions {
+  timeoutMs?: number;
+  slowMs?: number;
+  onSlow?: () => void; // no reply yet after slowMs: the kernel is probably busy
+}
+
+interface Pending {
+  resolve: (v: { result: unknown; buffers: BufferLike[] }) => void;
+  reject: (e: Error) => void;
+  timers: ReturnType<typeof setTimeout>[];
+}
+
+export class RequestClient {
+  private next = 1;
+  private pending = new Map<number, Pending>();
+  private readonly onMsg = (msg: unknown, buffers?: BufferLike[]): void => {
+    this.handle(msg, buffers ?? []);
+  };
+
+  constructor(private model: MessageChannel) {
+    model.on("msg:custom", this.onMsg);
+  }
+
+  request(req: Request, opts: RequestOptions = {}): Promise<{ result: unknown; buffers: BufferLike[] }> {
+    const id = this.next++;
+    const timeoutMs = opts.timeoutMs ?? 20000;
+    return new Promise((resolve, reject) => {
+      const timers: ReturnType<typeof setTimeout>[] = [];
+      timers.push(
+        setTimeout(() => {
+          this.pending.delete(id);
+          reject(new RequestError(`no reply from the kernel after ${Math.round(timeoutMs / 1000)} s`, true));
+        }, timeoutMs),
+      );
+      if (opts.onSlow) timers.push(setTimeout(opts.onSlow, opts.slowMs ?? 1000));
+      this.pending.set(id, { resolve, reject, timers });
+      this.model.send({ type: "request", id, method: req.method, params: req.params });
+    });
+  }
+
+  /** A node's activation (see ActivationRequest); `onSlow` fires when the kernel has not answered in a second. */
+  activation(params: ActivationRequest["params"], onSlow: () => void): Promise<Activation> {
+    return this.request({ method: "activation", params }, { timeoutMs: 20000, slowMs: 1000, onSlow }).then(({ result, buffers }) =>
+      decodeActivation(result as ActivationResult, buffers),
+    );
+  }
+
+  /** Re-traces the model saving node `id`; the new graph arrives as a trait change. */
+  rerun(id: string): Promise<void> {
+    return this.request({ method: "rerun", params: { id } }, { timeoutMs: 120000 }).then(() => undefined);
+  }
+
+  handle(msg: unknown, buffers: BufferLike[]): boolean {
+    const m = msg as Partial<ResponseMessage> | null;
+    if (!m || m.type !== "response" || typeof m.id !== "number") return false;
+    const p = this.pending.get(m.id);
+    if (!p) return false;
+    this.pending.delete(m.id);
+    p.timers.forEach(clearTimeout);
+    if (m.ok) p.resolve({ result: m.result, buffers });
+    else p.reject(new RequestError(m.error ?? "request failed", false));
+    return true;
+  }
+
+  dispose(): void {
+    this.model.off("msg:custom", this.onMsg);
+    for (const p of this.pending.values()) p.timers.forEach(clearTimeout);
+    this.pending.clear();
+  }
+}

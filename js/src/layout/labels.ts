@@ -1,0 +1,68 @@
+// Text shown on nodes and collapsed modules, and the box sizes derived from it.
+import type { NodeInfo, ViewName } from "../model/protocol";
+import type { GroupNode } from "../model/tree";
+
+export const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace";
+export const FONT_PX = 11;
+export const SMALL_PX = 10;
+export const BOX_PAD = 12; // padding inside an expanded module box
+export const BOX_HEADER = 22; // header band of an expanded module box
+export const NODE_H = 34;
+export const SOURCE_H = 26; // params, buffers, consts
+export const GROUP_H = 50;
+const MAX_CHARS = 34;
+
+export interface Metrics {
+  charWidth: number; // at FONT_PX, monospace
+}
+
+export const DEFAULT_METRICS: Metrics = { charWidth: 6.7 };
+
+/** The canvas's real character width, so boxes fit their text; null where it cannot be measured. */
+export function measureMetrics(canvas: HTMLCanvasElement): Metrics | null {
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return null;
+  ctx.font = `700 ${FONT_PX}px ${FONT_FAMILY}`;
+  const w = ctx.measureText("M".repeat(40)).width / 40;
+  return w > 2 ? { charWidth: w } : null;
+}
+
+export function shapeText(shape: number[] | null): string {
+  if (!shape) return "";
+  return shape.length === 0 ? "scalar" : shape.join("×");
+}
+
+export function clip(s: string, n: number = MAX_CHARS): string {
+  return s.length > n ? s.slice(0, n - 1) + "…" : s;
+}
+
+export function nodeLines(n: NodeInfo): [string, string] {
+  const passes = n.nPasses > 1 ? ` ×${n.nPasses}` : "";
+  return [clip(n.func + passes), clip(shapeText(n.shape))];
+}
+
+export function groupLines(g: GroupNode, view: ViewName): [string, string, string] {
+  const passes = view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
+  const shape = shapeText(g.outShape);
+  return [
+    clip(g.className + passes),
+    clip(g.address),
+    clip(`${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? " → " + shape : ""}`),
+  ];
+}
+
+function textWidth(lines: string[], m: Metrics): number {
+  let w = 0;
+  for (const l of lines) w = Math.max(w, l.length * m.charWidth);
+  return w;
+}
+
+export function nodeSize(n: NodeInfo, m: Metrics): [number, number] {
+  const small = n.kind === "param" || n.kind === "buffer" || n.kind === "const";
+  const w = Math.max(small ? 50 : 64, textWidth(nodeLines(n), m) + (small ? 14 : 22));
+  return [Math.round(w), small ? SOURCE_H : NODE_H];
+}
+
+export function groupSize(g: GroupNode, view: ViewName, m: Metrics): [number, number] {
+  return [Math.round(Math.max(90, textWidth(groupLines(g, view), m) + 28)), GROUP_H];
+}

@@ -1,0 +1,129 @@
+// Turns a Visible set into layout jobs for the boxes whose layout is not cached
+// (bottom-up, children first), and composes cached per-box layouts into absolute rects.
+import { type GraphModel, ROOT } from "../model/tree";
+import { GROUP_PREFIX, type Visible } from "../model/visibility";
+import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
+import { boxSize, type GroupLayout, type LayoutItem, type LayoutJob } from "./layoutCore";
+
+export interface Rect {
+  x: number; // top-left
+  y: number;
+  w: number;
+  h: number;
+}
+
+export interface Plan {
+  keys: Map<string, string>; // box -> cache key
+  jobs: LayoutJob[]; // missing layouts, children first
+}
+
+export class SizeCache {
+  private sizes = new Map<string, [number, number]>();
+  constructor(
+    private model: GraphModel,
+    private metrics: Metrics,
+  ) {}
+  of(id: string): [number, number] {
+    let s = this.sizes.get(id);
+    if (!s) {
+      if (id.startsWith(GROUP_PREFIX)) s = groupSize(this.model.groups.get(id.slice(1))!, this.model.viewName, this.metrics);
+      else s = nodeSize(this.model.nodes.get(id)!, this.metrics);
+      this.sizes.set(id, s);
+    }
+    return s;
+  }
+  headerWidth(box: string): number {
+    const g = this.model.groups.get(box);
+    if (!g || box === ROOT) return 0;
+    const [a, b] = groupLines(g, this.model.viewName);
+    return (a.length + b.length + 3) * this.metrics.charWidth + 30 - 2 * BOX_PAD;
+  }
+}
+
+export function cacheKeys(vis: Visible, prefix: string): Map<string, string> {
+  const keys = new Map<string, string>();
+  for (let i = vis.boxes.length - 1; i >= 0; i--) {
+    const box = vis.boxes[i];
+    const inner: string[] = [];
+    for (const id of vis.boxChildren.get(box)!) {
+      if (id.startsWith(GROUP_PREFIX)) {
+        const k = keys.get(id.slice(GROUP_PREFIX.length));
+        if (k !== undefined) inner.push(k);
+      }
+    }
+    keys.set(box, `${prefix}${box}{${inner.join(",")}}`);
+  }
+  return keys;
+}
+
+export function planLayout(
+  vis: Visible,
+  sizes: SizeCache,
+  cache: ReadonlyMap<string, GroupLayout>,
+  prefix: string,
+): Plan {
+  const keys = cacheKeys(vis, prefix);
+  const jobs: LayoutJob[] = [];
+  for (let i = vis.boxes.length - 1; i >= 0; i--) {
+    const box = vis.boxes[i];
+    const key = keys.get(box)!;
+    if (cache.has(key)) continue;
+    const items: LayoutItem[] = vis.boxChildren.get(box)!.map((id) => {
+      const childKey = id.startsWith(GROUP_PREFIX) ? keys.get(id.slice(GROUP_PREFIX.length)) : undefined;
+      if (childKey !== undefined) {
+        const cached = cache.get(childKey);
+        if (cached) {
+          const [w, h] = boxSize(cached);
+          return { id, w, h };
+        }
+        return { id, w: 0, h: 0, ref: childKey };
+      }
+      const [w, h] = sizes.of(id);
+      return { id, w, h };
+    });
+    jobs.push({ key, items, edges: vis.layoutEdges.get(box) ?? [], minW: sizes.headerWidth(box) });
+  }
+  return { keys, jobs };
+}
+
+export interface Scene {
+  items: Map<string, Rect>; // visible nodes and collapsed groups
+  boxes: Map<string, Rect>; // expanded module boxes (ROOT excluded)
+  origins: Map<string, [number, number]>; // content origin of every box, ROOT included
+  bounds: Rect;
+}
+
+export function composeScene(
+  vis: Visible,
+  model: GraphModel,
+  sizes: SizeCache,
+  keys: ReadonlyMap<string, string>,
+  cache: ReadonlyMap<string, GroupLayout>,
+): Scene {
+  const origins = new Map<string, [number, number]>([[ROOT, [0, 0]]]);
+  const boxes = new Map<string, Rect>();
+  const layoutOf = (box: string): GroupLayout => {
+    const l = cache.get(keys.get(box)!);
+    if (!l) throw new Error(`no layout for ${box}`);
+    return l;
+  };
+  for (const box of vis.boxes) {
+    if (box === ROOT) continue;
+    const parent = model.groups.get(box)!.parent ?? ROOT;
+    const [ox, oy] = origins.get(parent)!;
+    const [cx, cy] = layoutOf(parent).pos[GROUP_PREFIX + box];
+    const [w, h] = boxSize(layoutOf(box));
+    const r = { x: ox + cx - w / 2, y: oy + cy - h / 2, w, h };
+    boxes.set(box, r);
+    origins.set(box, [r.x + BOX_PAD, r.y + BOX_HEADER + BOX_PAD]);
+  }
+  const items = new Map<string, Rect>();
+  for (const it of vis.items) {
+    const [ox, oy] = origins.get(it.container)!;
+    const [cx, cy] = layoutOf(it.container).pos[it.id];
+    const [w, h] = sizes.of(it.id);
+    items.set(it.id, { x: ox + cx - w / 2, y: oy + cy - h / 2, w, h });
+  }
+  const root = layoutOf(ROOT);
+  return { items, boxes, origins, bounds: { x: 0, y: 0, w: root.w, h: root.h } };
+}

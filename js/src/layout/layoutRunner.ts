@@ -1,0 +1,86 @@
+// Runs the layout of one visible set: the boxes whose layout is not cached go to the worker,
+// then the cached per-box layouts are composed into a scene with routed edges. Only the newest
+// request is delivered: a layout that finishes after a newer one was asked for is dropped.
+import type { GraphModel } from "../model/tree";
+import type { Visible } from "../model/visibility";
+import { type EdgeGeom, edgeGeometry } from "./edges";
+import { LayoutClient } from "./layoutClient";
+import type { GroupLayout } from "./layoutCore";
+import { composeScene, planLayout, type Scene, type SizeCache } from "./layoutPlan";
+
+export interface LayoutRequest {
+  vis: Visible;
+  model: GraphModel;
+  sizes: SizeCache;
+  prefix: string; // cache key prefix: what else the layout depends on (view, parameters shown)
+}
+
+export interface Laid {
+  scene: Scene;
+  edges: EdgeGeom[];
+}
+
+export class LayoutRunner {
+  private client = new LayoutClient();
+  private cache = new Map<string, GroupLayout>();
+  private seq = 0;
+  private running = 0;
+
+  constructor(
+    private onBusyChange: () => void,
+    private onError: (e: Error) => void,
+  ) {}
+
+  /** Layouts in the worker now. */
+  get busy(): number {
+    return this.running;
+  }
+
+  get usesWorker(): boolean {
+    return this.client.usesWorker;
+  }
+
+  /** Forgets every cached box layout (a new graph). */
+  clear(): void {
+    this.cache.clear();
+  }
+
+  /**
+   * Lays out `req` and hands it to `apply`: at once when every box is cached, else when the
+   * worker is done, and then only if no newer layout was asked for and `wanted()` still holds.
+   */
+  run(req: LayoutRequest, apply: (laid: Laid) => void, wanted: () => boolean): void {
+    const plan = planLayout(req.vis, req.sizes, this.cache, req.prefix);
+    const seq = ++this.seq;
+    const compose = (): Laid => {
+      const scene = composeScene(req.vis, req.model, req.sizes, plan.keys, this.cache);
+      return { scene, edges: edgeGeometry(req.vis.edges, scene, (box) => this.cache.get(plan.keys.get(box) ?? "")) };
+    };
+    if (plan.jobs.length === 0) {
+      apply(compose());
+      return;
+    }
+    this.running++;
+    this.onBusyChange();
+    performance.mark("lens:layout-start");
+    const t0 = performance.now();
+    this.client
+      .run(plan.jobs)
+      .then((results) => {
+        for (const r of results) this.cache.set(r.key, r);
+        if (seq === this.seq && wanted()) {
+          apply(compose());
+          performance.mark("lens:layout-done", { detail: { ms: performance.now() - t0, boxes: plan.jobs.length } });
+        }
+      })
+      .catch((e: Error) => this.onError(e))
+      .finally(() => {
+        this.running--;
+        this.onBusyChange();
+      });
+  }
+
+  dispose(): void {
+    this.client.dispose();
+  }
+}

@@ -1,0 +1,23 @@
+// The two views of one graph payload (unrolled, rolled), each built on first use.
+import type { GraphPayload, ViewName } from "./protocol";
+import { buildModel, counterpartId, type GraphModel } from "./tree";
+
+export class GraphViews {
+  private built: Partial<Record<ViewName, GraphModel>> = {};
+
+  constructor(readonly payload: GraphPayload) {}
+
+  get(view: ViewName): GraphModel {
+    let m = this.built[view];
+    if (!m) {
+      m = buildModel(this.payload, view);
+      this.built[view] = m;
+    }
+    return m;
+  }
+
+  /** The node of view `to` that stands for `id` of view `from` (a layer for a pass, the first pass for a layer). */
+  counterpart(id: string, from: ViewName, to: ViewName): string {
+    return counterpartId(id, this.get(from), this.get(to));
+  }
+}

@@ -1,0 +1,155 @@
+// Which nodes and module boxes are on screen for a given expansion, and the edges
+// between them with endpoints lifted to their visible representatives.
+import type { NodeInfo } from "./protocol";
+import { edgeKey, type GraphModel, ROOT } from "./tree";
+
+export const GROUP_PREFIX = "@"; // item id of a group: "@" + group key (op ids never start with "@")
+
+export interface VisOptions {
+  expanded: ReadonlySet<string>; // module addresses
+  showParams: boolean;
+}
+
+export interface VisItem {
+  id: string; // node id or "@" + group key
+  node: NodeInfo | null; // set for nodes
+  group: string | null; // set for collapsed groups
+  container: string; // group key of the box it sits in ("" root)
+}
+
+export interface VisEdge {
+  source: string; // item ids
+  target: string;
+  lca: string; // group whose layout places both (directly or via child boxes)
+  direct: boolean; // both endpoints are direct items of lca (dagre routed the edge)
+  la: string; // the lca's direct items that stand for source and target in its layout
+  lb: string;
+  shape: string;
+  passes: number[];
+  count: number; // how many underlying edges it stands for
+}
+
+export interface Visible {
+  items: VisItem[]; // ops/sources/sinks and collapsed groups, in execution order
+  itemById: Map<string, VisItem>;
+  boxes: string[]; // expanded groups shown, parents before children (ROOT first)
+  boxChildren: Map<string, string[]>; // box key -> direct item ids (nodes, collapsed groups, "@"+expanded child)
+  edges: VisEdge[];
+  layoutEdges: Map<string, [string, string][]>; // box key -> edges between its direct items
+  rep: Map<string, string>; // node id -> visible item id (hidden nodes absent)
+}
+
+const HIDDEN_KINDS = new Set(["param", "buffer", "const"]);
+
+export function isShown(n: NodeInfo, showParams: boolean): boolean {
+  return showParams || !HIDDEN_KINDS.has(n.kind);
+}
+
+export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
+  const isExpanded = (key: string): boolean => {
+    const g = model.groups.get(key);
+    return !!g && opts.expanded.has(g.address);
+  };
+  const items: VisItem[] = [];
+  const itemById = new Map<string, VisItem>();
+  const boxChildren = new Map<string, string[]>([[ROOT, []]]);
+  const boxes: string[] = [ROOT];
+  const rep = new Map<string, string>();
+  const chainLen = new Map<string, number>(); // item id -> number of enclosing groups
+  const chainOf = new Map<string, readonly string[]>(); // item id -> groups array (prefix of chainLen)
+
+  const addChild = (box: string, id: string): void => {
+    let arr = boxChildren.get(box);
+    if (!arr) {
+      arr = [];
+      boxChildren.set(box, arr);
+      boxes.push(box);
+    }
+    arr.push(id);
+  };
+
+  for (const n of model.view.nodes) {
+    if (!isShown(n, opts.showParams)) continue;
+    const gs = n.groups;
+    let container = ROOT;
+    let id = n.id;
+    let depth = gs.length;
+    for (let d = 0; d < gs.length; d++) {
+      const g = gs[d];
+      if (!isExpanded(g)) {
+        id = GROUP_PREFIX + g;
+        depth = d;
+        break;
+      }
+      // an expanded group becomes an item of its container the first time it is met
+      if (!boxChildren.has(g)) addChild(container, GROUP_PREFIX + g);
+      if (!boxChildren.has(g)) {
+        boxChildren.set(g, []);
+        boxes.push(g);
+      }
+      container = g;
+    }
+    rep.set(n.id, id);
+    if (!itemById.has(id)) {
+      const item: VisItem = {
+        id,
+        node: id === n.id ? n : null,
+        group: id === n.id ? null : id.slice(GROUP_PREFIX.length),
+        container,
+      };
+      items.push(item);
+      itemById.set(id, item);
+      addChild(container, id);
+      chainLen.set(id, depth);
+      chainOf.set(id, gs);
+    }
+  }
+
+  const edges: VisEdge[] = [];
+  const byKey = new Map<string, VisEdge>();
+  const layoutEdges = new Map<string, [string, string][]>();
+  const layoutSeen = new Set<string>();
+  for (const e of model.view.edges) {
+    const rs = rep.get(e.source);
+    const rt = rep.get(e.target);
+    if (rs === undefined || rt === undefined || rs === rt) continue;
+    const k = edgeKey(rs, rt);
+    const prev = byKey.get(k);
+    if (prev) {
+      prev.count++;
+      for (const p of e.passes) if (!prev.passes.includes(p)) prev.passes.push(p);
+      continue;
+    }
+    const cs = chainOf.get(rs)!;
+    const ct = chainOf.get(rt)!;
+    const ls = chainLen.get(rs)!;
+    const lt = chainLen.get(rt)!;
+    let common = 0;
+    while (common < ls && common < lt && cs[common] === ct[common]) common++;
+    const lca = common === 0 ? ROOT : cs[common - 1];
+    const a = ls > common ? GROUP_PREFIX + cs[common] : rs;
+    const b = lt > common ? GROUP_PREFIX + ct[common] : rt;
+    const ve: VisEdge = {
+      source: rs,
+      target: rt,
+      lca,
+      direct: a === rs && b === rt,
+      la: a,
+      lb: b,
+      shape: e.shape,
+      passes: [...e.passes],
+      count: 1,
+    };
+    edges.push(ve);
+    byKey.set(k, ve);
+    // a and b sit directly in the lca's box (every item has one box), so they name the lca too
+    const lk = edgeKey(a, b);
+    if (a !== b && !layoutSeen.has(lk)) {
+      layoutSeen.add(lk);
+      let arr = layoutEdges.get(lca);
+      if (!arr) layoutEdges.set(lca, (arr = []));
+      arr.push([a, b]);
+    }
+  }
+  return { items, itemById, boxes, boxChildren, edges, layoutEdges, rep };
+}

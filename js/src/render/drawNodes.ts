@@ -1,0 +1,209 @@
+// The module and node passes: expanded module boxes with their headers, then the nodes
+// (coloured by kind) and the collapsed modules, as much detail as the zoom allows.
+import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "../layout/labels";
+import type { Rect } from "../layout/layoutPlan";
+import type { NodeInfo } from "../model/protocol";
+import type { Paint } from "./frame";
+
+/** Expanded module boxes, outer first. */
+export function drawBoxes(p: Paint): void {
+  const { ctx, theme: th, frame: f } = p;
+  for (const [box, r] of f.scene.boxes) {
+    if (!p.inView(r)) continue;
+    const g = f.model.groups.get(box)!;
+    const d = (g.depth - 1) % th.group.length;
+    ctx.fillStyle = th.group[d];
+    roundRect(ctx, r.x, r.y, r.w, r.h, 8);
+    ctx.fill();
+    ctx.lineWidth = Math.max(1, 1 * p.px);
+    ctx.strokeStyle = th.groupStroke;
+    ctx.stroke();
+    ctx.fillStyle = th.groupHeader[d];
+    roundRectTop(ctx, r.x, r.y, r.w, BOX_HEADER, 8);
+    ctx.fill();
+    if (p.labels) {
+      const [cls, addr] = groupLines(g, f.model.viewName);
+      ctx.font = `600 ${FONT_PX}px ${FONT_FAMILY}`;
+      ctx.fillStyle = th.text;
+      ctx.textBaseline = "middle";
+      ctx.textAlign = "left";
+      ctx.fillText("▾ " + cls, r.x + 8, r.y + BOX_HEADER / 2 + 0.5);
+      const w = ctx.measureText("▾ " + cls + "  ").width;
+      ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
+      ctx.fillStyle = th.muted;
+      ctx.fillText(addr, r.x + 8 + w, r.y + BOX_HEADER / 2 + 0.5);
+    }
+  }
+}
+
+/** Nodes and collapsed modules in view; returns how many were drawn. */
+export function drawItems(p: Paint): number {
+  const f = p.frame;
+  let drawn = 0;
+  for (const [id, r] of f.scene.items) {
+    if (!p.inView(r)) continue;
+    drawn++;
+    const item = f.vis.itemById.get(id)!;
+    if (item.node) drawNode(p, item.node, r);
+    else drawCollapsed(p, item.group!, r);
+  }
+  return drawn;
+}
+
+function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
+  const { ctx, theme: th, labels, detail, px } = p;
+  let fill = th.node;
+  let stroke = th.nodeStroke;
+  let lw = 1;
+  let radius = 5;
+  let textColor = th.text;
+  let bold = false;
+  const small = n.kind === "param" || n.kind === "buffer" || n.kind === "const";
+  if (n.kind === "input") {
+    fill = th.input;
+    stroke = th.inputStroke;
+    radius = r.h / 2;
+    lw = 1.6;
+    bold = true;
+  } else if (n.kind === "output") {
+    fill = th.output;
+    stroke = th.outputStroke;
+    radius = r.h / 2;
+    lw = 1.6;
+    bold = true;
+  } else if (small) {
+    fill = th.paramNode;
+    stroke = th.paramStroke;
+    textColor = th.muted;
+    radius = 3;
+  } else if (n.hasParams) {
+    fill = th.hasParams;
+    stroke = th.hasParamsStroke;
+    bold = true;
+    lw = 1.3;
+  }
+  if (n.kind === "op" && !n.fromInput) {
+    fill = th.internal;
+    textColor = th.muted;
+    if (!n.hasParams) stroke = th.paramStroke;
+  }
+  if (n.failed) {
+    fill = th.failed;
+    stroke = th.failedStroke;
+    lw = 2;
+  }
+  const faded = !n.feedsOutput && n.kind !== "output";
+  if (faded) ctx.globalAlpha = 0.38;
+  if (p.selected === n.id) {
+    ctx.fillStyle = th.selected;
+    ctx.globalAlpha = faded ? 0.2 : 0.25;
+    roundRect(ctx, r.x - 4, r.y - 4, r.w + 8, r.h + 8, radius + 4);
+    ctx.fill();
+    ctx.globalAlpha = faded ? 0.38 : 1;
+    stroke = th.selected;
+    lw = 2.4;
+  } else if (p.hover === n.id) {
+    stroke = th.hover;
+    lw = 2;
+  }
+  ctx.fillStyle = fill;
+  if (!detail && p.selected !== n.id) {
+    // far out a node is a few pixels: a plain rectangle in its colour says enough
+    ctx.fillStyle = stroke;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.globalAlpha = 1;
+    return;
+  }
+  roundRect(ctx, r.x, r.y, r.w, r.h, radius);
+  ctx.fill();
+  if (detail || p.selected === n.id) {
+    ctx.lineWidth = Math.max(lw, lw * 0.6 * px);
+    ctx.strokeStyle = stroke;
+    if (small) ctx.setLineDash([3, 2]);
+    ctx.stroke();
+    if (small) ctx.setLineDash([]);
+  }
+  if (labels) {
+    const [l1, l2] = nodeLines(n);
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.fillStyle = textColor;
+    const cx = r.x + r.w / 2;
+    if (small) {
+      ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
+      ctx.fillText(l2 ? `${shortName(n.func)} ${l2}` : shortName(n.func), cx, r.y + r.h / 2 + 0.5);
+    } else {
+      ctx.font = `${bold ? "700 " : ""}${FONT_PX}px ${FONT_FAMILY}`;
+      ctx.fillText(l1, cx, r.y + (l2 ? 12 : r.h / 2));
+      if (l2) {
+        ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
+        ctx.fillStyle = th.muted;
+        ctx.fillText(l2, cx, r.y + 25);
+      }
+    }
+  }
+  ctx.globalAlpha = 1;
+}
+
+function drawCollapsed(p: Paint, key: string, r: Rect): void {
+  const { ctx, theme: th, px } = p;
+  const g = p.frame.model.groups.get(key)!;
+  const id = "@" + key;
+  // a second frame behind hints that the box opens
+  ctx.fillStyle = th.collapsed;
+  ctx.strokeStyle = th.collapsedStroke;
+  ctx.lineWidth = Math.max(1, 0.8 * px);
+  roundRect(ctx, r.x + 4, r.y + 4, r.w, r.h, 7);
+  ctx.fill();
+  ctx.stroke();
+  roundRect(ctx, r.x, r.y, r.w, r.h, 7);
+  ctx.fill();
+  // a selected node hidden inside this module marks the module
+  const marked = p.hover === id || p.selected === id;
+  ctx.lineWidth = marked ? 2.4 : Math.max(1.3, px);
+  ctx.strokeStyle = marked ? th.selected : th.collapsedStroke;
+  ctx.stroke();
+  if (!p.labels) return;
+  const [l1, l2, l3] = groupLines(g, p.frame.model.viewName);
+  const cx = r.x + r.w / 2;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  ctx.font = `700 ${FONT_PX}px ${FONT_FAMILY}`;
+  ctx.fillStyle = th.text;
+  ctx.fillText(l1, cx, r.y + 12);
+  ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
+  ctx.fillStyle = th.muted;
+  ctx.fillText(l2, cx, r.y + 25);
+  ctx.fillText(l3, cx, r.y + 38);
+  ctx.fillStyle = th.collapsedStroke;
+  ctx.font = `700 ${FONT_PX}px ${FONT_FAMILY}`;
+  ctx.fillText("+", r.x + r.w - 9, r.y + 10);
+}
+
+function shortName(name: string): string {
+  const parts = name.split(".");
+  return parts.length > 2 ? parts.slice(-2).join(".") : name;
+}
+
+function roundRect(ctx: CanvasRenderingContext2D, x: number, y: number, w: number, h: number, r: number): void {
+  const rr = Math.min(r, w / 2, h / 2);
+  ctx.beginPath();
+  ctx.moveTo(x + rr, y);
+  ctx.arcTo(x + w, y, x + w, y + h, rr);
+  ctx.arcTo(x + w, y + h, x, y + h, rr);
+  ctx.arcTo(x, y + h, x, y, rr);
+  ctx.arcTo(x, y, x + w, y, rr);
+  ctx.closePath();
+}
+
+function roundRectTop(ctx: CanvasRenderingContext2D, x: number, y: number, w: number, h: number, r: number): void {
+  const rr = Math.min(r, w / 2, h);
+  ctx.beginPath();
+  ctx.moveTo(x, y + h);
+  ctx.lineTo(x, y + rr);
+  ctx.arcTo(x, y, x + rr, y, rr);
+  ctx.lineTo(x + w - rr, y);
+  ctx.arcTo(x + w, y, x + w, y + rr, rr);
+  ctx.lineTo(x + w, y + h);
+  ctx.closePath();
+}

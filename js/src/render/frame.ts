@@ -1,0 +1,27 @@
+// What the renderer draws (a Frame: one laid-out view) and what each drawing pass is given.
+import type { EdgeGeom } from "../layout/edges";
+import type { Rect, Scene } from "../layout/layoutPlan";
+import type { GraphModel } from "../model/tree";
+import type { Visible } from "../model/visibility";
+import type { Theme } from "./theme";
+
+export interface Frame {
+  model: GraphModel;
+  vis: Visible;
+  scene: Scene;
+  edges: EdgeGeom[];
+}
+
+/** One draw call's settings, shared by the passes (boxes, edges, nodes). */
+export interface Paint {
+  ctx: CanvasRenderingContext2D;
+  theme: Theme;
+  frame: Frame;
+  selected: string | null; // item id
+  hover: string | null; // item id, or "@" + group key
+  showShapes: boolean; // tensor shapes on edges
+  labels: boolean; // zoomed in far enough for text
+  detail: boolean; // zoomed in far enough for outlines and arrow heads
+  px: number; // one screen pixel in world units
+  inView(r: Rect): boolean;
+}

@@ -1,0 +1,57 @@
+// The graph area: the canvas (drawn by the Renderer and kept at its box's size), the busy
+// indicator over it, and a strip below with the node count, the zoom and the legend, so
+// those never cover nodes.
+import { h } from "./dom";
+import { legend } from "./legend";
+import { Renderer } from "./renderer";
+import type { Theme } from "./theme";
+
+export class GraphPane {
+  readonly el = h("div", "lens-graph-col");
+  readonly canvas = document.createElement("canvas");
+  readonly renderer: Renderer;
+  private wrap = h("div", "lens-canvas-wrap");
+  private busy = h("div", "lens-busy");
+  private overlay = h("div", "lens-overlay");
+  private ro: ResizeObserver;
+
+  constructor(theme: Theme) {
+    this.canvas.dataset.testid = "graph-canvas";
+    this.canvas.tabIndex = 0;
+    this.wrap.append(this.canvas, this.busy);
+    const footer = h("div", "lens-footer");
+    footer.dataset.testid = "graph-footer";
+    footer.append(this.overlay, legend(theme));
+    this.el.append(this.wrap, footer);
+    this.busy.hidden = true;
+    this.busy.dataset.testid = "layout-busy";
+    this.renderer = new Renderer(this.canvas, theme);
+    this.renderer.onDrawn = () => this.updateOverlay();
+    this.ro = new ResizeObserver(() => {
+      this.renderer.resize(this.wrap.clientWidth, this.wrap.clientHeight);
+    });
+    this.ro.observe(this.wrap);
+  }
+
+  /** Sizes the canvas to its box now (once the pane is in the page); `fallback` where it has no size yet. */
+  fitCanvas(fallback: { w: number; h: number }): void {
+    this.renderer.resize(this.wrap.clientWidth || fallback.w, this.wrap.clientHeight || fallback.h);
+  }
+
+  showBusy(busy: boolean): void {
+    this.busy.hidden = !busy;
+    this.busy.textContent = "laying out…";
+  }
+
+  private updateOverlay(): void {
+    const f = this.renderer.frame;
+    this.overlay.textContent = f
+      ? `${f.vis.items.length.toLocaleString("en-US")} nodes shown · zoom ${Math.round(this.renderer.cam.scale * 100)}%`
+      : "";
+  }
+
+  dispose(): void {
+    this.ro.disconnect();
+    this.renderer.dispose();
+  }
+}

@@ -1,0 +1,138 @@
+// The graph canvas: camera (pan, zoom, fit), redraws batched into one requestAnimationFrame,
+// each frame culled to the viewport and drawn in three passes (boxes, edges, nodes) with
+// labels dropped when zoomed out.
+import type { Rect } from "../layout/layoutPlan";
+import { type Camera, firstCamera, fitCamera, topCenterX } from "./camera";
+import { drawEdges } from "./drawEdges";
+import { drawBoxes, drawItems } from "./drawNodes";
+import type { Frame, Paint } from "./frame";
+import { type Hit, hitTest } from "./hitTest";
+import type { Theme } from "./theme";
+
+const LABEL_MIN_SCALE = 0.42;
+const DETAIL_MIN_SCALE = 0.2;
+
+export class Renderer {
+  readonly canvas: HTMLCanvasElement;
+  private ctx: CanvasRenderingContext2D;
+  cam: Camera = { scale: 1, tx: 20, ty: 20 };
+  width = 1;
+  height = 1;
+  frame: Frame | null = null;
+  selected: string | null = null;
+  hover: string | null = null;
+  showShapes = false;
+  theme: Theme;
+  drawnItems = 0; // items drawn in the last frame (for tests and benchmarks)
+  lastFrameMs = 0;
+  onDrawn: (() => void) | null = null;
+  private raf = 0;
+
+  constructor(canvas: HTMLCanvasElement, theme: Theme) {
+    this.canvas = canvas;
+    this.ctx = canvas.getContext("2d")!;
+    this.theme = theme;
+  }
+
+  resize(w: number, h: number): void {
+    const dpr = window.devicePixelRatio || 1;
+    // keep what is in the middle of the view there (the inspector opening narrows the canvas)
+    if (this.frame && this.width > 1) this.cam = { ...this.cam, tx: this.cam.tx + (Math.max(1, w) - this.width) / 2 };
+    this.width = Math.max(1, w);
+    this.height = Math.max(1, h);
+    this.canvas.width = Math.round(this.width * dpr);
+    this.canvas.height = Math.round(this.height * dpr);
+    this.canvas.style.width = `${this.width}px`;
+    this.canvas.style.height = `${this.height}px`;
+    this.draw();
+  }
+
+  request(): void {
+    if (this.raf) return;
+    this.raf = requestAnimationFrame(() => {
+      this.raf = 0;
+      this.draw();
+    });
+  }
+
+  dispose(): void {
+    if (this.raf) cancelAnimationFrame(this.raf);
+    this.raf = 0;
+  }
+
+  toScreen(x: number, y: number): [number, number] {
+    return [x * this.cam.scale + this.cam.tx, y * this.cam.scale + this.cam.ty];
+  }
+
+  toWorld(sx: number, sy: number): [number, number] {
+    return [(sx - this.cam.tx) / this.cam.scale, (sy - this.cam.ty) / this.cam.scale];
+  }
+
+  zoomAt(sx: number, sy: number, factor: number): void {
+    const s = Math.min(4, Math.max(0.02, this.cam.scale * factor));
+    const [wx, wy] = this.toWorld(sx, sy);
+    this.cam = { scale: s, tx: sx - wx * s, ty: sy - wy * s };
+    this.request();
+  }
+
+  fit(r: Rect, maxScale = 1.2): void {
+    this.cam = fitCamera(r, this.width, this.height, maxScale);
+    this.request();
+  }
+
+  /** First view of a graph (see `firstCamera`): whole if readable, else its inputs at 100%. */
+  fitReadable(r: Rect): void {
+    const anchor = this.frame ? topCenterX(this.frame.scene.items.values()) : null;
+    this.cam = firstCamera(r, this.width, this.height, anchor);
+    this.request();
+  }
+
+  centerOn(r: Rect, minScale = 0.8): void {
+    const scale = Math.max(this.cam.scale, minScale);
+    this.cam = {
+      scale,
+      tx: this.width / 2 - (r.x + r.w / 2) * scale,
+      ty: this.height / 2 - (r.y + r.h / 2) * scale,
+    };
+    this.request();
+  }
+
+  hitTest(sx: number, sy: number): Hit {
+    if (!this.frame) return null;
+    const [x, y] = this.toWorld(sx, sy);
+    return hitTest(this.frame.scene, x, y);
+  }
+
+  draw(): void {
+    const t0 = performance.now();
+    const ctx = this.ctx;
+    const dpr = this.canvas.width / this.width;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = this.theme.bg;
+    ctx.fillRect(0, 0, this.width, this.height);
+    const f = this.frame;
+    this.drawnItems = 0;
+    if (!f) return;
+    const { scale, tx, ty } = this.cam;
+    ctx.setTransform(dpr * scale, 0, 0, dpr * scale, dpr * tx, dpr * ty);
+    const [vx0, vy0] = this.toWorld(0, 0);
+    const [vx1, vy1] = this.toWorld(this.width, this.height);
+    const paint: Paint = {
+      ctx,
+      theme: this.theme,
+      frame: f,
+      selected: this.selected,
+      hover: this.hover,
+      showShapes: this.showShapes,
+      labels: scale >= LABEL_MIN_SCALE,
+      detail: scale >= DETAIL_MIN_SCALE,
+      px: 1 / scale,
+      inView: (r) => r.x <= vx1 && r.x + r.w >= vx0 && r.y <= vy1 && r.y + r.h >= vy0,
+    };
+    drawBoxes(paint);
+    drawEdges(paint);
+    this.drawnItems = drawItems(paint);
+    this.lastFrameMs = performance.now() - t0;
+    this.onDrawn?.();
+  }
+}

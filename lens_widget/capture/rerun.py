@@ -1,0 +1,63 @@
+"""What re-running a traced model needs: the same starting state, and a save spec that
+adds the activations asked for since."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from lens_widget.capture.save_policy import SaveSpec
+from lens_widget.log.records import OpRecord
+
+
+class WorldState:
+    """The global torch RNG state(s) and copies of a model's buffers at one moment.
+
+    Train-mode forwards advance BatchNorm statistics and draw new dropout masks; restoring
+    this before a re-run makes the re-run trace the same pass, and restoring the state from
+    just before it afterwards leaves the user's model and RNG as they were.
+    """
+
+    def __init__(
+        self,
+        rng: torch.Tensor,
+        cuda_rng: list[torch.Tensor] | None,
+        buffers: dict[str, torch.Tensor],
+    ) -> None:
+        self.rng = rng
+        self.cuda_rng = cuda_rng
+        self.buffers = buffers
+
+    @classmethod
+    def capture(cls, model: torch.nn.Module) -> WorldState:
+        # An uninitialised CUDA has an untouched RNG; asking for it would start CUDA.
+        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
+        return cls(torch.get_rng_state(), cuda_rng, buffers)
+
+    def restore(self, model: torch.nn.Module) -> None:
+        torch.set_rng_state(self.rng)
+        if self.cuda_rng is not None:
+            torch.cuda.set_rng_state_all(self.cuda_rng)
+        current = dict(model.named_buffers())
+        with torch.no_grad():
+            for name, saved in self.buffers.items():
+                buf = current.get(name)
+                # copy_ in place: the model (and the user) keep the same buffer objects.
+                if buf is not None and buf.shape == saved.shape:
+                    buf.copy_(saved)
+
+
+def save_also(spec: SaveSpec, names: Sequence[str]) -> SaveSpec:
+    """`spec` extended to also keep `names` (op labels or layers), in the form it came in."""
+    extra = list(names)
+    if spec == "all" or not extra:
+        return spec
+    if spec is None:
+        return extra
+    if callable(spec):
+        wanted = set(extra)
+        keeps: Callable[[OpRecord], bool] = spec
+        return lambda r: r.label in wanted or r.layer in wanted or bool(keeps(r))
+    return [*spec, *extra]

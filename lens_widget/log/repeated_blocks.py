@@ -1,0 +1,118 @@
+"""Repeated blocks: chains of sibling modules of one class that run the same op sequence.
+
+`h.0 … h.23` of a GPT-2 have distinct weights, so their ops are distinct layers; but a reader
+sees one block repeated 24 times. A block's *signature* is its class and, for every op inside
+it in execution order, the function, the op's module relative to the block, and where each of
+its inputs came from (another op of the block by position, or from outside). Consecutive
+siblings with equal signatures, each fed by the one before (a stack, not parallel branches such
+as query/key/value), form a group; the groups drive the `×24` fold in both views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from lens_widget.log.records import ModuleInfo, OpRecord
+
+Signature = tuple[object, ...]
+
+# Smaller look-alike siblings (a conv-norm-act pair) are clearer unfolded.
+MIN_BLOCK_OPS = 5
+
+
+def ops_by_module(nodes: Sequence[OpRecord]) -> dict[str, list[OpRecord]]:
+    """Every module address -> the ops run inside it (nested modules included), in order."""
+    found: dict[str, list[OpRecord]] = {}
+    for node in nodes:
+        if node.kind != "op":
+            continue
+        seen: set[str] = set()
+        for address, _ in node.module_stack:
+            if address and address not in seen:  # a module re-entered inside itself counts once
+                seen.add(address)
+                found.setdefault(address, []).append(node)
+    return found
+
+
+def _relative(address: str, block: str) -> str:
+    return address[len(block) :] if address.startswith(block) else address
+
+
+def block_signature(block: str, class_name: str, ops: Sequence[OpRecord]) -> Signature:
+    position = {op.label: i for i, op in enumerate(ops)}
+    steps: list[object] = [class_name]
+    for op in ops:
+        inputs = tuple(position.get(parent, -1) for parent in op.parents)
+        steps.append((op.func, _relative(op.module, block), inputs, op.shape is None))
+    return tuple(steps)
+
+
+def find_repeated_blocks(
+    nodes: Sequence[OpRecord], modules: Mapping[str, ModuleInfo]
+) -> list[list[str]]:
+    """Groups of >= 2 chained, consecutive sibling modules with equal signatures, in call order.
+
+    A group nested inside a later member of an outer group is dropped (the outer fold already
+    shows it through the first member); groups inside the first member are kept.
+    """
+    inside = ops_by_module(nodes)
+    children: dict[str | None, list[str]] = {}
+    for address, info in modules.items():
+        if address and len(inside.get(address, ())) >= MIN_BLOCK_OPS:
+            children.setdefault(info.parent, []).append(address)
+
+    groups: list[list[str]] = []
+    for siblings in children.values():
+        run: list[str] = []
+        run_key: Signature | None = None
+        for address in siblings:
+            info = modules[address]
+            key = block_signature(address, info.class_name, inside[address])
+            if key == run_key and _feeds(inside[run[-1]], inside[address]):
+                run.append(address)
+                continue
+            if len(run) > 1:
+                groups.append(run)
+            run, run_key = [address], key
+        if len(run) > 1:
+            groups.append(run)
+
+    hidden = [member for group in groups for member in group[1:]]
+    kept = [g for g in groups if not any(_within(g[0], outer) for outer in hidden)]
+    order = {address: i for i, address in enumerate(modules)}
+    return sorted(kept, key=lambda g: order[g[0]])
+
+
+def _feeds(before: Sequence[OpRecord], after: Sequence[OpRecord]) -> bool:
+    produced = {op.label for op in before}
+    return any(parent in produced for op in after for parent in op.parents)
+
+
+def _within(address: str, outer: str) -> bool:
+    return address.startswith(outer + ".")
+
+
+def folded_layers(nodes: Sequence[OpRecord], groups: Sequence[Sequence[str]]) -> dict[str, str]:
+    """Layer -> the layer it folds into: each repeat's ops map onto the first block's ops,
+    and its parameters and buffers onto the first block's of the same relative name.
+
+    Signatures are equal within a group, so the k-th op of every member is the same step.
+    """
+    inside = ops_by_module(nodes)
+    alias: dict[str, str] = {}
+    for group in groups:
+        first = inside[group[0]]
+        for member in group[1:]:
+            for mine, theirs in zip(inside[member], first, strict=True):
+                alias[mine.layer] = alias.get(theirs.layer, theirs.layer)
+    labels = {node.label for node in nodes}
+    prefixes = {m + ".": group[0] + "." for group in groups for m in group[1:]}
+    for node in nodes:
+        if node.kind not in ("param", "buffer"):
+            continue
+        for prefix, first_prefix in prefixes.items():
+            if node.label.startswith(prefix):
+                twin = first_prefix + node.label[len(prefix) :]
+                if twin in labels:
+                    alias[node.layer] = alias.get(twin, twin)
+    return alias

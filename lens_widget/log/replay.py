@@ -1,0 +1,83 @@
+"""How a logged op is replayed: its call with every tensor argument replaced by a slot.
+
+The tracer (lens_widget.capture.arguments) builds these templates while the model runs;
+validate() fills the slots with copies of the saved activations and calls the function again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+Tensor = torch.Tensor
+
+
+class TensorSlot:
+    """Stands in for the k-th tensor argument of a call inside its template."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"<tensor {self.index}>"
+
+
+class PytreeTemplate:
+    """A pytree container (namedtuple, ...) whose leaves hold tensors; rebuilt on replay."""
+
+    __slots__ = ("leaves", "spec")
+
+    def __init__(self, leaves: list[Any], spec: pytree.TreeSpec) -> None:
+        self.leaves, self.spec = leaves, spec
+
+
+class ReplayCall:
+    """What validate() needs: the function, its argument templates, and the RNG state.
+
+    The templates hold the call's own Python values (ints, strings, dtypes, ...) with
+    `TensorSlot`s and `PytreeTemplate`s where tensors were.
+    """
+
+    __slots__ = ("func", "args", "kwargs", "literals", "rng_state", "unavailable")
+
+    def __init__(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        self.func, self.args, self.kwargs = func, args, kwargs
+        # Tensor arguments whose value no node holds (a view changed through its base):
+        # slot index -> copy of the value at call time.
+        self.literals: dict[int, Tensor] = {}
+        self.rng_state: Tensor | None = None
+        # Why the call cannot be replayed (a loaded log naming a function outside torch):
+        # validate() skips the op with this reason. None: it can be.
+        self.unavailable: str | None = None
+
+
+def fill_template(template: Any, tensors: list[Tensor]) -> Any:
+    """The inverse of scanning a call: put tensors back into their slots."""
+    kind = type(template)
+    if kind is TensorSlot:
+        return tensors[template.index]
+    if kind is tuple or kind is list:
+        return kind(fill_template(v, tensors) for v in template)
+    if kind is dict:
+        return {k: fill_template(v, tensors) for k, v in template.items()}
+    if kind is PytreeTemplate:
+        return pytree.tree_unflatten(
+            [fill_template(v, tensors) for v in template.leaves], template.spec
+        )
+    return template
+
+
+def tensor_leaves(value: Any) -> list[Tensor]:
+    """Every tensor in a (possibly nested) output, in a stable order."""
+    if type(value) is Tensor:
+        return [value]
+    if type(value) in (tuple, list) and all(type(v) is Tensor for v in value):
+        return list(value)
+    return [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, Tensor)]

@@ -1,0 +1,38 @@
+"""An op's recorded call with its saved input values put back: what replays start from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from lens_widget.log.records import OpRecord
+from lens_widget.log.replay import ReplayCall, fill_template
+
+
+class InputNotSaved(LookupError):
+    """An input of the op was not saved, so its call cannot be rebuilt."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(f"input {label!r} was not saved")
+        self.label = label
+
+
+def saved_call(node: OpRecord, *, copy: bool) -> tuple[ReplayCall, Any, dict[str, Any]]:
+    """(call, args, kwargs) of `node` with each tensor argument's saved value in its slot.
+
+    `copy=True` clones every tensor, so a replayed in-place op cannot write into the log.
+    Raises InputNotSaved, or ValueError for a node without a recorded call.
+    """
+    if node.replay is None or node.replay[0] is None:
+        raise ValueError(f"no call was recorded for {node.label}")
+    call, parent_refs = node.replay
+    tensors: list[torch.Tensor] = []
+    for slot, (_, parent, output_index) in enumerate(parent_refs):
+        value = call.literals.get(slot)
+        if value is None:
+            if parent.activations is None:
+                raise InputNotSaved(parent.label)
+            value = parent.activations[output_index]
+        tensors.append(value.clone() if copy else value)
+    return call, fill_template(call.args, tensors), fill_template(call.kwargs, tensors)

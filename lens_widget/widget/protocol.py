@@ -1,0 +1,154 @@
+"""The kernel's side of the contract with the frontend: js/src/**/protocol.ts, as TypedDicts.
+
+Every dict that crosses the wire is one of these. Names and keys are those of protocol.ts
+(camelCase, as the frontend reads them); tests/python/test_protocol_contract.py parses the
+TypeScript and fails when a key, its optionality or its nullability differs between the two.
+Inline TypeScript object types (`params: { id: string }`) get a named TypedDict here.
+"""
+
+from typing import Literal
+
+# typing's own TypedDict learns NotRequired only in 3.11; torch depends on typing_extensions.
+# No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
+from typing_extensions import NotRequired, TypedDict
+
+NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
+ViewName = Literal["rolled", "unrolled"]
+PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
+
+# ---- the `graph` trait (kernel -> frontend) -------------------------------------------
+
+
+class ModuleInfo(TypedDict):
+    address: str
+    className: str
+    parent: str | None
+    nPasses: int
+    nOps: int
+
+
+# [parameter name, its shape]: a TypeScript tuple `[string, number[]]`, a list in JSON.
+ParamEntry = list[str | list[int]]
+
+
+class NodeInfo(TypedDict):
+    id: str
+    kind: NodeKind
+    func: str
+    groups: list[str]
+    module: str
+    shape: list[int] | None
+    dtype: str | None
+    device: str | None
+    nbytes: int
+    params: list[ParamEntry]
+    hasParams: bool
+    fromInput: bool
+    feedsOutput: bool
+    failed: bool
+    saved: bool
+    source: str
+    sourceCode: str
+    nPasses: int
+    passes: list[str]
+
+
+class EdgeInfo(TypedDict):
+    source: str
+    target: str
+    shape: str
+    passes: list[int]
+
+
+class ViewGraph(TypedDict):
+    nodes: list[NodeInfo]
+    edges: list[EdgeInfo]
+
+
+class GraphPayload(TypedDict):
+    modelClass: str
+    error: str | None
+    failedOp: str | None
+    nOps: int
+    modules: list[ModuleInfo]
+    unrolled: ViewGraph
+    rolled: ViewGraph
+
+
+# ---- requests (frontend -> kernel) and their replies ----------------------------------
+
+
+class ActivationParams(TypedDict):
+    id: str
+    output: NotRequired[int]
+    batch: NotRequired[int]
+    channelStart: NotRequired[int]
+
+
+class ActivationRequest(TypedDict):
+    method: Literal["activation"]
+    params: ActivationParams
+
+
+class RerunParams(TypedDict):
+    id: str
+
+
+class RerunRequest(TypedDict):
+    method: Literal["rerun"]
+    params: RerunParams
+
+
+class ActivationStats(TypedDict):
+    numel: int
+    min: float
+    max: float
+    mean: float
+    std: float
+    zeros: float
+    nan: int
+    inf: int
+
+
+class Histogram(TypedDict):
+    edges: list[float]
+    counts: list[int]
+
+
+class BatchWindow(TypedDict):
+    index: int
+    size: int
+
+
+class ChannelWindow(TypedDict):
+    start: int
+    count: int
+    total: int
+
+
+class ActivationResult(TypedDict):
+    id: str
+    output: int
+    nOutputs: int
+    shape: list[int]
+    dtype: str
+    plot: PlotKind
+    dataShape: list[int]
+    reduced: bool
+    note: str
+    stats: ActivationStats
+    hist: Histogram
+    batch: BatchWindow | None
+    channels: ChannelWindow | None
+
+
+class RerunResult(TypedDict):
+    ok: Literal[True]
+
+
+class ResponseMessage(TypedDict):
+    type: Literal["response"]
+    id: int | None  # None when the request's own id was not an integer
+    ok: bool
+    result: NotRequired[ActivationResult | RerunResult]
+    error: NotRequired[str]
