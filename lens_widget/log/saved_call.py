@@ -22,11 +22,14 @@ def saved_call(node: OpRecord, *, copy: bool) -> tuple[ReplayCall, Any, dict[str
     """(call, args, kwargs) of `node` with each tensor argument's saved value in its slot.
 
     `copy=True` clones every tensor, so a replayed in-place op cannot write into the log.
-    Raises InputNotSaved, or ValueError for a node without a recorded call.
+    Raises InputNotSaved, or ValueError for a node without a callable recorded call (a
+    loaded log's op whose function is not one a loaded log may call).
     """
     if node.replay is None or node.replay[0] is None:
         raise ValueError(f"no call was recorded for {node.label}")
     call, parent_refs = node.replay
+    if call.unavailable is not None:
+        raise ValueError(call.unavailable)
     tensors: list[torch.Tensor] = []
     for slot, (_, parent, output_index) in enumerate(parent_refs):
         value = call.literals.get(slot)
