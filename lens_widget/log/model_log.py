@@ -9,7 +9,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from lens_widget.gc_pause import gc_paused
+from lens_widget.log.nonfinite import first_nonfinite
 from lens_widget.log.records import OpRecord
+from lens_widget.log.totals import ModuleTotals, module_totals
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -171,6 +173,35 @@ class ModelLog:
         ):
             return "branching"
         return "feedforward"
+
+    # ---- metrics ---------------------------------------------------------------------------
+
+    @property
+    def flops(self) -> int | None:
+        """FLOPs of the whole forward (ops with a formula), as ``FlopCounterMode`` counts."""
+        known = [op.flops for op in self.ops if op.flops is not None]
+        return sum(known) if known else None
+
+    @cached_property
+    def module_totals(self) -> dict[str, ModuleTotals]:
+        """address -> FLOPs, parameters, bytes and time of the ops inside that module."""
+        kinds = {node.label: node.kind for node in self.nodes}
+        return module_totals(self.ops, self.modules, kinds)
+
+    def compute_metrics(self) -> ModelLog:
+        """Compute every op's FLOPs and activation statistics now (otherwise each is computed
+        on first use); the statistics in one batch, one host copy per device."""
+        OpRecord.compute_stats(self.ops)
+        for op in self.ops:
+            _ = op.flops
+        return self
+
+    def first_nonfinite(self) -> OpRecord | None:
+        """The op that produced the first NaN/Inf: the first, in execution order, whose
+        output is non-finite while all it read was finite; None when no op did.
+        Needs saved activations (raises ValueError on a log traced with save=None)."""
+        OpRecord.compute_stats(self.ops)
+        return first_nonfinite(self.ops, self._by_label.__getitem__)
 
     def validate(self, *, rtol: float = 1e-5, atol: float = 1e-6) -> ValidationReport:
         """Replay every op from its saved inputs; raise on the first that differs."""

@@ -1,0 +1,139 @@
+"""FLOPs of one recorded op, counted by torch's own formulas.
+
+The recorded call is run again under ``torch.utils.flop_counter.FlopCounterMode`` on fake
+tensors (``FakeTensorMode``: shapes, dtypes and devices, no data, no compute) of the shapes
+the op saw. Fake tensors keep the op's device, so torch picks the same kernels as in the
+real pass (e.g. CPU attention runs a fused kernel torch has no formula for, and counts 0
+there too): the per-op counts add up to what ``FlopCounterMode`` reports around the real
+forward. Nothing is counted by hand. Results are cached per (function, argument shapes,
+other arguments), so the repeated layers of a model cost one count.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils import _pytree as pytree
+from torch.utils.flop_counter import FlopCounterMode
+
+# The replay template's filler. It moves into the log with the replay types (issue 7).
+from lens_widget.capture.arguments import fill_template
+
+if TYPE_CHECKING:
+    from lens_widget.log.records import OpRecord
+
+_CACHE_LIMIT = 20_000
+# (function, argument structure, argument leaves) -> FLOPs (None: no formula reached)
+_cache: dict[Hashable, int | None] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _TensorSpec:
+    """What a fake stand-in for a recorded tensor needs (and all the cache key needs)."""
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...] | None
+    dtype: torch.dtype
+    device: torch.device
+
+
+# Argument values that are safe to keep in the cache key: small, hashable, compared by value.
+_KEY_TYPES = frozenset(
+    {int, float, bool, str, type(None), type(...), _TensorSpec, torch.dtype, torch.device,
+     torch.memory_format, torch.layout, torch.Size}
+)  # fmt: skip
+
+
+class _NotCacheable(Exception):
+    """An argument the cache key cannot hold by value (a callable, a generator...)."""
+
+
+def op_flops(node: OpRecord) -> int | None:
+    """FLOPs of the op's forward call, or None where torch has no formula for any kernel it
+    runs (elementwise ops, copies...), where it raised, or where it cannot run without data
+    (ops whose output shape depends on values, such as ``nonzero``)."""
+    if node.kind != "op" or node.failed or node.replay is None:
+        return None
+    call, parent_refs = node.replay
+    if not parent_refs:  # factories (arange, zeros...): no formula applies, nothing to run
+        return None
+    specs = [
+        _spec(parent, output_index, call.literals.get(slot))
+        for slot, (_, parent, output_index) in enumerate(parent_refs)
+    ]
+    if any(spec is None for spec in specs):
+        return None
+    args = fill_template(call.args, specs)
+    kwargs = fill_template(call.kwargs, specs)
+    try:
+        key: Hashable = (call.func, _key_of(args, kwargs))
+    except _NotCacheable:
+        return _count(call.func, args, kwargs)
+    if key not in _cache:
+        if len(_cache) >= _CACHE_LIMIT:
+            _cache.clear()
+        _cache[key] = _count(call.func, args, kwargs)
+    return _cache[key]
+
+
+def _spec(parent: OpRecord, output_index: int, literal: torch.Tensor | None) -> _TensorSpec | None:
+    """The tensor the op read: from its saved value when there is one (exact strides and
+    dtype), else from the producer's recorded shape and dtype."""
+    value = literal
+    if value is None and parent.activations is not None:
+        value = parent.activations[output_index]
+    if value is not None:
+        return _TensorSpec(tuple(value.shape), tuple(value.stride()), value.dtype, value.device)
+    dtype = getattr(torch, parent.dtype or "", None)
+    if not isinstance(dtype, torch.dtype) or not parent.device:
+        return None
+    if output_index >= len(parent.shapes):
+        return None
+    return _TensorSpec(parent.shapes[output_index], None, dtype, torch.device(parent.device))
+
+
+def _key_of(args: Any, kwargs: Any) -> Hashable:
+    leaves, structure = pytree.tree_flatten((args, kwargs))
+    return structure, tuple(_leaf_key(leaf) for leaf in leaves)
+
+
+def _leaf_key(leaf: Any) -> Hashable:
+    kind = type(leaf)
+    if kind in _KEY_TYPES:
+        return kind, leaf  # the type too: 1, 1.0 and True hash alike
+    if kind is slice:
+        return slice, _leaf_key(leaf.start), _leaf_key(leaf.stop), _leaf_key(leaf.step)
+    raise _NotCacheable
+
+
+def _count(func: Callable[..., Any], args: Any, kwargs: Any) -> int | None:
+    if any(isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((args, kwargs))):
+        return None  # a random op drawing from the user's generator: no formula, no draw
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    counter = FlopCounterMode(display=False)
+    # Fake ops draw no random numbers and write no real memory; the RNG is kept anyway,
+    # and warnings the op already gave in the real pass are not repeated.
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        try:
+            with fake_mode:
+                fake_args, fake_kwargs = pytree.tree_map_only(
+                    _TensorSpec, _fake_tensor, (args, kwargs)
+                )
+            with fake_mode, counter:
+                func(*fake_args, **fake_kwargs)
+        except Exception:  # noqa: BLE001 - an op that cannot run on fake tensors has no count
+            return None
+    counts = counter.get_flop_counts().get("Global")
+    return sum(counts.values()) if counts else None
+
+
+def _fake_tensor(spec: _TensorSpec) -> torch.Tensor:
+    if spec.stride is None:
+        return torch.empty(spec.shape, dtype=spec.dtype, device=spec.device)
+    return torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device=spec.device)
