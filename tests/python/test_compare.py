@@ -62,13 +62,27 @@ def test_two_inputs_differ_where_the_input_flows(gpt2_case):
     assert "max_abs" in text and cmp.top(1)[0].label in text
 
 
-def test_metrics_equal_a_direct_computation():
+def test_metrics_equal_a_direct_computation(gpt2_case):
     model = Chain()
     a = lw.trace(model, torch.randn(5, 6))
     b = lw.trace(model, torch.randn(5, 6))
-    for diff in lw.compare(a, b):
+    case = gpt2_case  # views, int ids, several outputs per op
+    gpt2_a = lw.trace(case.model, case.args, case.kwargs)
+    gpt2_b = lw.trace(case.model, ((case.args[0] * 7) % 96,), case.kwargs)
+    for diff in [*lw.compare(a, b), *lw.compare(gpt2_a, gpt2_b)]:
         x, y = diff.a.activation.double(), diff.b.activation.double()
+        if len(diff.a.activations) > 1:
+            x = torch.cat([t.double().reshape(-1) for t in diff.a.activations])
+            y = torch.cat([t.double().reshape(-1) for t in diff.b.activations])
+        if not x.numel():
+            assert (diff.max_abs, diff.rel_l2, diff.cosine) == (0.0, 0.0, 1.0)
+            continue
         assert diff.max_abs == pytest.approx(float((x - y).abs().max()), rel=1e-5)
+        if not x.norm():  # the conventions where the formulas divide by zero
+            assert (diff.rel_l2, diff.cosine) == (
+                (0.0, 1.0) if torch.equal(x, y) else (math.inf, 0.0)
+            )
+            continue
         assert diff.rel_l2 == pytest.approx(float((x - y).norm() / x.norm()), rel=1e-5)
         cos = F.cosine_similarity(x.reshape(1, -1), y.reshape(1, -1))
         assert diff.cosine == pytest.approx(float(cos), rel=1e-5, abs=1e-7)

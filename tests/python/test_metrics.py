@@ -132,8 +132,9 @@ def test_stats_of_every_op_equal_a_direct_computation(name):
         torch.randn(64, 64).half(),
         torch.randn(8, 8).bfloat16().t(),  # non-contiguous
         torch.tensor([2.5]),
+        1000 + torch.linspace(-1e-3, 1e-3, 4097),  # spread tiny against the mean
     ],
-    ids=["nonfinite", "bool", "int64", "complex", "half", "bf16-strided", "one"],
+    ids=["nonfinite", "bool", "int64", "complex", "half", "bf16-strided", "one", "offset"],
 )
 def test_stats_of_every_dtype_equal_a_direct_computation(tensor):
     batched = activation_stats([torch.randn(3), tensor, torch.zeros(0)])
