@@ -40,6 +40,9 @@ class _TensorSpec:
     stride: tuple[int, ...] | None
     dtype: torch.dtype
     device: torch.device
+    # Kernels can depend on it: CPU attention with a mask that requires grad runs the
+    # math path (bmm, counted), without it a fused kernel (no formula).
+    requires_grad: bool
 
 
 # Argument values that are safe to keep in the cache key: small, hashable, compared by value.
@@ -70,14 +73,15 @@ def op_flops(node: OpRecord) -> int | None:
         return None
     args = fill_template(call.args, specs)
     kwargs = fill_template(call.kwargs, specs)
+    grad = node.requires_grad  # its output required grad: grad mode was on
     try:
-        key: Hashable = (call.func, _key_of(args, kwargs))
+        key: Hashable = (call.func, grad, _key_of(args, kwargs))
     except _NotCacheable:
-        return _count(call.func, args, kwargs)
+        return _count(call.func, args, kwargs, grad)
     if key not in _cache:
         if len(_cache) >= _CACHE_LIMIT:
             _cache.clear()
-        _cache[key] = _count(call.func, args, kwargs)
+        _cache[key] = _count(call.func, args, kwargs, grad)
     return _cache[key]
 
 
@@ -88,13 +92,18 @@ def _spec(parent: OpRecord, output_index: int, literal: torch.Tensor | None) -> 
     if value is None and parent.activations is not None:
         value = parent.activations[output_index]
     if value is not None:
-        return _TensorSpec(tuple(value.shape), tuple(value.stride()), value.dtype, value.device)
+        grad = parent.requires_grad and (value.is_floating_point() or value.is_complex())
+        return _TensorSpec(
+            tuple(value.shape), tuple(value.stride()), value.dtype, value.device, grad
+        )
     dtype = getattr(torch, parent.dtype or "", None)
     if not isinstance(dtype, torch.dtype) or not parent.device:
         return None
     if output_index >= len(parent.shapes):
         return None
-    return _TensorSpec(parent.shapes[output_index], None, dtype, torch.device(parent.device))
+    return _TensorSpec(
+        parent.shapes[output_index], None, dtype, torch.device(parent.device), parent.requires_grad
+    )
 
 
 def _key_of(args: Any, kwargs: Any) -> Hashable:
@@ -111,21 +120,21 @@ def _leaf_key(leaf: Any) -> Hashable:
     raise _NotCacheable
 
 
-def _count(func: Callable[..., Any], args: Any, kwargs: Any) -> int | None:
+def _count(func: Callable[..., Any], args: Any, kwargs: Any, grad: bool) -> int | None:
     if any(isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((args, kwargs))):
         return None  # a random op drawing from the user's generator: no formula, no draw
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
     counter = FlopCounterMode(display=False)
     # Fake ops draw no random numbers and write no real memory; the RNG is kept anyway,
     # and warnings the op already gave in the real pass are not repeated.
-    with torch.random.fork_rng(devices=[]), warnings.catch_warnings(), torch.no_grad():
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             with fake_mode:
                 fake_args, fake_kwargs = pytree.tree_map_only(
                     _TensorSpec, _fake_tensor, (args, kwargs)
                 )
-            with fake_mode, counter:
+            with fake_mode, counter, torch.set_grad_enabled(grad):
                 func(*fake_args, **fake_kwargs)
         except Exception:  # noqa: BLE001 - an op that cannot run on fake tensors has no count
             return None
@@ -135,5 +144,7 @@ def _count(func: Callable[..., Any], args: Any, kwargs: Any) -> int | None:
 
 def _fake_tensor(spec: _TensorSpec) -> torch.Tensor:
     if spec.stride is None:
-        return torch.empty(spec.shape, dtype=spec.dtype, device=spec.device)
-    return torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device=spec.device)
+        tensor = torch.empty(spec.shape, dtype=spec.dtype, device=spec.device)
+    else:
+        tensor = torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device=spec.device)
+    return tensor.requires_grad_() if spec.requires_grad else tensor

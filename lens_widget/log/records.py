@@ -60,6 +60,8 @@ class OpRecord:
     dtype: str | None = None
     device: str | None = None
     nbytes: int = 0
+    # Whether the (first) output required grad: autograd recorded the op.
+    requires_grad: bool = False
     shapes: tuple[tuple[int, ...], ...] = ()
     params: tuple[ParamUse, ...] = ()
     parents: list[str] = field(default_factory=list)

@@ -43,12 +43,18 @@ def test_op_flops_add_up_to_flop_counter_mode_of_the_forward(name):
     assert all(op.flops is None for op in log.ops if op.func in ("add", "__add__", "relu"))
 
 
-def test_flops_match_flop_counter_mode_around_the_traced_pass():
-    """The same forward, counted by FlopCounterMode while the tracer runs it."""
-    case = BUILDERS["transformer_encoder"]()
-    with torch.no_grad(), FlopCounterMode(display=False) as around:
+@pytest.mark.parametrize("name", ["transformer_encoder", "swin", "t5"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_flops_match_flop_counter_mode_around_the_traced_pass(name, grad):
+    """The same forward, counted by FlopCounterMode while the tracer runs it. With grad on,
+    Swin's attention mask requires grad and CPU attention takes its math path (bmm): the
+    count replays that."""
+    case = BUILDERS[name]()
+    with torch.set_grad_enabled(grad), FlopCounterMode(display=False) as around:
         log = lw.trace(case.model, case.args, case.kwargs)
     assert log.flops == around.get_total_flops() > 0
+    linear = next(op for op in log.ops if op.func == "linear")
+    assert linear.requires_grad is grad
 
 
 def test_flops_of_a_linear_follow_torch_formula_and_need_no_saved_values():
