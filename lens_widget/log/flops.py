@@ -101,9 +101,8 @@ def _spec(parent: OpRecord, output_index: int, literal: torch.Tensor | None) -> 
         return None
     if output_index >= len(parent.shapes):
         return None
-    return _TensorSpec(
-        parent.shapes[output_index], None, dtype, torch.device(parent.device), parent.requires_grad
-    )
+    grad = parent.requires_grad and (dtype.is_floating_point or dtype.is_complex)
+    return _TensorSpec(parent.shapes[output_index], None, dtype, torch.device(parent.device), grad)
 
 
 def _key_of(args: Any, kwargs: Any) -> Hashable:
