@@ -1,21 +1,29 @@
 """lens_widget: see everything a PyTorch model does in one forward pass."""
 
 from lens_widget.capture.trace import trace
+from lens_widget.compare import LogComparison, OpDiff, compare
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord, ParamUse, ParentArg
+from lens_widget.log.stats import ActivationStats
+from lens_widget.log.totals import ModuleTotals
 from lens_widget.log.validate import ValidationError, ValidationReport
 from lens_widget.store.format import LogFormatError
 from lens_widget.store.load import load
 
 __all__ = [
     "LogFormatError",
+    "ActivationStats",
+    "LogComparison",
     "ModelLog",
+    "ModuleTotals",
+    "OpDiff",
     "OpRecord",
     "ParamUse",
     "ParentArg",
     "ValidationError",
     "ValidationReport",
     "load",
+    "compare",
     "trace",
 ]
 

@@ -345,6 +345,7 @@ class Recorder(TorchFunctionMode):
         node.shape = shape = tuple(first.shape)
         node.dtype = _dtype_name(first.dtype)
         node.device = self._device_names.get(first.device) or self._name_device(first.device)
+        node.requires_grad = first.requires_grad  # kernels differ with it (FLOPs replay it)
         if len(outputs) == 1:
             node.shapes = (shape,)
             node.nbytes = first.numel() * first.element_size()

@@ -15,9 +15,11 @@ import networkx as nx
 from lens_widget.gc_pause import gc_paused
 from lens_widget.graph.rolled import build_rolled_graph
 from lens_widget.graph.unrolled import build_unrolled_graph
+from lens_widget.log.nonfinite import first_nonfinite
 from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
 from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
 from lens_widget.log.summary import summarize
+from lens_widget.log.totals import ModuleTotals, module_totals
 from lens_widget.log.validate import ValidationReport, validate_ops
 from lens_widget.store.onnx_export import export_onnx
 from lens_widget.store.save import save_log
@@ -195,6 +197,35 @@ class ModelLog:
         ):
             return "branching"
         return "feedforward"
+
+    # ---- metrics ---------------------------------------------------------------------------
+
+    @property
+    def flops(self) -> int | None:
+        """FLOPs of the whole forward (ops with a formula), as ``FlopCounterMode`` counts."""
+        known = [op.flops for op in self.ops if op.flops is not None]
+        return sum(known) if known else None
+
+    @cached_property
+    def module_totals(self) -> dict[str, ModuleTotals]:
+        """address -> FLOPs, parameters, bytes and time of the ops inside that module."""
+        kinds = {node.label: node.kind for node in self.nodes}
+        return module_totals(self.ops, self.modules, kinds)
+
+    def compute_metrics(self) -> ModelLog:
+        """Compute every op's FLOPs and activation statistics now (otherwise each is computed
+        on first use); the statistics in one batch, one host copy per device."""
+        OpRecord.compute_stats(self.ops)
+        for op in self.ops:
+            _ = op.flops
+        return self
+
+    def first_nonfinite(self) -> OpRecord | None:
+        """The op that produced the first NaN/Inf: the first, in execution order, whose
+        output is non-finite while all it read was finite; None when no op did.
+        Needs saved activations (raises ValueError on a log traced with save=None)."""
+        OpRecord.compute_stats(self.ops)
+        return first_nonfinite(self.ops, self._by_label.__getitem__)
 
     def validate(self, *, rtol: float = 1e-5, atol: float = 1e-6) -> ValidationReport:
         """Replay every op from its saved inputs; raise on the first that differs."""

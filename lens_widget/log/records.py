@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Literal, NamedTuple
 
 import torch
 
+from lens_widget.log.flops import op_flops
 from lens_widget.log.replay import ReplayCall
+from lens_widget.log.stats import ActivationStats, activation_stats
 
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 
@@ -19,6 +22,12 @@ class ParamUse(NamedTuple):
     name: str
     shape: tuple[int, ...]
     numel: int
+
+
+class _Unset(Enum):
+    """A metric not computed yet (None is a result: "no formula", "not saved")."""
+
+    UNSET = 0
 
 
 class ParentArg(NamedTuple):
@@ -65,6 +74,8 @@ class OpRecord:
     dtype: str | None = None
     device: str | None = None
     nbytes: int = 0
+    # Whether the (first) output required grad: autograd recorded the op.
+    requires_grad: bool = False
     shapes: tuple[tuple[int, ...], ...] = ()
     params: tuple[ParamUse, ...] = ()
     parents: list[str] = field(default_factory=list)
@@ -77,10 +88,15 @@ class OpRecord:
     inplace: bool = False
     failed: bool = False
     error: str | None = None
+    # Milliseconds the op took, when the trace was timed; None otherwise.
+    time_ms: float | None = None
     activations: tuple[torch.Tensor, ...] | None = None
     # What validate() needs to replay the op: the call (None for an output sink) and, per
     # tensor argument, (position, the node that produced it, which of its outputs).
     replay: tuple[ReplayCall | None, list[ParentRef]] | None = None
+    # Metrics computed on first use and kept (log/flops.py, log/stats.py).
+    _flops: int | None | _Unset = field(default=_Unset.UNSET, init=False, repr=False)
+    _stats: tuple[ActivationStats, ...] | None = field(default=None, init=False, repr=False)
 
     @property
     def activation(self) -> torch.Tensor | None:
@@ -90,6 +106,46 @@ class OpRecord:
     @property
     def saved(self) -> bool:
         return self.activations is not None
+
+    @property
+    def flops(self) -> int | None:
+        """Floating-point operations of the op's forward call, from the formulas of
+        ``torch.utils.flop_counter`` (computed on first use from the recorded shapes);
+        None where torch has no formula (elementwise ops, copies...)."""
+        if self._flops is _Unset.UNSET:
+            self._flops = op_flops(self)
+        return self._flops
+
+    @property
+    def param_count(self) -> int:
+        """Elements of the parameters and buffers the op read directly."""
+        return sum(p.numel for p in self.params)
+
+    @property
+    def stats(self) -> ActivationStats | None:
+        """Statistics of the (first) saved output: mean, std, min, max, absmax,
+        zero_fraction, nan, inf (counts), numel. None when not saved."""
+        per_output = self.output_stats
+        return per_output[0] if per_output else None
+
+    @property
+    def output_stats(self) -> tuple[ActivationStats, ...] | None:
+        """Statistics of every saved output, computed once (see ``ModelLog.compute_metrics``
+        for all ops in one batch)."""
+        if self._stats is None and self.activations is not None:
+            self._stats = tuple(activation_stats(self.activations))
+        return self._stats
+
+    @staticmethod
+    def compute_stats(records: Iterable[OpRecord]) -> None:
+        """Fill the statistics of many records in one batch (one host copy per device)."""
+        pending = [r for r in records if r._stats is None and r.activations is not None]
+        flat = activation_stats([t for r in pending for t in r.activations or ()])
+        start = 0
+        for r in pending:
+            n = len(r.activations or ())
+            r._stats = tuple(flat[start : start + n])
+            start += n
 
     @property
     def pass_label(self) -> str:

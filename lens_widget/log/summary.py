@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from lens_widget.log.records import ModuleInfo, OpRecord
+from lens_widget.log.totals import ModuleTotals
 
 _MAX_OPS_LISTED = 40
 _MAX_MODULE_LINES = 40
@@ -17,6 +18,15 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GB"
+
+
+def human_count(n: float) -> str:
+    """1234 -> "1.2K", 5.6e9 -> "5.6G"."""
+    for unit in ("", "K", "M", "G", "T"):
+        if abs(n) < 1000 or unit == "T":
+            return f"{n:.0f}" if unit == "" else f"{n:.1f}{unit}"
+        n /= 1000
+    return f"{n:.1f}T"
 
 
 class Summarized(Protocol):
@@ -46,6 +56,10 @@ class Summarized(Protocol):
     def inputs(self) -> Sequence[OpRecord]: ...
     @property
     def outputs(self) -> Sequence[OpRecord]: ...
+    @property
+    def flops(self) -> int | None: ...
+    @property
+    def module_totals(self) -> Mapping[str, ModuleTotals]: ...
 
 
 def summarize(log: Summarized) -> str:
@@ -65,16 +79,24 @@ def summarize(log: Summarized) -> str:
         f"  saved: {len(saved)} of {len(ops)} op activations, {human_bytes(log.saved_bytes)}",
         f"  parameters: {log.n_params:,} ({human_bytes(log.param_bytes)})",
         f"  traced in {log.elapsed * 1000:.1f} ms",
+        _flops_line(log),
     ]
+    timed = [n.time_ms for n in ops if n.time_ms is not None]
+    if timed:
+        lines.append(f"  op time: {sum(timed):.2f} ms over {len(timed)} timed ops")
     if log.failed_op:
         lines.append(f"  failed op: {log.failed_op}")
-    lines.append("Modules (address: class, passes, ops):")
+    lines.append("Modules (address: class, passes, ops, FLOPs, params, time):")
     modules = list(log.modules.values())  # in the order they first ran
+    totals = log.module_totals
     for info in modules[:_MAX_MODULE_LINES]:
         depth = _depth(log.modules, info.address)
         passes = f" x{info.n_passes}" if info.n_passes > 1 else ""
         name = info.address or "(root)"
-        lines.append(f"  {'  ' * depth}{name}: {info.class_name}{passes}, {info.n_ops} ops")
+        lines.append(
+            f"  {'  ' * depth}{name}: {info.class_name}{passes}, {info.n_ops} ops"
+            + _totals_text(totals.get(info.address))
+        )
     if len(modules) > _MAX_MODULE_LINES:
         lines.append(f"  ... {len(modules) - _MAX_MODULE_LINES} more modules")
     lines.append("Ops (label: function -> shape  [module]):")
@@ -89,6 +111,30 @@ def summarize(log: Summarized) -> str:
         flag = "  <- raised" if node.failed else ""
         lines.append(f"  {node.label}: {node.func} -> {_shape(node.shape)}  [{node.module}]{flag}")
     return "\n".join(lines)
+
+
+def _flops_line(log: Summarized) -> str:
+    with_formula = sum(1 for n in log.ops if n.flops is not None)
+    total = log.flops
+    if total is None:
+        return "  FLOPs: none counted (no op has a torch.utils.flop_counter formula)"
+    return (
+        f"  FLOPs: {human_count(total)} ({with_formula} of {len(log.ops)} ops have a "
+        "torch.utils.flop_counter formula)"
+    )
+
+
+def _totals_text(totals: ModuleTotals | None) -> str:
+    if totals is None:
+        return ""
+    parts = [""]
+    if totals.flops:
+        parts.append(f"{human_count(totals.flops)} FLOPs")
+    if totals.params:
+        parts.append(f"{human_count(totals.params)} params")
+    if totals.time_ms is not None:
+        parts.append(f"{totals.time_ms:.2f} ms")
+    return ", ".join(parts)
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:

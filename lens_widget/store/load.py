@@ -160,6 +160,8 @@ def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:
         inplace=data["inplace"],
         failed=data["failed"],
         error=data["error"],
+        requires_grad=data.get("requires_grad", False),
+        time_ms=data.get("time_ms"),
         activations=activations,
     )
 

@@ -212,7 +212,8 @@ _NODE = record(
         "error": nullable(TEXT),
         "activations": nullable(array(TENSOR_ID)),
         "replay": _REPLAY,
-    }
+    },
+    {"requires_grad": boolean, "time_ms": nullable(number)},
 )
 
 _TENSOR = record(

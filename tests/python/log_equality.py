@@ -9,7 +9,7 @@ import torch
 from lens_widget.log.records import OpRecord
 
 # Fields compared separately: tensors bit for bit, replays by what validate() makes of them.
-NOT_PLAIN = {"activations", "replay"}
+NOT_PLAIN = {"activations", "replay", "_flops", "_stats"}  # metrics: computed on use
 
 
 def tensor_bytes(tensor: torch.Tensor) -> bytes:

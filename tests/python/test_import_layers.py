@@ -67,6 +67,12 @@ def forbidden(importer: str, imported: str) -> str | None:
             return "the log must not import capture or widget"
         if dst == "graph" and importer != "lens_widget.log.model_log":
             return "only log.model_log may import the graph builders"
+        if dst == "compare":
+            return "the log must not import compare (compare reads logs)"
+        if dst == "store" and importer != "lens_widget.log.model_log":
+            return "only log.model_log may import the store's writers"
+    if src in ("store", "compare") and dst in ("capture", "widget"):
+        return f"{src} reads logs only: it must not import capture or widget"
     if src == "graph":
         if dst in ("capture", "widget"):
             return "the graph must not import capture or widget"

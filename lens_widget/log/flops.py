@@ -1,0 +1,160 @@
+"""FLOPs of one recorded op, counted by torch's own formulas.
+
+The recorded call is run again under ``torch.utils.flop_counter.FlopCounterMode`` on fake
+tensors (``FakeTensorMode``: shapes, dtypes and devices, no data, no compute) of the shapes
+the op saw. Fake tensors keep the op's device, so torch picks the same kernels as in the
+real pass (e.g. CPU attention runs a fused kernel torch has no formula for, and counts 0
+there too): the per-op counts add up to what ``FlopCounterMode`` reports around the real
+forward. Nothing is counted by hand. Results are cached per (function, argument shapes,
+other arguments), so the repeated layers of a model cost one count.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils import _pytree as pytree
+from torch.utils.flop_counter import FlopCounterMode
+
+from lens_widget.log.replay import fill_template
+
+
+class Recorded(Protocol):
+    """What FLOP counting reads of a node (OpRecord has it; records.py imports this file)."""
+
+    kind: str
+    failed: bool
+    requires_grad: bool
+    activations: tuple[torch.Tensor, ...] | None
+    dtype: str | None
+    device: str | None
+    shapes: tuple[tuple[int, ...], ...]
+    # (ReplayCall, [(position, producing node, output index)]) or None
+    replay: Any
+
+
+_CACHE_LIMIT = 20_000
+# (function, argument structure, argument leaves) -> FLOPs (None: no formula reached)
+_cache: dict[Hashable, int | None] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _TensorSpec:
+    """What a fake stand-in for a recorded tensor needs (and all the cache key needs)."""
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...] | None
+    dtype: torch.dtype
+    device: torch.device
+    # Kernels can depend on it: CPU attention with a mask that requires grad runs the
+    # math path (bmm, counted), without it a fused kernel (no formula).
+    requires_grad: bool
+
+
+# Argument values that are safe to keep in the cache key: small, hashable, compared by value.
+_KEY_TYPES = frozenset(
+    {int, float, bool, str, type(None), type(...), _TensorSpec, torch.dtype, torch.device,
+     torch.memory_format, torch.layout, torch.Size}
+)  # fmt: skip
+
+
+class _NotCacheable(Exception):
+    """An argument the cache key cannot hold by value (a callable, a generator...)."""
+
+
+def op_flops(node: Recorded) -> int | None:
+    """FLOPs of the op's forward call, or None where torch has no formula for any kernel it
+    runs (elementwise ops, copies...), where it raised, or where it cannot run without data
+    (ops whose output shape depends on values, such as ``nonzero``)."""
+    if node.kind != "op" or node.failed or node.replay is None:
+        return None
+    call, parent_refs = node.replay
+    if not parent_refs:  # factories (arange, zeros...): no formula applies, nothing to run
+        return None
+    specs = [
+        _spec(parent, output_index, call.literals.get(slot))
+        for slot, (_, parent, output_index) in enumerate(parent_refs)
+    ]
+    if any(spec is None for spec in specs):
+        return None
+    args = fill_template(call.args, specs)
+    kwargs = fill_template(call.kwargs, specs)
+    grad = node.requires_grad  # its output required grad: grad mode was on
+    try:
+        key: Hashable = (call.func, grad, _key_of(args, kwargs))
+    except _NotCacheable:
+        return _count(call.func, args, kwargs, grad)
+    if key not in _cache:
+        if len(_cache) >= _CACHE_LIMIT:
+            _cache.clear()
+        _cache[key] = _count(call.func, args, kwargs, grad)
+    return _cache[key]
+
+
+def _spec(parent: Recorded, output_index: int, literal: torch.Tensor | None) -> _TensorSpec | None:
+    """The tensor the op read: from its saved value when there is one (exact strides and
+    dtype), else from the producer's recorded shape and dtype."""
+    value = literal
+    if value is None and parent.activations is not None:
+        value = parent.activations[output_index]
+    if value is not None:
+        grad = parent.requires_grad and (value.is_floating_point() or value.is_complex())
+        return _TensorSpec(
+            tuple(value.shape), tuple(value.stride()), value.dtype, value.device, grad
+        )
+    dtype = getattr(torch, parent.dtype or "", None)
+    if not isinstance(dtype, torch.dtype) or not parent.device:
+        return None
+    if output_index >= len(parent.shapes):
+        return None
+    grad = parent.requires_grad and (dtype.is_floating_point or dtype.is_complex)
+    return _TensorSpec(parent.shapes[output_index], None, dtype, torch.device(parent.device), grad)
+
+
+def _key_of(args: Any, kwargs: Any) -> Hashable:
+    leaves, structure = pytree.tree_flatten((args, kwargs))
+    return structure, tuple(_leaf_key(leaf) for leaf in leaves)
+
+
+def _leaf_key(leaf: Any) -> Hashable:
+    kind = type(leaf)
+    if kind in _KEY_TYPES:
+        return kind, leaf  # the type too: 1, 1.0 and True hash alike
+    if kind is slice:
+        return slice, _leaf_key(leaf.start), _leaf_key(leaf.stop), _leaf_key(leaf.step)
+    raise _NotCacheable
+
+
+def _count(func: Callable[..., Any], args: Any, kwargs: Any, grad: bool) -> int | None:
+    if any(isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((args, kwargs))):
+        return None  # a random op drawing from the user's generator: no formula, no draw
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    counter = FlopCounterMode(display=False)
+    # Fake ops draw no random numbers and write no real memory; the RNG is kept anyway,
+    # and warnings the op already gave in the real pass are not repeated.
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with fake_mode:
+                fake_args, fake_kwargs = pytree.tree_map_only(
+                    _TensorSpec, _fake_tensor, (args, kwargs)
+                )
+            with fake_mode, counter, torch.set_grad_enabled(grad):
+                func(*fake_args, **fake_kwargs)
+        except Exception:  # noqa: BLE001 - an op that cannot run on fake tensors has no count
+            return None
+    counts = counter.get_flop_counts().get("Global")
+    return sum(counts.values()) if counts else None
+
+
+def _fake_tensor(spec: _TensorSpec) -> torch.Tensor:
+    if spec.stride is None:
+        tensor = torch.empty(spec.shape, dtype=spec.dtype, device=spec.device)
+    else:
+        tensor = torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device=spec.device)
+    return tensor.requires_grad_() if spec.requires_grad else tensor

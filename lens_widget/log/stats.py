@@ -1,0 +1,157 @@
+"""Summary statistics of saved activations, computed in one batch on the tensors' devices.
+
+Each distinct tensor (views of the same values, such as a ``view`` op's output, are
+counted once) gets four reading passes, queued on its own device: mean, L2 norm,
+``aminmax`` and ``count_nonzero``; nothing the size of the tensor is allocated. The small
+results are stacked and copied to the host once per device, so a GPU is synchronised a few
+times per batch, not once per op. The variance comes from the sum of squares; where the
+mean is large against the spread (so that formula would cancel) a second batch computes it
+around the mean. NaN and Inf show in min/max: only tensors that hold them take a slower
+pass that counts them and describes the finite values.
+
+Conventions (the same as the widget's inspector): mean, std (unbiased; 0 for one value),
+min, max and absmax are over the finite values; ``nan`` and ``inf`` count the others;
+``zero_fraction`` is over all values. bool counts as 0/1, integers exactly as float64,
+complex tensors by their magnitude.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+
+import torch
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationStats(Mapping[str, float]):
+    """Statistics of one tensor; a mapping (``stats["mean"]``) and an object (``stats.mean``)."""
+
+    numel: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    absmax: float
+    zero_fraction: float
+    nan: int
+    inf: int
+
+    @property
+    def finite(self) -> bool:
+        return self.nan == 0 and self.inf == 0
+
+    def __getitem__(self, key: str) -> float:
+        if key not in _NAMES:
+            raise KeyError(f"{key!r} is not a statistic; there are {', '.join(_NAMES)}")
+        return getattr(self, key)  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_NAMES)
+
+    def __len__(self) -> int:
+        return len(_NAMES)
+
+
+_NAMES = tuple(f.name for f in fields(ActivationStats))
+_NAN = float("nan")
+_EMPTY = ActivationStats(0, _NAN, _NAN, _NAN, _NAN, _NAN, _NAN, 0, 0)
+
+
+def activation_stats(tensors: Sequence[Tensor]) -> list[ActivationStats]:
+    """Statistics of each tensor, in order."""
+    distinct: dict[tuple[object, ...], int] = {}  # same values seen the same way -> first
+    firsts = [distinct.setdefault(values_key(t), i) for i, t in enumerate(tensors)]
+    todo = [i for i in distinct.values() if tensors[i].numel() > 0]
+
+    # Pass 1: mean, ||x||, min, max and the non-zero count of every tensor.
+    rows = _batched([(tensors[i], _moments) for i in todo])
+    results: dict[int, ActivationStats] = {}
+    refine: list[tuple[int, float]] = []  # (position, mean) of tensors the formula fails
+    for i, (mean, norm, lo, hi, nonzero) in zip(todo, rows, strict=True):
+        n = tensors[i].numel()
+        zero_fraction = (n - nonzero) / n
+        if not all(math.isfinite(v) for v in (mean, norm, lo, hi)):
+            # NaN/Inf present (or a float32 overflow): count them, describe the rest
+            results[i] = _with_nonfinite(_real_values(tensors[i]), zero_fraction)
+            continue
+        var = max(norm * norm - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
+        if mean * mean > var and n > 1:
+            refine.append((i, mean))  # sum of squares minus n mean^2 would cancel digits
+        results[i] = ActivationStats(
+            n, mean, math.sqrt(var), lo, hi, max(abs(lo), abs(hi)), zero_fraction, 0, 0
+        )
+
+    # Pass 2 (few tensors): the variance around the mean, two passes, exact.
+    around = _batched([(tensors[i], _spread_around(mean)) for i, mean in refine])
+    for (i, _), (spread,) in zip(refine, around, strict=True):
+        std = spread / math.sqrt(tensors[i].numel() - 1)
+        results[i] = dataclasses.replace(results[i], std=std)
+    return [results.get(first, _EMPTY) for first in firsts]
+
+
+def values_key(t: Tensor) -> tuple[object, ...]:
+    """Equal for tensors that hold the same values in the same order (a contiguous view of
+    another is the same values whatever its shape)."""
+    layout = (t.numel(),) if t.is_contiguous() else (tuple(t.shape), t.stride())
+    return (t.device, t.dtype, t.data_ptr(), *layout)
+
+
+def _moments(x: Tensor) -> list[Tensor]:
+    lo, hi = torch.aminmax(x)
+    return [x.mean(), torch.linalg.vector_norm(x), lo, hi, torch.count_nonzero(x)]
+
+
+def _spread_around(mean: float) -> Callable[[Tensor], list[Tensor]]:
+    def spread(x: Tensor) -> list[Tensor]:
+        return [torch.linalg.vector_norm(x - mean)]
+
+    return spread
+
+
+def _batched(
+    work: Sequence[tuple[Tensor, Callable[[Tensor], list[Tensor]]]],
+) -> list[list[float]]:
+    """Run each reduction on its tensor's device; one copy to the host per device."""
+    per_device: dict[torch.device, list[tuple[int, Tensor]]] = {}
+    for k, (tensor, reductions) in enumerate(work):
+        row = torch.stack([r.to(torch.float64) for r in reductions(_real_values(tensor))])
+        per_device.setdefault(tensor.device, []).append((k, row))
+    out: list[list[float]] = [[] for _ in work]
+    for group in per_device.values():
+        values = torch.stack([row for _, row in group]).tolist()
+        for (k, _), row_values in zip(group, values, strict=True):
+            out[k] = row_values
+    return out
+
+
+def _real_values(tensor: Tensor) -> Tensor:
+    """The values as a float tensor the reductions accept, on the tensor's own device."""
+    t = tensor.detach()
+    if t.is_complex():
+        return t.abs()
+    if t.dtype in (torch.float32, torch.float64):
+        return t
+    if t.dtype == torch.bool or t.is_floating_point():  # half, bfloat16, float8: sum in f32
+        return t.float()
+    return t.double()  # integers: exact up to 2**53, where float32 rounds ids and counts
+
+
+def _with_nonfinite(x: Tensor, zero_fraction: float) -> ActivationStats:
+    f64 = x.double()
+    n_nan = int(torch.isnan(f64).sum())
+    n_inf = int(torch.isinf(f64).sum())
+    finite = f64[torch.isfinite(f64)]
+    n = finite.numel()
+    if n == 0:
+        return ActivationStats(x.numel(), _NAN, _NAN, _NAN, _NAN, _NAN, zero_fraction, n_nan, n_inf)
+    mean = finite.mean()
+    std = float(torch.linalg.vector_norm(finite - mean)) / math.sqrt(n - 1) if n > 1 else 0.0
+    lo, hi = (float(v) for v in torch.aminmax(finite))
+    return ActivationStats(
+        x.numel(), float(mean), std, lo, hi, max(abs(lo), abs(hi)), zero_fraction, n_nan, n_inf
+    )
