@@ -20,6 +20,7 @@ export class Toolbar {
 
   constructor(actions: ToolbarActions, searchBox: HTMLElement) {
     this.el.dataset.testid = "toolbar";
+    this.title.dataset.testid = "model-title";
     const seg = h("div", "lens-seg");
     this.viewBtns = {
       unrolled: button("Unrolled", "view-unrolled", "Every call of a repeated layer on its own", () => actions.setView("unrolled")),
@@ -49,8 +50,11 @@ export class Toolbar {
   }
 
   showTitle(modelClass: string | null, nOps: number): void {
+    const ops = `${nOps.toLocaleString("en-US")} ops`;
     if (modelClass === null) this.title.textContent = "no graph";
-    else this.title.replaceChildren(modelClass, h("small", "", `${nOps.toLocaleString("en-US")} ops`));
+    else this.title.replaceChildren(modelClass, h("small", "", ops));
+    // a long class name is cut with an ellipsis to keep the toolbar on one line: the tooltip has it whole
+    this.title.title = modelClass === null ? "" : `${modelClass} — ${ops}`;
   }
 
   showStatus(text: string): void {
