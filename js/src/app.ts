@@ -56,6 +56,7 @@ export class LensApp {
   private toolbar: Toolbar;
   private banner = new Banner();
   private unwatchTheme: () => void;
+  private unbindInput: () => void;
 
   constructor(model: WidgetModel, el: HTMLElement) {
     injectStyles(el.ownerDocument);
@@ -108,7 +109,7 @@ export class LensApp {
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
 
     this.requests = new RequestClient(model);
-    bindCanvasInput(this.pane.canvas, this.renderer, (hit) => this.click(hit), this.pane.wheelHint);
+    this.unbindInput = bindCanvasInput(this.pane.canvas, this.renderer, (hit) => this.click(hit), this.pane.wheelHint);
     this.root.classList.toggle("lens-dark", this.theme.dark);
     this.unwatchTheme = watchTheme(el, (t) => this.setTheme(t));
 
@@ -369,6 +370,7 @@ export class LensApp {
 
   dispose(): void {
     this.unwatchTheme();
+    this.unbindInput();
     this.sync.dispose();
     this.pane.dispose();
     this.requests.dispose();

@@ -1,8 +1,9 @@
 // Pointer and wheel input on the graph canvas: drag pans, hovering marks what a click would
 // hit, and a click (a press that did not drag) is reported. The wheel zooms about the
-// pointer only when the graph has focus (a click gives it) or with Ctrl/⌘ (a trackpad pinch
-// sends that too), as map widgets do; otherwise it scrolls the notebook and a hint says how
-// to zoom.
+// pointer only once the graph is engaged (a press on it, or keyboard focus; a press anywhere
+// else lets go) or with Ctrl/⌘ (a trackpad pinch sends that too), as map widgets do;
+// otherwise it scrolls the notebook and a hint says how to zoom. Engagement is our own flag,
+// not DOM focus: notebook hosts move focus to the cell on the same click.
 import { GROUP_PREFIX } from "../model/visibility";
 import type { Hit } from "../render/hitTest";
 import type { Renderer } from "../render/renderer";
@@ -23,7 +24,20 @@ export function wheelZoom(deltaY: number, deltaMode: number, ctrlKey: boolean): 
   return Math.exp(Math.max(-MAX_ZOOM_STEP, Math.min(MAX_ZOOM_STEP, step)));
 }
 
-export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, onClick: (hit: Hit) => void, hint?: HTMLElement): void {
+/** Binds the listeners; returns what removes the one it puts on the document. */
+export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, onClick: (hit: Hit) => void, hint?: HTMLElement): () => void {
+  let engaged = false;
+  const engage = (on: boolean): void => {
+    engaged = on;
+    canvas.parentElement?.classList.toggle("lens-engaged", on);
+    if (on && hint) hint.hidden = true;
+  };
+  const doc = canvas.ownerDocument;
+  const letGo = (ev: Event): void => {
+    if (engaged && ev.target !== canvas) engage(false);
+  };
+  doc.addEventListener("pointerdown", letGo, true);
+  canvas.addEventListener("focus", () => engage(true));
   let down: { x: number; y: number; tx: number; ty: number; id: number } | null = null;
   let dragged = false;
   const local = (ev: MouseEvent): [number, number] => {
@@ -32,9 +46,8 @@ export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, o
   };
   canvas.addEventListener("pointerdown", (ev) => {
     if (ev.button !== 0) return;
-    // focus is what lets the wheel zoom; hosts that handle clicks themselves may not give it
+    engage(true);
     canvas.focus({ preventScroll: true });
-    if (hint) hint.hidden = true;
     const [x, y] = local(ev);
     down = { x, y, tx: renderer.cam.tx, ty: renderer.cam.ty, id: ev.pointerId };
     dragged = false;
@@ -91,8 +104,7 @@ export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, o
   canvas.addEventListener(
     "wheel",
     (ev) => {
-      const focused = canvas.ownerDocument.activeElement === canvas;
-      if (!focused && !ev.ctrlKey && !ev.metaKey) {
+      if (!engaged && !ev.ctrlKey && !ev.metaKey) {
         showHint(); // not ours: the page scrolls
         return;
       }
@@ -102,4 +114,5 @@ export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, o
     },
     { passive: false },
   );
+  return () => doc.removeEventListener("pointerdown", letGo, true);
 }

@@ -12,7 +12,9 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-root [hidden]{display:none !important}
 .lens-toolbar{display:flex;align-items:center;gap:6px;padding:6px 8px;border-bottom:1px solid var(--lens-border);flex-wrap:wrap;background:var(--lens-panel);min-width:0}
 .lens-toolbar>*{flex:none}
-.lens-toolbar>.lens-title{flex:0 1 auto;min-width:4em;overflow:hidden;text-overflow:ellipsis}
+/* The title takes what is left, up to its own width, and is cut with an ellipsis before it
+   pushes anything onto a second line; the kernel status fills the rest of the line. */
+.lens-toolbar>.lens-title{flex:1 1 0;min-width:4em;max-width:max-content;overflow:hidden;text-overflow:ellipsis}
 .lens-title{font-weight:600;margin-right:6px;white-space:nowrap}
 .lens-title small{font-weight:400;color:var(--lens-muted);margin-left:4px}
 .lens-btn{font:inherit;font-size:12px;padding:3px 9px;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg);cursor:pointer;line-height:18px}
@@ -25,16 +27,23 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-seg .lens-btn[aria-pressed=true]{background:var(--lens-accent);color:#fff}
 .lens-check{display:inline-flex;align-items:center;gap:3px;white-space:nowrap;cursor:pointer;user-select:none}
 .lens-sep{width:1px;height:18px;background:var(--lens-border);margin:0 2px}
-.lens-spacer{flex:1}
-.lens-toolbar>.lens-spacer{flex:1 1 0;min-width:0}
-.lens-toolbar>.lens-status{flex:0 1 auto;min-width:0;overflow:hidden;text-overflow:ellipsis}
+.lens-toolbar>.lens-status{flex:1 1 0;min-width:0;overflow:hidden;text-overflow:ellipsis;text-align:right}
+/* Narrow widgets: shorter labels and tighter buttons keep the toolbar on one line. */
+@container lens (max-width:860px){
+.lens-toolbar{gap:4px}
+.lens-toolbar .lens-sep{display:none}
+.lens-toolbar .lens-btn{padding:3px 6px}
+.lens-toolbar .lens-long{display:none}
+.lens-toolbar .lens-short{display:inline}
+}
 .lens-status{color:var(--lens-muted);white-space:nowrap;font-size:11px}
-.lens-toolbar>.lens-search{position:relative;flex:0 1 200px;min-width:110px}
+.lens-short{display:none}
+.lens-toolbar>.lens-search{position:relative;flex:1 1 100px;min-width:90px;max-width:220px}
 .lens-search input{font:inherit;font-size:12px;padding:3px 8px;width:100%;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg)}
 .lens-search input:focus{outline:none;border-color:var(--lens-accent)}
 .lens-results{position:absolute;top:100%;left:0;z-index:20;width:360px;max-width:calc(100cqw - 16px);max-height:320px;overflow:auto;background:var(--lens-bg);border:1px solid var(--lens-border);border-radius:4px;box-shadow:0 6px 18px rgba(0,0,0,.15);margin-top:2px}
-.lens-result{display:flex;gap:8px;justify-content:space-between;padding:4px 8px;cursor:pointer}
-.lens-result .lens-muted{white-space:nowrap;flex:none}
+.lens-result{display:flex;flex-wrap:wrap;gap:0 8px;justify-content:space-between;padding:4px 8px;cursor:pointer}
+.lens-result .lens-muted{min-width:0;margin-left:auto;text-align:right;overflow-wrap:anywhere}
 .lens-result[aria-selected=true],.lens-result:hover{background:rgba(28,126,214,.12)}
 .lens-result .lens-mono{min-width:0;overflow-wrap:anywhere}
 .lens-banner{padding:6px 10px;background:rgba(224,49,49,.1);color:#e03131;border-bottom:1px solid rgba(224,49,49,.35);font-size:12px}
@@ -48,7 +57,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-canvas-wrap canvas.lens-pointer{cursor:pointer}
 .lens-overlay{color:var(--lens-muted);font-size:11px;white-space:nowrap}
 .lens-canvas-wrap canvas:focus{outline:none}
-.lens-canvas-wrap:focus-within::after{content:"";position:absolute;inset:0;border:1px solid var(--lens-accent);pointer-events:none}
+.lens-canvas-wrap.lens-engaged::after{content:"";position:absolute;inset:0;border:1px solid var(--lens-accent);pointer-events:none}
 .lens-wheel-hint{position:absolute;left:50%;top:50%;transform:translate(-50%,-50%);padding:6px 12px;border-radius:4px;background:rgba(20,24,28,.78);color:#fff;font-size:12px;pointer-events:none;white-space:nowrap}
 .lens-busy{position:absolute;right:10px;top:8px;font-size:11px;color:var(--lens-muted);background:var(--lens-bg);padding:2px 8px;border-radius:3px;border:1px solid var(--lens-border)}
 .lens-legend{display:flex;flex-wrap:wrap;gap:2px 10px;font-size:11px;color:var(--lens-muted)}

@@ -88,7 +88,7 @@ export const DARK: Theme = {
 };
 
 /** What the host page says of its theme: true dark, false light, null nothing. */
-function hostSaysDark(doc: Document): boolean | null {
+export function hostSaysDark(doc: Document): boolean | null {
   const body = doc.body;
   // JupyterLab and Notebook 7
   const jp = body?.dataset?.jpThemeLight;
