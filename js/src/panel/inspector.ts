@@ -8,7 +8,6 @@ import type { Theme } from "../render/theme";
 import { ActivationPanel, type ActivationParams } from "./activationPanel";
 import { AttentionPanel, type AttentionParams } from "./attentionPanel";
 import { fmtBytes, fmtShape, shortPath } from "./format";
-import type { SectionState } from "./section";
 
 export type { ActivationParams } from "./activationPanel";
 
@@ -46,11 +45,6 @@ export class Inspector {
 
   get nodeId(): string | null {
     return this.node?.id ?? null;
-  }
-
-  /** The activation section's state (loading, done, ...), for tests and the app. */
-  get state(): SectionState {
-    return this.activation.section.state;
   }
 
   show(model: GraphModel, id: string | null): void {

@@ -60,6 +60,11 @@ function rows(values: Float32Array, r: number, c: number, offset = 0): number[][
   return out;
 }
 
+/** One tick per cell on short integer axes (plotly would write 0.5, 1.5 between rows). */
+function cellTicks(n: number, full: number): Layout {
+  return n === full && n <= 12 ? { dtick: 1 } : {};
+}
+
 /** Positions in the full dim of `n` pooled cells (the centres of their windows). */
 function positions(n: number, full: number): number[] {
   const step = full / n;
@@ -106,7 +111,8 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
         hovertemplate: `${yName} %{y}, ${xName} %{x}: %{z:.4g}<extra></extra>`,
       };
       const l = baseLayout(th, Math.max(180, Math.min(360, 40 + r * 6)), xName, yName);
-      (l.yaxis as Layout).autorange = "reversed";
+      Object.assign(l.xaxis as Layout, cellTicks(c, fullCols));
+      Object.assign(l.yaxis as Layout, { autorange: "reversed", ...cellTicks(r, fullRows) });
       plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
       return;
     }
@@ -198,7 +204,8 @@ export function plotAttention(div: HTMLElement, map: AttentionMap, th: Theme): v
   };
   const side = Math.max(200, Math.min(340, 60 + r * 8));
   const l = baseLayout(th, side, "key token", "query token");
-  (l.yaxis as Layout).autorange = "reversed";
+  Object.assign(l.xaxis as Layout, cellTicks(c, result.keys));
+  Object.assign(l.yaxis as Layout, { autorange: "reversed", ...cellTicks(r, result.queries) });
   (l.yaxis as Layout).scaleanchor = "x";
   (l.xaxis as Layout).constrain = "domain";
   (l.yaxis as Layout).constrain = "domain";
