@@ -160,3 +160,17 @@ def test_one_map_of_grouped_query_attention_matches_the_full_weights() -> None:
             torch.testing.assert_close(attention_map(op, batch, head), full[batch, head])
     with pytest.raises(IndexError):
         attention_map(op, 6, 0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_cuda_op_is_computed_on_its_device_and_matches_the_cpu() -> None:
+    class Attend(torch.nn.Module):
+        def forward(self, q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            return F.scaled_dot_product_attention(q, k, k, attn_mask=mask)
+
+    q, k, mask = torch.randn(2, 3, 40, 8), torch.randn(2, 3, 50, 8), torch.randn(40, 50)
+    on_cpu = lw.trace(Attend(), (q, k, mask)).ops[0]
+    on_gpu = lw.trace(Attend(), (q.cuda(), k.cuda(), mask.cuda())).ops[0]
+    gpu_map = attention_map(on_gpu, 1, 2)
+    assert gpu_map.is_cuda
+    torch.testing.assert_close(gpu_map.cpu(), attention_map(on_cpu, 1, 2), rtol=1e-4, atol=1e-5)
