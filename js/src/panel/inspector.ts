@@ -8,6 +8,7 @@ import type { Theme } from "../render/theme";
 import { ActivationPanel, type ActivationParams } from "./activationPanel";
 import { AttentionPanel, type AttentionParams } from "./attentionPanel";
 import { fmtBytes, fmtShape, shortPath } from "./format";
+import { resizePlots } from "./plots";
 
 export type { ActivationParams } from "./activationPanel";
 
@@ -30,6 +31,8 @@ export class Inspector {
   private pass = 0; // index into node.passes
   private activation: ActivationPanel;
   private attention: AttentionPanel;
+  private ro: ResizeObserver;
+  private width = 0;
 
   constructor(private deps: InspectorDeps) {
     this.el = document.createElement("aside");
@@ -41,6 +44,15 @@ export class Inspector {
     this.el.hidden = true;
     this.activation = new ActivationPanel(deps);
     this.attention = new AttentionPanel(deps);
+    // the panel narrows with the widget (and when its scrollbar appears): plots follow
+    this.ro = new ResizeObserver(() => {
+      const w = this.body.clientWidth;
+      if (w !== this.width) {
+        this.width = w;
+        resizePlots(this.body);
+      }
+    });
+    this.ro.observe(this.body);
   }
 
   get nodeId(): string | null {
@@ -191,6 +203,7 @@ export class Inspector {
   }
 
   dispose(): void {
+    this.ro.disconnect();
     this.activation.dispose();
     this.attention.dispose();
   }

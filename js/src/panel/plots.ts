@@ -212,6 +212,13 @@ export function plotAttention(div: HTMLElement, map: AttentionMap, th: Theme): v
   plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
 }
 
+/** Fits every plot under `container` to its width (Plotly itself follows only the window). */
+export function resizePlots(container: HTMLElement): void {
+  const p = plotlyIfLoaded();
+  if (!p) return;
+  for (const div of container.querySelectorAll<HTMLElement>(".js-plotly-plot")) void p.Plots.resize(div);
+}
+
 export function purge(div: HTMLElement): void {
   // nothing was plotted before Plotly loaded
   plotlyIfLoaded()?.purge(div);

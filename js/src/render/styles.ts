@@ -63,7 +63,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-legend{display:flex;flex-wrap:wrap;gap:2px 10px;font-size:11px;color:var(--lens-muted)}
 .lens-legend span{white-space:nowrap}
 .lens-legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:3px;vertical-align:-1px;border:1px solid}
-.lens-inspector{width:min(400px,48%);flex:none;border-left:1px solid var(--lens-border);overflow-y:auto;overflow-x:hidden;background:var(--lens-panel)}
+.lens-inspector{width:min(400px,48%);flex:none;border-left:1px solid var(--lens-border);overflow-y:auto;overflow-x:hidden;scrollbar-gutter:stable;background:var(--lens-panel)}
 .lens-inspector-body{padding:10px 12px}
 .lens-insp-head{display:flex;justify-content:space-between;align-items:center;min-width:0}
 .lens-insp-title{display:flex;gap:6px;align-items:center;min-width:0}
@@ -83,7 +83,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-links-label{color:var(--lens-muted);margin-right:2px;min-width:64px}
 .lens-link{max-width:100%;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font:inherit;font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:11px;border:1px solid var(--lens-border);background:var(--lens-bg);color:var(--lens-accent);border-radius:10px;padding:0 7px;cursor:pointer}
 .lens-link:hover{border-color:var(--lens-accent)}
-.lens-source{margin:8px 0}
+.lens-source{margin:8px 0;overflow-wrap:anywhere}
 .lens-code{margin:3px 0 0;padding:5px 7px;background:rgba(128,128,128,.08);border-radius:4px;white-space:pre-wrap;word-break:break-all;font-size:11px}
 .lens-act{border-top:1px solid var(--lens-border);margin-top:10px;padding-top:8px}
 .lens-section-title{font-weight:600;text-transform:uppercase;font-size:10px;letter-spacing:.06em;color:var(--lens-muted);display:flex;justify-content:space-between;align-items:center;gap:6px;margin-bottom:4px;min-width:0}
@@ -99,7 +99,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-chan{display:inline-flex;gap:4px;align-items:center}
 .lens-chan .lens-btn{padding:0 6px}
 .lens-note{color:#e67700;font-size:11px;overflow-wrap:anywhere}
-.lens-plot{min-width:0;max-width:100%}
+.lens-plot{min-width:0;max-width:100%;overflow:hidden}
 .lens-note:empty{display:none}
 .lens-scalar{font-size:28px;font-family:var(--jp-code-font-family,ui-monospace,monospace);padding:16px 0;text-align:center}
 .lens-stats-table{width:100%;border-collapse:collapse;margin-top:4px}
