@@ -100,3 +100,15 @@ def test_nothing_overflows_a_600px_widget(page, artifacts) -> None:
     page.screenshot(path=str(artifacts / "widget_600px.png"))
     assert page.evaluate(OVERFLOW) == []
     assert page.errors == []
+
+
+def test_a_short_model_name_is_not_cut_where_it_fits(page) -> None:
+    model = nn.Sequential(nn.Linear(4, 4)).eval()
+    open_widget(page, LensWidget(model, torch.randn(2, 4)).graph, width=900)
+    cut = page.evaluate(
+        "() => { const t = document.querySelector('[data-testid=model-title]');"
+        " return t.scrollWidth > t.clientWidth; }"
+    )
+    assert cut is False
+    assert page.inner_text("[data-testid=model-title]").startswith("Sequential")
+    assert page.errors == []

@@ -12,9 +12,9 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-root [hidden]{display:none !important}
 .lens-toolbar{display:flex;align-items:center;gap:6px;padding:6px 8px;border-bottom:1px solid var(--lens-border);flex-wrap:wrap;background:var(--lens-panel);min-width:0}
 .lens-toolbar>*{flex:none}
-/* The title takes what is left, up to its own width, and is cut with an ellipsis before it
+/* The title takes what is left first, up to its own width, and is cut with an ellipsis before it
    pushes anything onto a second line; the kernel status fills the rest of the line. */
-.lens-toolbar>.lens-title{flex:1 1 0;min-width:4em;max-width:max-content;overflow:hidden;text-overflow:ellipsis}
+.lens-toolbar>.lens-title{flex:1000 1 0;min-width:4em;max-width:max-content;overflow:hidden;text-overflow:ellipsis}
 .lens-title{font-weight:600;margin-right:6px;white-space:nowrap}
 .lens-title small{font-weight:400;color:var(--lens-muted);margin-left:4px}
 .lens-btn{font:inherit;font-size:12px;padding:3px 9px;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg);cursor:pointer;line-height:18px}
