@@ -25,7 +25,7 @@ import { GraphPane } from "./render/graphPane";
 import type { Hit } from "./render/hitTest";
 import type { Renderer } from "./render/renderer";
 import { injectStyles } from "./render/styles";
-import { pickTheme, type Theme } from "./render/theme";
+import { pickTheme, type Theme, watchTheme } from "./render/theme";
 
 const GRAPH_HEIGHT = 620;
 
@@ -55,6 +55,8 @@ export class LensApp {
   private inspector: Inspector;
   private toolbar: Toolbar;
   private banner = new Banner();
+  private unwatchTheme: () => void;
+  private unbindInput: () => void;
 
   constructor(model: WidgetModel, el: HTMLElement) {
     injectStyles(el.ownerDocument);
@@ -97,15 +99,19 @@ export class LensApp {
       select: (id) => this.select(id, { center: true }),
       close: () => this.select("", {}),
       fetchActivation: (p, onSlow) => this.requests.activation(p, onSlow),
+      fetchAttention: (p, onSlow) => this.requests.attention(p, onSlow),
       rerun: (id) => this.requests.rerun(id),
       unrolledNode: (id) => this.getModel("unrolled")?.nodes.get(id),
+      unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],
     });
     main.append(this.pane.el, this.inspector.el);
     this.root.append(this.toolbar.el, this.banner.el, main);
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
 
     this.requests = new RequestClient(model);
-    bindCanvasInput(this.pane.canvas, this.renderer, (hit) => this.click(hit));
+    this.unbindInput = bindCanvasInput(this.pane.canvas, this.renderer, (hit) => this.click(hit), this.pane.wheelHint);
+    this.root.classList.toggle("lens-dark", this.theme.dark);
+    this.unwatchTheme = watchTheme(el, (t) => this.setTheme(t));
 
     this.sync = new TraitSync(model, () => ({ view: this.viewName, selected: this.selected, expanded: this.expanded }), {
       graph: (payload) => this.setGraph(payload),
@@ -136,6 +142,14 @@ export class LensApp {
       expanded: this.expanded,
       selected: this.selected,
     }));
+  }
+
+  /** The host switched themes: recolour the graph, its legend and the inspector's plots. */
+  private setTheme(t: Theme): void {
+    this.theme = t;
+    this.root.classList.toggle("lens-dark", t.dark);
+    this.pane.setTheme(t);
+    this.inspector.redraw();
   }
 
   // ---- graph and view ----
@@ -355,6 +369,8 @@ export class LensApp {
   }
 
   dispose(): void {
+    this.unwatchTheme();
+    this.unbindInput();
     this.sync.dispose();
     this.pane.dispose();
     this.requests.dispose();

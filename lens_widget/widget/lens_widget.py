@@ -14,10 +14,12 @@ import traitlets
 from lens_widget.capture.rerun import WorldState, save_also
 from lens_widget.capture.save_policy import SaveSpec
 from lens_widget.capture.trace import trace
+from lens_widget.log.attention import has_attention_map
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import requests
 from lens_widget.widget.checks import cut, quote
+from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.payload import build_payload
 
 _STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
@@ -110,6 +112,7 @@ class LensWidget(anywidget.AnyWidget):
         self._model_log = log
         self._payload = build_payload(log)
         self._records: Mapping[str, OpRecord] = log.by_label
+        self._dim_names = DimNames(log.nodes)
         rolled = self._payload["rolled"]["nodes"]
         self._ids = {
             "unrolled": {n["id"] for n in self._payload["unrolled"]["nodes"]},
@@ -132,13 +135,28 @@ class LensWidget(anywidget.AnyWidget):
             raise RuntimeError("this widget was built from a log; there is no model to re-run")
         if node_id is not None:
             label = requests.rerun_target(self._records, {"id": node_id}, self._ids["rolled"])
-            if label not in self._extra_save:
-                self._extra_save.append(label)
+            for name in (label, *self._attention_inputs(label)):
+                if name not in self._extra_save:
+                    self._extra_save.append(name)
         self.status = "re-running the model…"
         try:
             self._set_log(self._replay())
         finally:
             self.status = ""
+
+    def _attention_inputs(self, target: str) -> list[str]:
+        """Ops feeding an attention op (or layer): its maps are computed from them."""
+        if target in self._records:
+            records = [self._records[target]]
+        else:
+            records = [r for r in self._records.values() if r.layer == target]
+        return [
+            parent
+            for r in records
+            if has_attention_map(r)
+            for parent in r.parents
+            if self._records[parent].kind == "op"
+        ]
 
     def _replay(self) -> ModelLog:
         """Trace again from the initial RNG state and buffers, then put the present ones back."""
@@ -190,7 +208,10 @@ class LensWidget(anywidget.AnyWidget):
     # ---- requests from the frontend ----
 
     def _activation(self, params: object) -> requests.Answer:
-        return requests.activation(self._records, params)
+        return requests.activation(self._records, params, self._dim_names)
+
+    def _attention(self, params: object) -> requests.Answer:
+        return requests.attention(self._records, params)
 
     def _rerun(self, params: object) -> requests.Answer:
         label = requests.rerun_target(self._records, params, self._ids["rolled"])
@@ -202,6 +223,7 @@ class LensWidget(anywidget.AnyWidget):
     def _on_msg(self, _widget: object, content: object, _buffers: list[object]) -> None:
         handlers: dict[str, requests.Handler] = {
             "activation": self._activation,
+            "attention": self._attention,
             "rerun": self._rerun,
         }
         reply = requests.handle(content, handlers)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lens_widget.gc_pause import gc_paused
+from lens_widget.log.attention import has_attention_map
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.widget import protocol
@@ -51,6 +52,7 @@ def _node(record: OpRecord, groups: list[str], passes: list[str]) -> protocol.No
         "sourceCode": record.source_code,
         "nPasses": 1,
         "passes": passes,
+        "attention": has_attention_map(record),
     }
 
 

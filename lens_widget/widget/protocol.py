@@ -51,6 +51,7 @@ class NodeInfo(TypedDict):
     sourceCode: str
     nPasses: int
     passes: list[str]
+    attention: bool
 
 
 class EdgeInfo(TypedDict):
@@ -88,6 +89,17 @@ class ActivationParams(TypedDict):
 class ActivationRequest(TypedDict):
     method: Literal["activation"]
     params: ActivationParams
+
+
+class AttentionParams(TypedDict):
+    id: str
+    batch: NotRequired[int]
+    head: NotRequired[int]
+
+
+class AttentionRequest(TypedDict):
+    method: Literal["attention"]
+    params: AttentionParams
 
 
 class RerunParams(TypedDict):
@@ -133,6 +145,8 @@ class ActivationResult(TypedDict):
     shape: list[int]
     dtype: str
     plot: PlotKind
+    dims: list[str]
+    axes: list[str]
     dataShape: list[int]
     reduced: bool
     note: str
@@ -140,6 +154,17 @@ class ActivationResult(TypedDict):
     hist: Histogram
     batch: BatchWindow | None
     channels: ChannelWindow | None
+
+
+class AttentionResult(TypedDict):
+    id: str
+    batch: BatchWindow
+    head: BatchWindow
+    queries: int
+    keys: int
+    dataShape: list[int]
+    reduced: bool
+    note: str
 
 
 class RerunResult(TypedDict):
@@ -150,5 +175,5 @@ class ResponseMessage(TypedDict):
     type: Literal["response"]
     id: int | None  # None when the request's own id was not an integer
     ok: bool
-    result: NotRequired[ActivationResult | RerunResult]
+    result: NotRequired[ActivationResult | AttentionResult | RerunResult]
     error: NotRequired[str]

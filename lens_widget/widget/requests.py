@@ -11,13 +11,17 @@ from collections.abc import Callable, Collection, Mapping
 
 import torch
 
+from lens_widget.log.attention import AttentionUnavailable
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import protocol
+from lens_widget.widget.attention_view import attention_view
 from lens_widget.widget.checks import check_index, cut, quote, require_int
+from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.tensor_view import tensor_view
 
 # What a handler answers: the `result` of the response and its binary buffers.
-Answer = tuple[protocol.ActivationResult | protocol.RerunResult, list[bytes]]
+Result = protocol.ActivationResult | protocol.AttentionResult | protocol.RerunResult
+Answer = tuple[Result, list[bytes]]
 Reply = tuple[protocol.ResponseMessage, list[bytes]]
 # A handler gets the request's `params` unchecked: it validates them itself.
 Handler = Callable[[object], Answer]
@@ -53,7 +57,9 @@ def node_record(records: Mapping[str, OpRecord], node_id: object) -> OpRecord:
     return record
 
 
-def activation(records: Mapping[str, OpRecord], params: object) -> Answer:
+def activation(
+    records: Mapping[str, OpRecord], params: object, dim_names: DimNames | None = None
+) -> Answer:
     """Answer an "activation" request: the plotted view of one output of one node."""
     p = _params(params, {"id", "output", "batch", "channelStart"}, {"id"})
     record = node_record(records, p["id"])
@@ -74,11 +80,29 @@ def activation(records: Mapping[str, OpRecord], params: object) -> Answer:
             n_outputs=len(outputs),
             batch=batch,
             channel_start=channel_start,
+            dim_names=dim_names.of(record.label, index) if dim_names else (),
         )
     except RequestError:
         raise
     except ValueError as e:  # index checks, here and in tensor_view
         raise RequestError(str(e)) from e
+    return result, [data]
+
+
+def attention(records: Mapping[str, OpRecord], params: object) -> Answer:
+    """Answer an "attention" request: one head's attention map of one batch item."""
+    p = _params(params, {"id", "batch", "head"}, {"id"})
+    record = node_record(records, p["id"])
+    try:
+        result, data = attention_view(
+            record,
+            batch=require_int("batch", p.get("batch", 0)),
+            head=require_int("head", p.get("head", 0)),
+        )
+    except AttentionUnavailable as e:
+        raise RequestError(str(e)) from e
+    except ValueError as e:  # batch or head out of range
+        raise RequestError(f"{record.label}: {e}") from e
     return result, [data]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -190,7 +190,10 @@ def _pool_line(v: torch.Tensor) -> tuple[torch.Tensor, str]:
     return pooled, f"points {n} -> {MAX_LINE} (mean of ~{n / MAX_LINE:.3g})"
 
 
-def _pool_2d(m: torch.Tensor, limit: int) -> tuple[torch.Tensor, str]:
+def pool_2d(
+    m: torch.Tensor, limit: int, names: tuple[str, str] = ("rows", "cols")
+) -> tuple[torch.Tensor, str]:
+    """Mean-pools the last two dims to at most `limit` each; the note names them."""
     rows, cols = m.shape[-2], m.shape[-1]
     out_r, out_c = min(rows, limit), min(cols, limit)
     if (out_r, out_c) == (rows, cols):
@@ -198,14 +201,55 @@ def _pool_2d(m: torch.Tensor, limit: int) -> tuple[torch.Tensor, str]:
     pooled = _mean_pool(m, (out_r, out_c))
     parts = []
     if out_r != rows:
-        parts.append(f"rows {rows} -> {out_r} (mean of ~{rows / out_r:.3g})")
+        parts.append(f"{names[0]} {rows} -> {out_r} (mean of ~{rows / out_r:.3g})")
     if out_c != cols:
-        parts.append(f"cols {cols} -> {out_c} (mean of ~{cols / out_c:.3g})")
+        parts.append(f"{names[1]} {cols} -> {out_c} (mean of ~{cols / out_c:.3g})")
     return pooled, ", ".join(parts)
 
 
-def _batch_note(index: int, size: int) -> str:
-    return f"showing batch item {index + 1} of {size}" if size > 1 else ""
+def index_caption(name: str, index: int, size: int) -> str:
+    """ "batch 1 of 4": the one way a picked index is written, here and in the frontend.
+
+    Indices count from 0, as in torch, so the caption names the same item as `x[1]`.
+    """
+    return f"{name} {index} of {size}"
+
+
+def _joined(names: Sequence[str], shape: Sequence[int]) -> str:
+    """The name of dims flattened into one ("channel×height×width"); size-1 dims drop out."""
+    kept = [n for n, s in zip(names, shape, strict=True) if s != 1]
+    return "×".join(kept) or "×".join(names)
+
+
+# What the image grid and the batch slider assume of dims nothing else names.
+_KIND_DIMS: dict[str, tuple[str, ...]] = {
+    "images": ("batch", "channel"),
+    "sequence": ("batch",),
+}
+
+
+def _name_dims(given: Sequence[str], kind: protocol.PlotKind) -> list[str]:
+    defaults = _KIND_DIMS.get(kind, ())
+    return [
+        name or (defaults[i] if i < len(defaults) else f"dim {i}") for i, name in enumerate(given)
+    ]
+
+
+def _or(axis: str, unnamed: str) -> str:
+    return unnamed if axis.startswith("dim ") else axis
+
+
+def plot_axes(kind: protocol.PlotKind, dims: Sequence[str], shape: Sequence[int]) -> list[str]:
+    """What each dim of the plotted data (`dataShape`) is, from the names of the tensor's dims."""
+    if kind == "scalar":
+        return ["value"]
+    if kind == "line":
+        return [_joined(dims, shape) if len(dims) > 1 else (dims[0] if dims else "index")]
+    if kind == "heatmap":
+        return [dims[0], _joined(dims[1:], shape[1:])]
+    if kind == "images":
+        return [dims[1], dims[2], dims[3]]
+    return [dims[1], _joined(dims[2:], shape[2:])]  # sequence: one batch item
 
 
 def plot_kind(shape: tuple[int, ...]) -> protocol.PlotKind:
@@ -233,9 +277,11 @@ def tensor_view(
     n_outputs: int = 1,
     batch: int = 0,
     channel_start: int = 0,
+    dim_names: Sequence[str] = (),
 ) -> tuple[protocol.ActivationResult, bytes]:
     """The ActivationResult dict for `tensor` and the float32 little-endian bytes of its data.
 
+    `dim_names` says what each dim is ("batch", "token", ...; "" or missing: "dim i").
     Raises ValueError for a batch or channel index out of range.
     """
     x = tensor.detach()
@@ -243,6 +289,11 @@ def tensor_view(
     shape = tuple(int(s) for s in x.shape)
     stats, hist = stats_and_hist(x)
     kind = plot_kind(shape) if x.numel() else "line"
+    given = list(dim_names) if len(dim_names) == len(shape) else [""] * len(shape)
+    dims = _name_dims(given, kind)
+    axes = plot_axes(kind, dims, shape) if x.numel() else ["index"]
+    # Pooling notes say "rows"/"cols" where a dim has no name of its own.
+    pooled = (_or(axes[0], "rows"), _or(axes[-1], "cols"))
     # What was cut or pooled before sending; `reduced` is true exactly when this is non-empty.
     notes: list[str] = []
     batch_info: protocol.BatchWindow | None = None
@@ -256,7 +307,7 @@ def tensor_view(
         data, note = _pool_line(x.reshape(-1))
         notes.append(note)
     elif kind == "heatmap":
-        data, note = _pool_2d(x.reshape(shape[0], -1), MAX_HEATMAP)
+        data, note = pool_2d(x.reshape(shape[0], -1), MAX_HEATMAP, pooled)
         notes.append(note)
     elif kind == "images":
         n, c = shape[0], shape[1]
@@ -264,20 +315,22 @@ def tensor_view(
         channel_start = check_index("channelStart", channel_start, c)
         count = min(MAX_CHANNELS, c - channel_start)
         window = x[batch, channel_start : channel_start + count]
-        data, note = _pool_2d(window, MAX_IMAGE)
-        notes.append(_batch_note(batch, n))
+        data, note = pool_2d(window, MAX_IMAGE, (_or(axes[1], "rows"), pooled[1]))
+        if n > 1:
+            notes.append(index_caption(dims[0], batch, n))
         if count < c:
-            notes.append(f"channels {channel_start}..{channel_start + count - 1} of {c}")
+            notes.append(f"{dims[1]}s {channel_start}..{channel_start + count - 1} of {c}")
         notes.append(note)
         batch_info = {"index": batch, "size": n}
         channels = {"start": channel_start, "count": count, "total": c}
     else:  # sequence: (B, T, F...) -> one batch item as tokens x features
         batch = check_index("batch", batch, shape[0])
         item = x[batch].reshape(shape[1], -1) if len(shape) > 2 else x[batch].reshape(1, -1)
-        notes.append(_batch_note(batch, shape[0]))
+        if shape[0] > 1:
+            notes.append(index_caption(dims[0], batch, shape[0]))
         if len(shape) > 3:
             notes.append(f"dims {'x'.join(map(str, shape[2:]))} flattened")
-        data, note = _pool_2d(item, MAX_HEATMAP)
+        data, note = pool_2d(item, MAX_HEATMAP, pooled)
         notes.append(note)
         batch_info = {"index": batch, "size": shape[0]}
 
@@ -293,6 +346,8 @@ def tensor_view(
         "shape": list(shape),
         "dtype": str(tensor.dtype).removeprefix("torch."),
         "plot": kind,
+        "dims": dims,
+        "axes": axes,
         "dataShape": list(data.shape) if data.dim() else [1],
         "reduced": bool(reductions),
         "note": note,

@@ -204,3 +204,88 @@ def test_click_node_shows_activation_and_syncs_selected(
         kernel.close()
 
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+# ---- a live theme switch, and the wheel, in the real JupyterLab ---------------------------
+
+LIGHT_BG, DARK_BG = "251,252,253", "27,30,35"  # render/theme.ts LIGHT.bg, DARK.bg
+LIGHT_TEXT, DARK_TEXT = "rgb(31, 41, 51)", "rgb(230, 233, 237)"  # LIGHT.text, DARK.text
+
+WIDGET_LOOKS = """(sel) => {
+  const root = document.querySelector(sel);
+  const canvas = root.querySelector('[data-testid="graph-canvas"]');
+  const px = canvas.getContext('2d').getImageData(2, 2, 1, 1).data.slice(0, 3).join();
+  const tick = root.querySelector('[data-testid="plot-hist"] .xtick text');
+  const swatch = root.querySelector('[data-testid="legend"] i');
+  return { canvas: px, tick: tick && tick.style.fill,
+           swatch: getComputedStyle(swatch).backgroundColor };
+}"""
+
+
+def change_theme(page: object, theme: str) -> None:
+    page.evaluate(  # type: ignore[attr-defined]
+        "(theme) => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
+    )
+
+
+def wait_for_looks(page: object, canvas: str, tick: str) -> dict:
+    page.wait_for_function(  # type: ignore[attr-defined]
+        f"([sel, canvas, tick]) => {{ const l = ({WIDGET_LOOKS})(sel);"
+        " return l.canvas === canvas && l.tick === tick; }",
+        arg=[ROOT, canvas, tick],
+        timeout=30_000,
+    )
+    return page.evaluate(WIDGET_LOOKS, ROOT)  # type: ignore[attr-defined]
+
+
+def test_live_theme_switch_and_the_wheel_in_jupyterlab(
+    lab: Lab, page: object, artifacts: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    page.goto(f"{lab.url}/lab/tree/demo.ipynb")  # type: ignore[attr-defined]
+    wait_for_kernel_idle(page)
+    run_through_widget_cell(page)
+    wait_for_widget(page)
+    kernel = Kernel(lab.connection_file())
+    try:
+        click_an_op_and_see_its_plot(page, cnn_op_ids(kernel))
+    finally:
+        kernel.close()
+    page.locator(f'{ROOT} [data-testid="plot-hist"] .xtick text').first.wait_for()  # type: ignore[attr-defined]
+    light = wait_for_looks(page, LIGHT_BG, LIGHT_TEXT)
+    try:
+        # the widget drawn in the light theme follows a switch to dark, without a re-run
+        change_theme(page, "JupyterLab Dark")
+        dark = wait_for_looks(page, DARK_BG, DARK_TEXT)
+        assert dark["swatch"] != light["swatch"]
+        page.screenshot(path=str(artifacts / "jupyterlab_dark_switch.png"))  # type: ignore[attr-defined]
+    finally:
+        change_theme(page, "JupyterLab Light")
+    wait_for_looks(page, LIGHT_BG, LIGHT_TEXT)
+
+    # the wheel over the graph scrolls the notebook until the graph is clicked (the op
+    # clicked above engaged it: a click on the notebook's markdown lets go)
+    page.locator(".jp-MarkdownCell").first.click()  # type: ignore[attr-defined]
+    scroller = ".jp-NotebookPanel .jp-WindowedPanel-outer"
+    canvas = page.locator(f'{ROOT} [data-testid="graph-canvas"]').first  # type: ignore[attr-defined]
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    scale = page.evaluate(f"document.querySelector('{ROOT}').__lens.scale")  # type: ignore[attr-defined]
+    top = page.evaluate(f"document.querySelector('{scroller}').scrollTop")  # type: ignore[attr-defined]
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 60)  # type: ignore[attr-defined]
+    page.mouse.wheel(0, 200)  # type: ignore[attr-defined]
+    page.wait_for_function(  # type: ignore[attr-defined]
+        "([sel, top]) => document.querySelector(sel).scrollTop > top", arg=[scroller, top]
+    )
+    assert page.evaluate(f"document.querySelector('{ROOT}').__lens.scale") == scale  # type: ignore[attr-defined]
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    page.mouse.click(box["x"] + 4, box["y"] + box["height"] - 4)  # type: ignore[attr-defined]
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 60)  # type: ignore[attr-defined]
+    top = page.evaluate(f"document.querySelector('{scroller}').scrollTop")  # type: ignore[attr-defined]
+    page.mouse.wheel(0, 200)  # type: ignore[attr-defined]
+    page.wait_for_function(  # type: ignore[attr-defined]
+        "([sel, s]) => document.querySelector(sel).__lens.scale < s", arg=[ROOT, scale]
+    )
+    assert page.evaluate(f"document.querySelector('{scroller}').scrollTop") == top  # type: ignore[attr-defined]
+    assert page.errors == []  # type: ignore[attr-defined]

@@ -210,7 +210,7 @@ def test_click_op_opens_inspector_and_plots(page, payload, artifacts) -> None:
     assert activation_requests(page)[-1]["params"]["channelStart"] == 16
     page.wait_for_function(
         """() => [...document.querySelectorAll('[data-testid=plot-main] .annotation-text')]
-            .some(a => a.textContent === 'c16')"""
+            .some(a => a.textContent === 'channel 16')"""
     )
     assert page.locator("[data-testid=plot-main]").bounding_box()["height"] > 100
     page.screenshot(path=str(artifacts / "widget_inspector.png"))

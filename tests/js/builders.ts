@@ -23,6 +23,7 @@ export function node(id: string, groups: string[], opts: Partial<NodeInfo> & { k
     sourceCode: "x = f(x)",
     nPasses: 1,
     passes: [id],
+    attention: false,
     ...opts,
   };
 }

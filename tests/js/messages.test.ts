@@ -40,6 +40,8 @@ const result = (dataShape: number[]): ActivationResult => ({
   shape: [2, 3],
   dtype: "float32",
   plot: "heatmap",
+  dims: ["dim 0", "dim 1"],
+  axes: ["dim 0", "dim 1"],
   dataShape,
   reduced: false,
   note: "",

@@ -190,14 +190,14 @@ def test_extreme_values_stay_json_safe():
 @pytest.mark.parametrize(
     ("shape", "kwargs", "expected"),
     [
-        ((4, 6, 10), {"batch": 0}, ["showing batch item 1 of 4"]),
-        ((4, 6, 10), {"batch": 3}, ["showing batch item 4 of 4"]),
-        ((3, 40, 8, 8), {"batch": 1}, ["showing batch item 2 of 3", "channels 0..15 of 40"]),
+        ((4, 6, 10), {"batch": 0}, ["batch 0 of 4"]),
+        ((4, 6, 10), {"batch": 3}, ["batch 3 of 4"]),
+        ((3, 40, 8, 8), {"batch": 1}, ["batch 1 of 3", "channels 0..15 of 40"]),
         ((1, 40, 8, 8), {"channel_start": 32}, ["channels 32..39 of 40"]),
         ((1, 4, 100, 8), {}, ["rows 100 -> 64"]),
         ((1, 300, 12), {}, ["rows 300 -> 256"]),
         ((MAX_LINE + 1,), {}, [f"points {MAX_LINE + 1} -> {MAX_LINE}"]),
-        ((2, 3, 4, 1, 5), {}, ["showing batch item 1 of 2", "dims 4x1x5 flattened"]),
+        ((2, 3, 4, 1, 5), {}, ["batch 0 of 2", "dims 4x1x5 flattened"]),
     ],
 )
 def test_every_reduction_is_named_in_the_note(shape, kwargs, expected):

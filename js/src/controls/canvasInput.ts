@@ -1,14 +1,43 @@
-// Pointer and wheel input on the graph canvas: drag pans, the wheel zooms about the pointer,
-// hovering marks what a click would hit, and a click (a press that did not drag) is reported.
+// Pointer and wheel input on the graph canvas: drag pans, hovering marks what a click would
+// hit, and a click (a press that did not drag) is reported. The wheel zooms about the
+// pointer only once the graph is engaged (a press on it, or keyboard focus; a press anywhere
+// else lets go) or with Ctrl/⌘ (a trackpad pinch sends that too), as map widgets do;
+// otherwise it scrolls the notebook and a hint says how to zoom. Engagement is our own flag,
+// not DOM focus: notebook hosts move focus to the cell on the same click.
 import { GROUP_PREFIX } from "../model/visibility";
 import type { Hit } from "../render/hitTest";
 import type { Renderer } from "../render/renderer";
 
 const DRAG_PX = 3; // a press that moves further is a pan, not a click
 const ZOOM_PER_WHEEL_PX = 0.0015;
+const ZOOM_PER_PINCH_PX = 0.01; // pinches send small deltas: zoom faster per pixel
+const MAX_ZOOM_STEP = 0.5; // at most e^0.5 per event (a Ctrl+wheel notch is 100+ px)
 const LINE_PX = 16; // one wheel "line" (deltaMode 1) in pixels
+const HINT_MS = 1500;
 
-export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, onClick: (hit: Hit) => void): void {
+/** The zoom factor of one wheel event. */
+export function wheelZoom(deltaY: number, deltaMode: number, ctrlKey: boolean): number {
+  const dy = deltaMode === 1 ? deltaY * LINE_PX : deltaMode === 2 ? deltaY * 400 : deltaY;
+  // trackpad pinches arrive as ctrl+wheel with fractional, small deltas
+  const pinch = ctrlKey && deltaMode === 0 && Math.abs(dy) < 40;
+  const step = -dy * (pinch ? ZOOM_PER_PINCH_PX : ZOOM_PER_WHEEL_PX);
+  return Math.exp(Math.max(-MAX_ZOOM_STEP, Math.min(MAX_ZOOM_STEP, step)));
+}
+
+/** Binds the listeners; returns what removes the one it puts on the document. */
+export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, onClick: (hit: Hit) => void, hint?: HTMLElement): () => void {
+  let engaged = false;
+  const engage = (on: boolean): void => {
+    engaged = on;
+    canvas.parentElement?.classList.toggle("lens-engaged", on);
+    if (on && hint) hint.hidden = true;
+  };
+  const doc = canvas.ownerDocument;
+  const letGo = (ev: Event): void => {
+    if (engaged && ev.target !== canvas) engage(false);
+  };
+  doc.addEventListener("pointerdown", letGo, true);
+  canvas.addEventListener("focus", () => engage(true));
   let down: { x: number; y: number; tx: number; ty: number; id: number } | null = null;
   let dragged = false;
   const local = (ev: MouseEvent): [number, number] => {
@@ -17,6 +46,8 @@ export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, o
   };
   canvas.addEventListener("pointerdown", (ev) => {
     if (ev.button !== 0) return;
+    engage(true);
+    canvas.focus({ preventScroll: true });
     const [x, y] = local(ev);
     down = { x, y, tx: renderer.cam.tx, ty: renderer.cam.ty, id: ev.pointerId };
     dragged = false;
@@ -63,14 +94,25 @@ export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, o
       renderer.request();
     }
   });
+  let hintTimer: ReturnType<typeof setTimeout> | undefined;
+  const showHint = (): void => {
+    if (!hint) return;
+    hint.hidden = false;
+    clearTimeout(hintTimer);
+    hintTimer = setTimeout(() => (hint.hidden = true), HINT_MS);
+  };
   canvas.addEventListener(
     "wheel",
     (ev) => {
+      if (!engaged && !ev.ctrlKey && !ev.metaKey) {
+        showHint(); // not ours: the page scrolls
+        return;
+      }
       ev.preventDefault();
       const [x, y] = local(ev);
-      const dy = ev.deltaMode === 1 ? ev.deltaY * LINE_PX : ev.deltaY;
-      renderer.zoomAt(x, y, Math.exp(-dy * ZOOM_PER_WHEEL_PX));
+      renderer.zoomAt(x, y, wheelZoom(ev.deltaY, ev.deltaMode, ev.ctrlKey));
     },
     { passive: false },
   );
+  return () => doc.removeEventListener("pointerdown", letGo, true);
 }

@@ -53,6 +53,7 @@ export class SearchBox {
       return;
     }
     this.results.hidden = false;
+    this.keepInsideWidget();
     if (this.hits.length === 0) {
       this.results.append(h("div", "lens-result lens-muted", "no match"));
       return;
@@ -61,6 +62,7 @@ export class SearchBox {
       const row = h("div", "lens-result");
       row.dataset.testid = "search-result";
       row.setAttribute("aria-selected", String(i === this.hitIndex));
+      row.title = `${hit.label} — ${hit.detail}`;
       row.append(h("span", "lens-mono", (hit.kind === "group" ? "▣ " : "") + hit.label), h("span", "lens-muted", hit.detail));
       row.onmousedown = (ev) => {
         ev.preventDefault();
@@ -68,6 +70,18 @@ export class SearchBox {
       };
       this.results.append(row);
     });
+  }
+
+  /** Shifts the dropdown left where it would run past the widget's right edge. */
+  private keepInsideWidget(): void {
+    const root = this.el.closest(".lens-root");
+    this.results.style.left = "0px";
+    if (!root) return;
+    const inner = root.getBoundingClientRect();
+    const box = this.results.getBoundingClientRect();
+    const over = box.right - (inner.right - 8);
+    const room = box.left - (inner.left + 8);
+    if (over > 0) this.results.style.left = `${-Math.min(over, Math.max(0, room))}px`;
   }
 
   private choose(hit: SearchHit): void {

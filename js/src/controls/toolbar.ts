@@ -20,6 +20,7 @@ export class Toolbar {
 
   constructor(actions: ToolbarActions, searchBox: HTMLElement) {
     this.el.dataset.testid = "toolbar";
+    this.title.dataset.testid = "model-title";
     const seg = h("div", "lens-seg");
     this.viewBtns = {
       unrolled: button("Unrolled", "view-unrolled", "Every call of a repeated layer on its own", () => actions.setView("unrolled")),
@@ -30,16 +31,15 @@ export class Toolbar {
     this.el.append(
       this.title,
       button("Fit", "fit", "Fit the graph in view", actions.fit),
-      button("Expand all", "expand-all", "Expand every module", actions.expandAll),
-      button("Collapse all", "collapse-all", "Collapse every module", actions.collapseAll),
+      button("Expand all", "expand-all", "Expand every module", actions.expandAll, "Expand"),
+      button("Collapse all", "collapse-all", "Collapse every module", actions.collapseAll, "Collapse"),
       h("span", "lens-sep"),
       seg,
       h("span", "lens-sep"),
-      checkbox("shapes on edges", "toggle-shapes", false, actions.showShapes),
-      checkbox("parameters", "toggle-params", false, actions.showParams),
+      checkbox("shapes on edges", "toggle-shapes", false, actions.showShapes, "shapes"),
+      checkbox("parameters", "toggle-params", false, actions.showParams, "params"),
       h("span", "lens-sep"),
       searchBox,
-      h("span", "lens-spacer"),
       this.status,
     );
   }
@@ -49,8 +49,11 @@ export class Toolbar {
   }
 
   showTitle(modelClass: string | null, nOps: number): void {
+    const ops = `${nOps.toLocaleString("en-US")} ops`;
     if (modelClass === null) this.title.textContent = "no graph";
-    else this.title.replaceChildren(modelClass, h("small", "", `${nOps.toLocaleString("en-US")} ops`));
+    else this.title.replaceChildren(modelClass, h("small", "", ops));
+    // a long class name is cut with an ellipsis to keep the toolbar on one line: the tooltip has it whole
+    this.title.title = modelClass === null ? "" : `${modelClass} — ${ops}`;
   }
 
   showStatus(text: string): void {
@@ -58,21 +61,29 @@ export class Toolbar {
   }
 }
 
-function button(label: string, testid: string, title: string, onClick: () => void): HTMLButtonElement {
-  const b = h("button", "lens-btn", label);
+/** `short`: the label narrow widgets show instead (styles.ts). */
+function button(label: string, testid: string, title: string, onClick: () => void, short?: string): HTMLButtonElement {
+  const b = h("button", "lens-btn");
+  b.append(...labelled(label, short));
   b.dataset.testid = testid;
   b.title = title;
   b.onclick = () => onClick();
   return b;
 }
 
-function checkbox(label: string, testid: string, on: boolean, onChange: (on: boolean) => void): HTMLLabelElement {
+function checkbox(label: string, testid: string, on: boolean, onChange: (on: boolean) => void, short: string): HTMLLabelElement {
   const l = h("label", "lens-check");
   const c = document.createElement("input");
   c.type = "checkbox";
   c.checked = on;
   c.dataset.testid = testid;
   c.onchange = () => onChange(c.checked);
-  l.append(c, label);
+  l.title = label;
+  l.append(c, ...labelled(label, short));
   return l;
+}
+
+/** The label, and a shorter one that narrow widgets show instead (styles.ts). */
+function labelled(label: string, short?: string): (string | HTMLElement)[] {
+  return short ? [h("span", "lens-long", label), h("span", "lens-short", short)] : [label];
 }

@@ -1,6 +1,13 @@
 // Request/response over anywidget custom messages, with our own timeouts (the kernel
 // only answers when idle), and decoding of the float32 buffers that come back.
-import type { ActivationRequest, ActivationResult, Request, ResponseMessage } from "../model/protocol";
+import type {
+  ActivationRequest,
+  ActivationResult,
+  AttentionRequest,
+  AttentionResult,
+  Request,
+  ResponseMessage,
+} from "../model/protocol";
 import type { MessageChannel } from "./widgetModel";
 
 export type BufferLike = DataView | ArrayBuffer | ArrayBufferView;
@@ -26,13 +33,27 @@ export interface Activation {
   values: Float32Array;
 }
 
-export function decodeActivation(result: ActivationResult, buffers: BufferLike[]): Activation {
+export interface AttentionMap {
+  result: AttentionResult;
+  values: Float32Array;
+}
+
+/** The float32 values of a reply's first buffer, checked against its dataShape. */
+function decodeValues(what: string, dataShape: number[], buffers: BufferLike[]): Float32Array {
   const values = buffers.length > 0 ? decodeFloat32(buffers[0]) : new Float32Array(0);
-  const expected = result.dataShape.reduce((a, b) => a * b, 1);
+  const expected = dataShape.reduce((a, b) => a * b, 1);
   if (values.length !== expected) {
-    throw new Error(`activation buffer holds ${values.length} values, dataShape ${result.dataShape.join("x")} needs ${expected}`);
+    throw new Error(`${what} buffer holds ${values.length} values, dataShape ${dataShape.join("x")} needs ${expected}`);
   }
-  return { result, values };
+  return values;
+}
+
+export function decodeActivation(result: ActivationResult, buffers: BufferLike[]): Activation {
+  return { result, values: decodeValues("activation", result.dataShape, buffers) };
+}
+
+export function decodeAttention(result: AttentionResult, buffers: BufferLike[]): AttentionMap {
+  return { result, values: decodeValues("attention", result.dataShape, buffers) };
 }
 
 export class RequestError extends Error {
@@ -88,6 +109,13 @@ export class RequestClient {
   activation(params: ActivationRequest["params"], onSlow: () => void): Promise<Activation> {
     return this.request({ method: "activation", params }, { timeoutMs: 20000, slowMs: 1000, onSlow }).then(({ result, buffers }) =>
       decodeActivation(result as ActivationResult, buffers),
+    );
+  }
+
+  /** One head's attention map of an attention op (see AttentionRequest). */
+  attention(params: AttentionRequest["params"], onSlow: () => void): Promise<AttentionMap> {
+    return this.request({ method: "attention", params }, { timeoutMs: 20000, slowMs: 1000, onSlow }).then(({ result, buffers }) =>
+      decodeAttention(result as AttentionResult, buffers),
     );
   }
 

@@ -36,6 +36,11 @@ export function clip(s: string, n: number = MAX_CHARS): string {
   return s.length > n ? s.slice(0, n - 1) + "…" : s;
 }
 
+/** A module address too long for its box keeps its end, the part that tells siblings apart. */
+export function clipStart(s: string, n: number = MAX_CHARS): string {
+  return s.length > n ? "…" + s.slice(s.length - n + 1) : s;
+}
+
 export function nodeLines(n: NodeInfo): [string, string] {
   const passes = n.nPasses > 1 ? ` ×${n.nPasses}` : "";
   return [clip(n.func + passes), clip(shapeText(n.shape))];
@@ -46,7 +51,7 @@ export function groupLines(g: GroupNode, view: ViewName): [string, string, strin
   const shape = shapeText(g.outShape);
   return [
     clip(g.className + passes),
-    clip(g.address),
+    clipStart(g.address),
     clip(`${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? " → " + shape : ""}`),
   ];
 }

@@ -60,6 +60,7 @@ export interface NodeInfo {
   sourceCode: string; // that line's text, stripped
   nPasses: number; // 1 in the unrolled view
   passes: string[]; // rolled: unrolled ids of each pass, in order; unrolled: [id]
+  attention: boolean; // an attention op (SDPA, MHA): its weights can be asked for ("attention")
 }
 
 export interface EdgeInfo {
@@ -82,12 +83,21 @@ export interface ActivationRequest {
   };
 }
 
+export interface AttentionRequest {
+  method: "attention"; // the attention weights of an attention op, recomputed from its saved inputs
+  params: {
+    id: string; // an unrolled node id whose NodeInfo.attention is true
+    batch?: number; // batch item (batch dims before the heads flattened; default 0)
+    head?: number; // default 0
+  };
+}
+
 export interface RerunRequest {
   method: "rerun"; // re-trace saving this node; the graph trait is updated afterwards
   params: { id: string };
 }
 
-export type Request = ActivationRequest | RerunRequest;
+export type Request = ActivationRequest | AttentionRequest | RerunRequest;
 
 export type PlotKind = "scalar" | "line" | "heatmap" | "images" | "sequence";
 
@@ -110,6 +120,8 @@ export interface ActivationResult {
   shape: number[];
   dtype: string;
   plot: PlotKind;
+  dims: string[]; // what each dim of `shape` is: "batch", "channel", "head", "token", "feature", "dim 3"
+  axes: string[]; // what each dim of `dataShape` is ("channel×height×width" where dims were flattened)
   // Shape of the values in buffers[0]: line [n]; heatmap/sequence [rows, cols];
   // images [channels, h, w]; scalar [1].
   dataShape: number[];
@@ -121,10 +133,22 @@ export interface ActivationResult {
   channels: { start: number; count: number; total: number } | null; // images: channel window
 }
 
+/** result of "attention"; buffers[0] holds float32 probabilities, dataShape [query rows, key cols]. */
+export interface AttentionResult {
+  id: string;
+  batch: { index: number; size: number };
+  head: { index: number; size: number };
+  queries: number; // query tokens of the full map
+  keys: number; // key tokens of the full map
+  dataShape: number[]; // after pooling to at most 256 a side
+  reduced: boolean;
+  note: string; // what was pooled ("query tokens 1024 -> 256 (mean of ~4)")
+}
+
 export interface ResponseMessage {
   type: "response";
   id: number | null; // null when the request's own id was not an integer
   ok: boolean;
-  result?: ActivationResult | { ok: true };
+  result?: ActivationResult | AttentionResult | { ok: true };
   error?: string;
 }

@@ -1,8 +1,11 @@
-// Plotly figures for one activation: the main plot per ActivationResult.plot and a histogram.
+// Plotly figures for one activation: the main plot per ActivationResult.plot, a histogram,
+// and an attention map. Axes say what each dim is (the kernel names them), colours follow
+// the theme (replot on a theme switch), signed values get a scale centred at 0.
 // Plotly loads lazily (plotlyLoader.ts): await ensurePlots() before plotting.
 import type * as P from "plotly.js";
-import type { Activation } from "../kernel/messages";
+import type { Activation, AttentionMap } from "../kernel/messages";
 import type { Theme } from "../render/theme";
+import { colorRange, finiteRange } from "./colorScale";
 import { loadPlotly, plotlyIfLoaded, preloadPlotly, type PlotlyApi } from "./plotlyLoader";
 
 /** Resolves once the plot functions below can draw. */
@@ -20,23 +23,35 @@ function plotly(): PlotlyApi {
 }
 
 const CONFIG = { displayModeBar: false, responsive: true, displaylogo: false } as const;
+type Layout = Record<string, unknown>;
 
-function baseLayout(th: Theme, height: number): Record<string, unknown> {
+/** An axis in the theme's colours, titled `title` when given. */
+function axis(th: Theme, title?: string, extra: Layout = {}): Layout {
   return {
-    height,
-    margin: { l: 44, r: 12, t: 8, b: 32 },
-    paper_bgcolor: "rgba(0,0,0,0)",
-    plot_bgcolor: "rgba(0,0,0,0)",
-    font: { size: 10, color: th.text, family: "system-ui, -apple-system, Segoe UI, sans-serif" },
-    xaxis: { gridcolor: th.dark ? "#333a42" : "#eef0f3", zerolinecolor: th.dark ? "#4a525c" : "#d5d9de" },
-    yaxis: { gridcolor: th.dark ? "#333a42" : "#eef0f3", zerolinecolor: th.dark ? "#4a525c" : "#d5d9de" },
+    gridcolor: th.dark ? "#333a42" : "#eef0f3",
+    zerolinecolor: th.dark ? "#4a525c" : "#d5d9de",
+    linecolor: th.dark ? "#4a525c" : "#d5d9de",
+    tickcolor: th.dark ? "#4a525c" : "#d5d9de",
+    color: th.text,
+    ...(title ? { title: { text: title, standoff: 4 } } : {}),
+    ...extra,
   };
 }
 
-/** Diverging colours around zero when the values cross it, sequential otherwise. */
-function colorscale(min: number, max: number): { colorscale: string; zmid?: number; } {
-  if (min < 0 && max > 0) return { colorscale: "RdBu", zmid: 0 };
-  return { colorscale: "Viridis" };
+function baseLayout(th: Theme, height: number, x?: string, y?: string): Layout {
+  return {
+    height,
+    margin: { l: 48, r: 12, t: 8, b: 34 },
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "rgba(0,0,0,0)",
+    font: { size: 10, color: th.text, family: "system-ui, -apple-system, Segoe UI, sans-serif" },
+    xaxis: axis(th, x),
+    yaxis: axis(th, y),
+  };
+}
+
+function colorbar(th: Theme, thickness: number): Layout {
+  return { thickness, len: 0.9, outlinewidth: 0, tickfont: { color: th.text } };
 }
 
 function rows(values: Float32Array, r: number, c: number, offset = 0): number[][] {
@@ -45,101 +60,110 @@ function rows(values: Float32Array, r: number, c: number, offset = 0): number[][
   return out;
 }
 
-function finiteRange(values: Float32Array): [number, number] {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const v of values) {
-    if (Number.isFinite(v)) {
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
-    }
-  }
-  return lo <= hi ? [lo, hi] : [0, 0];
+/** One tick per cell on short integer axes (plotly would write 0.5, 1.5 between rows). */
+function cellTicks(n: number, full: number): Layout {
+  return n === full && n <= 12 ? { dtick: 1 } : {};
 }
+
+/** Positions in the full dim of `n` pooled cells (the centres of their windows). */
+function positions(n: number, full: number): number[] {
+  const step = full / n;
+  return Array.from({ length: n }, (_, i) => (step === 1 ? i : (i + 0.5) * step - 0.5));
+}
+
+const prod = (xs: number[]): number => xs.reduce((a, b) => a * b, 1);
 
 export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
   const { result, values } = act;
   const ds = result.dataShape;
-  const layout = baseLayout(th, 260);
+  const axes = result.axes;
   const [lo, hi] = finiteRange(values);
-  const cs = colorscale(lo, hi);
   switch (result.plot) {
     case "scalar":
     case "line": {
       const trace = {
         type: "scatter",
         mode: values.length > 1 ? "lines" : "markers",
+        x: positions(values.length, Math.max(values.length, prod(result.shape))),
         y: Array.from(values),
         line: { width: 1.2, color: th.selected },
-        hovertemplate: "[%{x}] %{y:.4g}<extra></extra>",
+        marker: { color: th.selected },
+        hovertemplate: `${axes[0]} %{x}: %{y:.4g}<extra></extra>`,
       };
-      (layout.xaxis as Record<string, unknown>).title = { text: "index", standoff: 4 };
-      plotly().react(div, [trace] as P.Data[], { ...layout, height: 220 } as Partial<P.Layout>, CONFIG);
+      const l = baseLayout(th, 220, axes[0], "value");
+      plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
       return;
     }
     case "heatmap":
     case "sequence": {
       const [r, c] = ds;
+      const lead = result.plot === "sequence" ? 1 : 0; // a sequence plots one batch item
+      const fullRows = result.shape[lead] ?? r;
+      const fullCols = prod(result.shape.slice(lead + 1));
+      const [yName, xName] = axes;
       const trace = {
         type: "heatmap",
         z: rows(values, r, c),
-        ...cs,
-        colorbar: { thickness: 10, len: 0.9 },
-        hovertemplate: result.plot === "sequence" ? "token %{y}, feature %{x}: %{z:.4g}<extra></extra>" : "[%{y}, %{x}] %{z:.4g}<extra></extra>",
+        x: positions(c, Math.max(c, fullCols)),
+        y: positions(r, Math.max(r, fullRows)),
+        ...colorRange(lo, hi, th),
+        colorbar: colorbar(th, 10),
+        hovertemplate: `${yName} %{y}, ${xName} %{x}: %{z:.4g}<extra></extra>`,
       };
-      const h = Math.max(180, Math.min(360, 40 + r * 6));
-      const l: Record<string, unknown> = {
-        ...baseLayout(th, h),
-        yaxis: { autorange: "reversed", title: { text: result.plot === "sequence" ? "token" : "row", standoff: 4 } },
-      };
-      (l.xaxis as Record<string, unknown>).title = { text: result.plot === "sequence" ? "feature" : "column", standoff: 4 };
+      const l = baseLayout(th, Math.max(180, Math.min(360, 40 + r * 6)), xName, yName);
+      Object.assign(l.xaxis as Layout, cellTicks(c, fullCols));
+      Object.assign(l.yaxis as Layout, { autorange: "reversed", ...cellTicks(r, fullRows) });
       plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
       return;
     }
-    case "images": {
-      const [ch, h, w] = ds;
-      const cols = Math.min(ch, Math.ceil(Math.sqrt(ch)));
-      const nrows = Math.ceil(ch / cols);
-      const traces: Record<string, unknown>[] = [];
-      const l: Record<string, unknown> = {
-        ...baseLayout(th, Math.min(520, 30 + nrows * Math.max(56, (320 / cols) * (h / Math.max(1, w))))),
-        grid: { rows: nrows, columns: cols, pattern: "independent", xgap: 0.06, ygap: 0.1 },
-        margin: { l: 8, r: 40, t: 16, b: 8 },
-        annotations: [] as unknown[],
-      };
-      const start = result.channels?.start ?? 0;
-      for (let i = 0; i < ch; i++) {
-        const ax = i === 0 ? "" : String(i + 1);
-        traces.push({
-          type: "heatmap",
-          z: rows(values, h, w, i * h * w),
-          xaxis: "x" + ax,
-          yaxis: "y" + ax,
-          zmin: lo,
-          zmax: hi,
-          ...cs,
-          showscale: i === 0,
-          colorbar: { thickness: 8, len: 0.9 },
-          hovertemplate: `channel ${start + i} [%{y}, %{x}] %{z:.4g}<extra></extra>`,
-        });
-        l["xaxis" + ax] = { visible: false };
-        l["yaxis" + ax] = { visible: false, autorange: "reversed", scaleanchor: "x" + ax };
-        (l.annotations as unknown[]).push({
-          text: `c${start + i}`,
-          xref: `x${ax} domain`,
-          yref: `y${ax} domain`,
-          x: 0,
-          y: 1,
-          xanchor: "left",
-          yanchor: "bottom",
-          showarrow: false,
-          font: { size: 9, color: th.muted },
-        });
-      }
-      plotly().react(div, traces as P.Data[], l as Partial<P.Layout>, CONFIG);
-      return;
-    }
+    case "images":
+      return plotImages(div, act, th, lo, hi);
   }
+}
+
+/** A grid of small heatmaps, one per channel (or head), on one colour scale. */
+function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi: number): void {
+  const { result, values } = act;
+  const [ch, h, w] = act.result.dataShape;
+  const [gridName, yName, xName] = result.axes;
+  const cols = Math.min(ch, Math.ceil(Math.sqrt(ch)));
+  const nrows = Math.ceil(ch / cols);
+  const traces: Layout[] = [];
+  const l: Layout = {
+    ...baseLayout(th, Math.min(520, 30 + nrows * Math.max(56, (320 / cols) * (h / Math.max(1, w))))),
+    grid: { rows: nrows, columns: cols, pattern: "independent", xgap: 0.06, ygap: 0.12 },
+    margin: { l: 8, r: 40, t: 16, b: 8 },
+    annotations: [] as unknown[],
+  };
+  const range = colorRange(lo, hi, th);
+  const start = result.channels?.start ?? 0;
+  for (let i = 0; i < ch; i++) {
+    const ax = i === 0 ? "" : String(i + 1);
+    traces.push({
+      type: "heatmap",
+      z: rows(values, h, w, i * h * w),
+      xaxis: "x" + ax,
+      yaxis: "y" + ax,
+      ...range,
+      showscale: i === 0,
+      colorbar: colorbar(th, 8),
+      hovertemplate: `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}: %{z:.4g}<extra></extra>`,
+    });
+    l["xaxis" + ax] = { visible: false };
+    l["yaxis" + ax] = { visible: false, autorange: "reversed", scaleanchor: "x" + ax };
+    (l.annotations as unknown[]).push({
+      text: `${gridName} ${start + i}`,
+      xref: `x${ax} domain`,
+      yref: `y${ax} domain`,
+      x: 0,
+      y: 1,
+      xanchor: "left",
+      yanchor: "bottom",
+      showarrow: false,
+      font: { size: 9, color: th.muted },
+    });
+  }
+  plotly().react(div, traces as P.Data[], l as Partial<P.Layout>, CONFIG);
 }
 
 export function plotHistogram(div: HTMLElement, act: Activation, th: Theme): void {
@@ -158,8 +182,41 @@ export function plotHistogram(div: HTMLElement, act: Activation, th: Theme): voi
     marker: { color: th.dark ? "#748ffc" : "#5c7cfa", line: { width: 0 } },
     hovertemplate: "%{x:.4g}: %{y}<extra></extra>",
   };
-  const l = { ...baseLayout(th, 140), bargap: 0, margin: { l: 44, r: 12, t: 6, b: 24 } };
+  const l = { ...baseLayout(th, 140), bargap: 0, margin: { l: 48, r: 12, t: 6, b: 24 } };
   plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
+}
+
+/** One head's attention: query tokens down, key tokens across, probabilities from 0. */
+export function plotAttention(div: HTMLElement, map: AttentionMap, th: Theme): void {
+  const { result, values } = map;
+  const [r, c] = result.dataShape;
+  const [, hi] = finiteRange(values);
+  const trace = {
+    type: "heatmap",
+    z: rows(values, r, c),
+    x: positions(c, Math.max(c, result.keys)),
+    y: positions(r, Math.max(r, result.queries)),
+    colorscale: "Viridis",
+    zmin: 0,
+    zmax: hi > 0 ? hi : 1,
+    colorbar: colorbar(th, 10),
+    hovertemplate: "query token %{y}, key token %{x}: %{z:.4f}<extra></extra>",
+  };
+  const side = Math.max(200, Math.min(340, 60 + r * 8));
+  const l = baseLayout(th, side, "key token", "query token");
+  Object.assign(l.xaxis as Layout, cellTicks(c, result.keys));
+  Object.assign(l.yaxis as Layout, { autorange: "reversed", ...cellTicks(r, result.queries) });
+  (l.yaxis as Layout).scaleanchor = "x";
+  (l.xaxis as Layout).constrain = "domain";
+  (l.yaxis as Layout).constrain = "domain";
+  plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
+}
+
+/** Fits every plot under `container` to its width (Plotly itself follows only the window). */
+export function resizePlots(container: HTMLElement): void {
+  const p = plotlyIfLoaded();
+  if (!p) return;
+  for (const div of container.querySelectorAll<HTMLElement>(".js-plotly-plot")) void p.Plots.resize(div);
 }
 
 export function purge(div: HTMLElement): void {

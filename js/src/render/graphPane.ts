@@ -13,15 +13,21 @@ export class GraphPane {
   private wrap = h("div", "lens-canvas-wrap");
   private busy = h("div", "lens-busy");
   private overlay = h("div", "lens-overlay");
+  private legend: HTMLElement;
+  /** "Ctrl+scroll or click to zoom", shown over the canvas when the wheel scrolls the page. */
+  readonly wheelHint = h("div", "lens-wheel-hint", "Ctrl+scroll or click to zoom");
   private ro: ResizeObserver;
 
   constructor(theme: Theme) {
     this.canvas.dataset.testid = "graph-canvas";
     this.canvas.tabIndex = 0;
-    this.wrap.append(this.canvas, this.busy);
+    this.wheelHint.dataset.testid = "wheel-hint";
+    this.wheelHint.hidden = true;
+    this.wrap.append(this.canvas, this.busy, this.wheelHint);
     const footer = h("div", "lens-footer");
     footer.dataset.testid = "graph-footer";
-    footer.append(this.overlay, legend(theme));
+    this.legend = legend(theme);
+    footer.append(this.overlay, this.legend);
     this.el.append(this.wrap, footer);
     this.busy.hidden = true;
     this.busy.dataset.testid = "layout-busy";
@@ -36,6 +42,15 @@ export class GraphPane {
   /** Sizes the canvas to its box now (once the pane is in the page); `fallback` where it has no size yet. */
   fitCanvas(fallback: { w: number; h: number }): void {
     this.renderer.resize(this.wrap.clientWidth || fallback.w, this.wrap.clientHeight || fallback.h);
+  }
+
+  /** Redraws the graph and its legend in `theme`'s colours. */
+  setTheme(theme: Theme): void {
+    this.renderer.theme = theme;
+    const next = legend(theme);
+    this.legend.replaceWith(next);
+    this.legend = next;
+    this.renderer.request();
   }
 
   showBusy(busy: boolean): void {

@@ -1,4 +1,5 @@
-// Colours of the graph, light and dark (follows JupyterLab's theme when there is one).
+// Colours of the graph, light and dark: they follow the host's theme (JupyterLab, Notebook 7,
+// VS Code, or the page's own background) and `watchTheme` reports when the host switches.
 export interface Theme {
   dark: boolean;
   bg: string;
@@ -86,11 +87,25 @@ export const DARK: Theme = {
   collapsedStroke: "#4dabf7",
 };
 
-/** Dark when the element's computed background (JupyterLab sets one) is dark. */
+/** What the host page says of its theme: true dark, false light, null nothing. */
+export function hostSaysDark(doc: Document): boolean | null {
+  const body = doc.body;
+  // JupyterLab and Notebook 7
+  const jp = body?.dataset?.jpThemeLight;
+  if (jp === "false") return true;
+  if (jp === "true") return false;
+  // VS Code's notebook webviews: a class and data-vscode-theme-kind on <body>
+  const kind = body?.dataset?.vscodeThemeKind ?? "";
+  const cls = `${kind} ${body?.className ?? ""}`;
+  if (/\bvscode-(dark|high-contrast)\b(?!-light)/.test(cls)) return true;
+  if (/\bvscode-(light|high-contrast-light)\b/.test(cls)) return false;
+  return null;
+}
+
+/** Dark when the host says so, else when the element's computed background is dark. */
 export function pickTheme(el: HTMLElement): Theme {
-  const body = document.body;
-  if (body?.dataset?.jpThemeLight === "false") return DARK;
-  if (body?.dataset?.jpThemeLight === "true") return LIGHT;
+  const said = hostSaysDark(el.ownerDocument);
+  if (said !== null) return said ? DARK : LIGHT;
   let node: HTMLElement | null = el;
   while (node) {
     const bg = getComputedStyle(node).backgroundColor;
@@ -102,4 +117,40 @@ export function pickTheme(el: HTMLElement): Theme {
     node = node.parentElement;
   }
   return LIGHT;
+}
+
+// What hosts change when their theme switches: attributes of <body> and <html>.
+const WATCHED = ["class", "style", "data-jp-theme-light", "data-jp-theme-name", "data-vscode-theme-kind", "data-theme"];
+
+/**
+ * Calls `onChange` with the new theme whenever the host's theme changes under a live widget
+ * (JupyterLab's theme menu, VS Code's colour theme, the OS scheme). Returns the unsubscribe.
+ */
+export function watchTheme(el: HTMLElement, onChange: (t: Theme) => void): () => void {
+  const doc = el.ownerDocument;
+  let current = pickTheme(el);
+  let queued = 0;
+  const check = (): void => {
+    queued = 0;
+    const next = pickTheme(el);
+    if (next !== current) {
+      current = next;
+      onChange(next);
+    }
+  };
+  // One check per frame: a theme switch touches several attributes and style sheets at once.
+  const soon = (): void => {
+    if (!queued) queued = requestAnimationFrame(check);
+  };
+  const mo = new MutationObserver(soon);
+  for (const target of [doc.body, doc.documentElement]) {
+    if (target) mo.observe(target, { attributes: true, attributeFilter: WATCHED });
+  }
+  const media = doc.defaultView?.matchMedia?.("(prefers-color-scheme: dark)");
+  media?.addEventListener?.("change", soon);
+  return () => {
+    mo.disconnect();
+    media?.removeEventListener?.("change", soon);
+    if (queued) cancelAnimationFrame(queued);
+  };
 }

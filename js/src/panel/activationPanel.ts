@@ -1,0 +1,168 @@
+// The inspector's "activation" section: one output of the node fetched from the kernel and
+// plotted, with pickers for the output, batch item and channel window, a histogram and stats.
+import type { Activation } from "../kernel/messages";
+import type { ActivationRequest } from "../model/protocol";
+import { h } from "../render/dom";
+import type { Theme } from "../render/theme";
+import { fmtNum, fmtShape } from "./format";
+import { indexSlider } from "./pickers";
+import { plotHistogram, plotMain, purge } from "./plots";
+import { Section } from "./section";
+
+export type ActivationParams = ActivationRequest["params"];
+
+export interface ActivationDeps {
+  theme: () => Theme;
+  fetchActivation: (p: ActivationParams, onSlow: () => void) => Promise<Activation>;
+  rerun: (id: string) => Promise<void>;
+}
+
+export class ActivationPanel {
+  readonly section: Section<Activation>;
+  private params: ActivationParams = { id: "" };
+  private saved = true;
+  private last: Activation | null = null;
+  private mainPlot = h("div", "lens-plot");
+  private noteEl = h("div", "lens-note");
+  private histPlot = h("div", "lens-plot lens-hist");
+  private statsEl = h("div", "lens-stats");
+
+  constructor(private deps: ActivationDeps) {
+    this.section = new Section<Activation>("activation", "activation", {
+      fetch: (onSlow) => deps.fetchActivation(this.params, onSlow),
+      show: (act) => this.show(act),
+      clear: () => this.clear(),
+      rerun: () => deps.rerun(this.params.id),
+    });
+    this.mainPlot.dataset.testid = "plot-main";
+    this.noteEl.dataset.testid = "activation-note";
+    this.histPlot.dataset.testid = "plot-hist";
+    this.section.el.append(this.mainPlot, this.noteEl, this.histPlot, this.statsEl);
+  }
+
+  get el(): HTMLElement {
+    return this.section.el;
+  }
+
+  /** Shows output 0 of unrolled node `id` (`saved`: the kernel has it). */
+  load(id: string, saved: boolean): void {
+    this.params = { id };
+    this.saved = saved;
+    this.reload();
+  }
+
+  private reload(): void {
+    this.last = null;
+    this.section.load(this.saved, "activation");
+  }
+
+  private pick(change: Partial<ActivationParams>): void {
+    this.params = { ...this.params, ...change };
+    this.reload();
+  }
+
+  /** Draws the last answer again (the theme changed). */
+  redraw(): void {
+    if (this.last) this.show(this.last);
+  }
+
+  private show(act: Activation): void {
+    this.last = act;
+    const r = act.result;
+    const th = this.deps.theme();
+    const controls = this.section.controls;
+    controls.replaceChildren(h("div", "lens-muted", `${fmtShape(r.shape)} ${r.dtype}`));
+    if (r.dims.length) {
+      const dims = h("div", "lens-muted lens-dims", `(${r.dims.join(", ")})`);
+      dims.dataset.testid = "activation-dims";
+      controls.append(dims);
+    }
+    if (r.nOutputs > 1) {
+      const sel = document.createElement("select");
+      sel.className = "lens-select";
+      for (let i = 0; i < r.nOutputs; i++) {
+        const o = document.createElement("option");
+        o.value = String(i);
+        o.textContent = `output ${i}`;
+        sel.append(o);
+      }
+      sel.value = String(r.output);
+      sel.onchange = () => this.pick({ output: Number(sel.value), batch: undefined, channelStart: undefined });
+      controls.append(sel);
+    }
+    if (r.batch && r.batch.size > 1) {
+      controls.append(indexSlider(r.dims[0] ?? "batch", r.batch.index, r.batch.size, "batch-slider", (i) => this.pick({ batch: i })));
+    }
+    if (r.channels && r.channels.total > r.channels.count) controls.append(this.channelWindow(r.channels, r.axes[0] ?? "channel"));
+    if (r.plot === "scalar") {
+      purge(this.mainPlot);
+      this.mainPlot.replaceChildren(h("div", "lens-scalar", fmtNum(act.values[0] ?? NaN)));
+    } else {
+      // Plotly.react reuses its own DOM: only drop a scalar read-out left from before
+      this.mainPlot.querySelector(".lens-scalar")?.remove();
+      plotMain(this.mainPlot, act, th);
+    }
+    performance.mark("lens:plot-done", { detail: { id: r.id, plot: r.plot } });
+    // A note without a reduction (e.g. "complex shown as magnitude") is still worth showing.
+    this.noteEl.textContent = r.reduced ? `reduced: ${r.note}` : r.note;
+    if (r.hist.counts.length > 0) plotHistogram(this.histPlot, act, th);
+    else purge(this.histPlot);
+    this.statsEl.replaceChildren(statsTable(act));
+  }
+
+  private channelWindow(c: { start: number; count: number; total: number }, name: string): HTMLElement {
+    const wrap = h("div", "lens-chan");
+    const prev = h("button", "lens-btn", "◀");
+    const next = h("button", "lens-btn", "▶");
+    prev.dataset.testid = "channels-prev";
+    next.dataset.testid = "channels-next";
+    prev.title = `previous ${name}s`;
+    next.title = `next ${name}s`;
+    prev.disabled = c.start <= 0;
+    next.disabled = c.start + c.count >= c.total;
+    const go = (start: number): void => this.pick({ channelStart: Math.max(0, Math.min(c.total - 1, start)) });
+    prev.onclick = () => go(c.start - c.count);
+    next.onclick = () => go(c.start + c.count);
+    const caption = h("span", "lens-mono", `${name}s ${c.start}–${c.start + c.count - 1} of ${c.total}`);
+    caption.dataset.testid = "channels-caption";
+    wrap.append(prev, caption, next);
+    return wrap;
+  }
+
+  clear(): void {
+    purge(this.mainPlot);
+    purge(this.histPlot);
+  }
+
+  dispose(): void {
+    this.section.cancel();
+    this.clear();
+  }
+}
+
+function statsTable(act: Activation): HTMLElement {
+  const s = act.result.stats;
+  const cells: [string, string][] = [
+    ["min", fmtNum(s.min)],
+    ["max", fmtNum(s.max)],
+    ["mean", fmtNum(s.mean)],
+    ["std", fmtNum(s.std)],
+    ["zeros", `${(s.zeros * 100).toFixed(1)}%`],
+    ["NaN", String(s.nan)],
+    ["Inf", String(s.inf)],
+    ["numel", s.numel.toLocaleString("en-US")],
+  ];
+  const t = h("table", "lens-stats-table");
+  t.dataset.testid = "stats";
+  for (let i = 0; i < cells.length; i += 4) {
+    const tr = h("tr", "");
+    for (const [k, v] of cells.slice(i, i + 4)) {
+      const td = h("td", "");
+      const bad = (k === "NaN" || k === "Inf") && v !== "0";
+      td.append(h("div", "lens-stat-k", k), h("div", bad ? "lens-stat-v lens-bad" : "lens-stat-v", v));
+      tr.append(td);
+    }
+    t.append(tr);
+  }
+  return t;
+}

@@ -1,0 +1,46 @@
+// Colour scales that read right: signed data gets a diverging scale centred exactly at 0
+// (symmetric range, so 0 is the middle colour whatever the min and max), non-negative data
+// a sequential one from 0.
+import type { Theme } from "../render/theme";
+
+export interface ColorRange {
+  colorscale: string | [number, string][];
+  zmin: number;
+  zmax: number;
+  diverging: boolean;
+}
+
+// ColorBrewer RdBu (reversed: negative blue, positive red); the middle is the panel's own
+// background tone so that zeros recede in both themes.
+function diverging(th: Theme): [number, string][] {
+  const mid = th.dark ? "#2f343b" : "#f7f7f7";
+  return [
+    [0, "#2166ac"],
+    [0.25, "#67a9cf"],
+    [0.5, mid],
+    [0.75, "#ef8a62"],
+    [1, "#b2182b"],
+  ];
+}
+
+/** The finite min and max of `values` ([0, 0] when none). */
+export function finiteRange(values: Float32Array): [number, number] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const v of values) {
+    if (Number.isFinite(v)) {
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  return lo <= hi ? [lo, hi] : [0, 0];
+}
+
+/** Diverging around 0 when any value is negative, sequential from 0 otherwise. */
+export function colorRange(lo: number, hi: number, th: Theme): ColorRange {
+  if (lo < 0) {
+    const m = Math.max(-lo, Math.abs(hi)) || 1;
+    return { colorscale: diverging(th), zmin: -m, zmax: m, diverging: true };
+  }
+  return { colorscale: "Viridis", zmin: 0, zmax: hi > 0 ? hi : 1, diverging: false };
+}
