@@ -15,6 +15,21 @@ from typing_extensions import NotRequired, TypedDict
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 ViewName = Literal["rolled", "unrolled"]
 PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
+CompareSide = Literal["a", "b", "diff"]
+MetricName = Literal[
+    "flops",
+    "time",
+    "bytes",
+    "params",
+    "mean",
+    "std",
+    "absmax",
+    "zeroFraction",
+    "nonfinite",
+    "relL2",
+    "maxAbs",
+    "cosine",
+]
 
 # ---- the `graph` trait (kernel -> frontend) -------------------------------------------
 
@@ -65,6 +80,11 @@ class ViewGraph(TypedDict):
     edges: list[EdgeInfo]
 
 
+class CompareInfo(TypedDict):
+    onlyA: list[str]
+    onlyB: list[str]
+
+
 class GraphPayload(TypedDict):
     modelClass: str
     error: str | None
@@ -73,6 +93,7 @@ class GraphPayload(TypedDict):
     modules: list[ModuleInfo]
     unrolled: ViewGraph
     rolled: ViewGraph
+    compare: NotRequired[CompareInfo]
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------
@@ -83,6 +104,7 @@ class ActivationParams(TypedDict):
     output: NotRequired[int]
     batch: NotRequired[int]
     channelStart: NotRequired[int]
+    side: NotRequired[CompareSide]
 
 
 class ActivationRequest(TypedDict):
@@ -97,6 +119,33 @@ class RerunParams(TypedDict):
 class RerunRequest(TypedDict):
     method: Literal["rerun"]
     params: RerunParams
+
+
+class MetricsParams(TypedDict):
+    metric: MetricName
+
+
+class MetricsRequest(TypedDict):
+    method: Literal["metrics"]
+    params: MetricsParams
+
+
+class FirstNonfiniteParams(TypedDict):
+    pass
+
+
+class FirstNonfiniteRequest(TypedDict):
+    method: Literal["firstNonfinite"]
+    params: FirstNonfiniteParams
+
+
+class MetricsResult(TypedDict):
+    metric: MetricName
+    ids: list[str]
+
+
+class FirstNonfiniteResult(TypedDict):
+    id: str | None
 
 
 class ActivationStats(TypedDict):
@@ -150,5 +199,5 @@ class ResponseMessage(TypedDict):
     type: Literal["response"]
     id: int | None  # None when the request's own id was not an integer
     ok: bool
-    result: NotRequired[ActivationResult | RerunResult]
+    result: NotRequired[ActivationResult | RerunResult | MetricsResult | FirstNonfiniteResult]
     error: NotRequired[str]
