@@ -92,6 +92,8 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
     stroke = th.failedStroke;
     lw = 2;
   }
+  const overlaid = p.overlay?.fill(n.id) ?? null; // a metric overlay colors the node, not its kind
+  if (overlaid) fill = overlaid;
   const faded = !n.feedsOutput && n.kind !== "output";
   if (faded) ctx.globalAlpha = 0.38;
   if (p.selected === n.id) {
@@ -109,13 +111,14 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
   ctx.fillStyle = fill;
   if (!detail && p.selected !== n.id) {
     // far out a node is a few pixels: a plain rectangle in its colour says enough
-    ctx.fillStyle = stroke;
+    ctx.fillStyle = overlaid ?? stroke;
     ctx.fillRect(r.x, r.y, r.w, r.h);
     ctx.globalAlpha = 1;
     return;
   }
   roundRect(ctx, r.x, r.y, r.w, r.h, radius);
   ctx.fill();
+  if (p.overlay?.flagged(n.id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   if (detail || p.selected === n.id) {
     ctx.lineWidth = Math.max(lw, lw * 0.6 * px);
     ctx.strokeStyle = stroke;
@@ -156,8 +159,10 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   roundRect(ctx, r.x + 4, r.y + 4, r.w, r.h, 7);
   ctx.fill();
   ctx.stroke();
+  ctx.fillStyle = p.overlay?.fill(id) ?? th.collapsed;
   roundRect(ctx, r.x, r.y, r.w, r.h, 7);
   ctx.fill();
+  if (p.overlay?.flagged(id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   // a selected node hidden inside this module marks the module
   const marked = p.hover === id || p.selected === id;
   ctx.lineWidth = marked ? 2.4 : Math.max(1.3, px);
@@ -178,6 +183,18 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   ctx.fillStyle = th.collapsedStroke;
   ctx.font = `700 ${FONT_PX}px ${FONT_FAMILY}`;
   ctx.fillText("+", r.x + r.w - 9, r.y + 10);
+}
+
+/** A red triangle in the top-right corner: this output (or one inside the module) is NaN/Inf. */
+function drawNonfiniteMark(ctx: CanvasRenderingContext2D, r: Rect, color: string): void {
+  const s = Math.min(12, r.h / 2);
+  ctx.fillStyle = color;
+  ctx.beginPath();
+  ctx.moveTo(r.x + r.w - s, r.y);
+  ctx.lineTo(r.x + r.w, r.y);
+  ctx.lineTo(r.x + r.w, r.y + s);
+  ctx.closePath();
+  ctx.fill();
 }
 
 function shortName(name: string): string {
