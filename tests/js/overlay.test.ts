@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { buildModel } from "../../js/src/model/tree";
 import { computeVisible } from "../../js/src/model/visibility";
-import { aggregate, fmtMetric, itemValues, makeScale, rampColor, unrolledIdsOf } from "../../js/src/render/overlay";
+import { aggregate, fmtMetric, itemValues, makeScale, rampColor, textOn, unrolledIdsOf } from "../../js/src/render/overlay";
 import { edge, nested, node, payload } from "./builders";
 
 describe("aggregate", () => {
@@ -97,5 +97,12 @@ describe("itemValues", () => {
     expect(itemValues(m, vis, passValues, "sum").get("tanh_1_1")).toBe(8);
     expect(itemValues(m, vis, passValues, "max").get("tanh_1_1")).toBe(5);
     expect(itemValues(m, vis, passValues, "share").get("tanh_1_1")).toBe(1);
+  });
+});
+
+describe("textOn", () => {
+  it("puts white text on dark fills and dark text on light ones", () => {
+    expect(textOn(rampColor(0))).toBe("#ffffff");
+    expect(textOn(rampColor(1))).toBe("#1f2933");
   });
 });

@@ -4,6 +4,7 @@ import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } fro
 import type { Rect } from "../layout/layoutPlan";
 import type { NodeInfo } from "../model/protocol";
 import type { Paint } from "./frame";
+import { textOn } from "./overlay";
 
 /** Expanded module boxes, outer first. */
 export function drawBoxes(p: Paint): void {
@@ -93,7 +94,10 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
     lw = 2;
   }
   const overlaid = p.overlay?.fill(n.id) ?? null; // a metric overlay colors the node, not its kind
-  if (overlaid) fill = overlaid;
+  if (overlaid) {
+    fill = overlaid;
+    textColor = textOn(overlaid);
+  }
   const faded = !n.feedsOutput && n.kind !== "output";
   if (faded) ctx.globalAlpha = 0.38;
   if (p.selected === n.id) {
@@ -140,7 +144,7 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
       ctx.fillText(l1, cx, r.y + (l2 ? 12 : r.h / 2));
       if (l2) {
         ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
-        ctx.fillStyle = th.muted;
+        ctx.fillStyle = overlaid ? textColor : th.muted;
         ctx.fillText(l2, cx, r.y + 25);
       }
     }

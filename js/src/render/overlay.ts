@@ -160,3 +160,11 @@ export function fmtMetric(v: number): string {
   if (a < 1e-3) return v.toExponential(1);
   return v.toPrecision(3).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
 }
+
+/** Text color readable on an "rgb(r,g,b)" fill: white on dark, near-black on light. */
+export function textOn(fill: string): string {
+  const m = /^rgb\((\d+),(\d+),(\d+)\)$/.exec(fill);
+  if (!m) return "#1f2933";
+  const [r, g, b] = [m[1], m[2], m[3]].map(Number);
+  return 0.299 * r + 0.587 * g + 0.114 * b < 140 ? "#ffffff" : "#1f2933";
+}
