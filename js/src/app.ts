@@ -3,6 +3,7 @@
 // and inspector to it. Trait sync rules live in kernel/traitSync.ts.
 import { Banner } from "./controls/banner";
 import { bindCanvasInput } from "./controls/canvasInput";
+import { OverlayControl } from "./controls/overlayControl";
 import { SearchBox } from "./controls/searchBox";
 import { Toolbar } from "./controls/toolbar";
 import { exposeDebug } from "./debugHook";
@@ -57,6 +58,7 @@ export class LensApp {
   private banner = new Banner();
   private unwatchTheme: () => void;
   private unbindInput: () => void;
+  private overlay: OverlayControl;
 
   constructor(model: WidgetModel, el: HTMLElement) {
     injectStyles(el.ownerDocument);
@@ -98,14 +100,26 @@ export class LensApp {
       theme: () => this.theme,
       select: (id) => this.select(id, { center: true }),
       close: () => this.select("", {}),
-      fetchActivation: (p, onSlow) => this.requests.activation(p, onSlow),
+      // in a comparison the overlay bar picks the side plotted: A, B or A−B
+      fetchActivation: (p, onSlow) =>
+        this.requests.activation(this.overlay.inCompare ? { ...p, side: this.overlay.side } : p, onSlow),
       fetchAttention: (p, onSlow) => this.requests.attention(p, onSlow),
       rerun: (id) => this.requests.rerun(id),
       unrolledNode: (id) => this.getModel("unrolled")?.nodes.get(id),
       unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],
     });
     main.append(this.pane.el, this.inspector.el);
-    this.root.append(this.toolbar.el, this.banner.el, main);
+    this.overlay = new OverlayControl({
+      requests: () => this.requests,
+      renderer: this.renderer,
+      selectUnrolled: (id) => this.select(this.mapId(id, "unrolled", this.viewName), { center: true }),
+      sideChanged: () => {
+        const m = this.current;
+        if (m && this.selected) this.inspector.show(m, this.selected);
+      },
+    });
+    this.renderer.overlay = this.overlay;
+    this.root.append(this.toolbar.el, this.overlay.picker.el, this.banner.el, main);
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
 
     this.requests = new RequestClient(model);
@@ -164,6 +178,7 @@ export class LensApp {
 
   private setGraph(payload: GraphPayload | null, initial = false): void {
     this.views = payload ? new GraphViews(payload) : null;
+    this.overlay.setGraph(payload);
     this.layouts.clear();
     this.vis = null;
     this.renderer.frame = null;

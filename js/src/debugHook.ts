@@ -19,6 +19,8 @@ export interface LensDebug {
   readonly scale: number;
   nodeScreenPos(id: string): { x: number; y: number } | null;
   groupHeaderPos(key: string): { x: number; y: number } | null;
+  overlayColor(id: string): string | null; // the metric overlay's fill of a visible item
+  overlayFlagged(id: string): boolean; // drawn with the NaN/Inf mark
 }
 
 /** The controller's state the hook reports, read anew on every access. */
@@ -74,6 +76,8 @@ export function exposeDebug(elements: HTMLElement[], r: Renderer, state: () => D
     },
     nodeScreenPos: (id) => screen(r.frame?.scene.items.get(id)),
     groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
+    overlayColor: (id) => r.overlay?.fill(id) ?? null,
+    overlayFlagged: (id) => r.overlay?.flagged(id) ?? false,
   };
   for (const el of elements) (el as unknown as { __lens: LensDebug }).__lens = dbg;
 }

@@ -14,12 +14,15 @@ import traitlets
 from lens_widget.capture.rerun import WorldState, save_also
 from lens_widget.capture.save_policy import SaveSpec
 from lens_widget.capture.trace import trace
+from lens_widget.compare.comparison import LogComparison, OpDiff, compare
 from lens_widget.log.attention import has_attention_map
 from lens_widget.log.model_log import ModelLog
+from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import requests
 from lens_widget.widget.checks import cut, quote
 from lens_widget.widget.dim_names import DimNames
+from lens_widget.widget.metric_values import MetricError, metric_values, side_outputs
 from lens_widget.widget.payload import build_payload
 
 _STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
@@ -59,9 +62,15 @@ class LensWidget(anywidget.AnyWidget):
         *,
         save: SaveSpec = "all",
         model_log: ModelLog | None = None,
+        comparison: LogComparison | None = None,
         **widget_kwargs: Any,
     ) -> None:
         self._model = model
+        self._comparison = comparison
+        # A's label -> the matched op of B (the difference overlay and the inspector's sides)
+        self._diffs: dict[str, OpDiff] | None = (
+            {d.label: d for d in comparison} if comparison is not None else None
+        )
         self._inputs = inputs
         self._kwargs = dict(kwargs or {})
         self._save = save
@@ -81,6 +90,19 @@ class LensWidget(anywidget.AnyWidget):
     def from_log(cls, log: ModelLog, **widget_kwargs: Any) -> LensWidget:
         """Show an existing log (from `lens_widget.trace`); re-running is then unavailable."""
         return cls(None, model_log=log, **widget_kwargs)
+
+    @classmethod
+    def compare(cls, a: ModelLog, b: ModelLog, **widget_kwargs: Any) -> LensWidget:
+        """A's graph colored by how much each op differs in B (`lw.compare(a, b)`; relative
+        L2 by default, max_abs and cosine in the metric picker). Ops that ran in one run only
+        are marked; the inspector plots A, B and A−B of a clicked op."""
+        comparison = compare(a, b)
+        return cls(None, model_log=a, comparison=comparison, **widget_kwargs)
+
+    @property
+    def comparison(self) -> LogComparison | None:
+        """The comparison shown (LensWidget.compare), else None."""
+        return self._comparison
 
     # Not `log`: ipywidgets reports errors through `self.log`, its logger.
     @property
@@ -111,6 +133,11 @@ class LensWidget(anywidget.AnyWidget):
     def _set_log(self, log: ModelLog, *, sync: bool = True) -> None:
         self._model_log = log
         self._payload = build_payload(log)
+        if self._comparison is not None:
+            self._payload["compare"] = {
+                "onlyA": list(self._comparison.only_a),
+                "onlyB": list(self._comparison.only_b),
+            }
         self._records: Mapping[str, OpRecord] = log.by_label
         self._dim_names = DimNames(log.nodes)
         rolled = self._payload["rolled"]["nodes"]
@@ -208,10 +235,36 @@ class LensWidget(anywidget.AnyWidget):
     # ---- requests from the frontend ----
 
     def _activation(self, params: object) -> requests.Answer:
-        return requests.activation(self._records, params, self._dim_names)
+        diffs = self._diffs
+        if diffs is None:
+            return requests.activation(self._records, params, self._dim_names)
+
+        def other_side(label: str, side: str) -> tuple[torch.Tensor, ...]:
+            try:
+                return side_outputs(diffs, label, side)
+            except MetricError as e:
+                raise requests.RequestError(str(e)) from e
+
+        return requests.activation(self._records, params, self._dim_names, other_side)
 
     def _attention(self, params: object) -> requests.Answer:
         return requests.attention(self._records, params)
+
+    def _metrics(self, params: object) -> requests.Answer:
+        metric = requests.metric_name(params)
+        try:
+            result, data = metric_values(self._model_log, metric, self._diffs)
+        except MetricError as e:
+            raise requests.RequestError(str(e)) from e
+        return result, [data]
+
+    def _first_nonfinite(self, params: object) -> requests.Answer:
+        requests.no_params(params)
+        try:
+            op = self._model_log.first_nonfinite()
+        except NotSavedError as e:
+            raise requests.RequestError(str(e)) from e
+        return {"id": op.label if op is not None else None}, []
 
     def _rerun(self, params: object) -> requests.Answer:
         label = requests.rerun_target(self._records, params, self._ids["rolled"])
@@ -225,6 +278,8 @@ class LensWidget(anywidget.AnyWidget):
             "activation": self._activation,
             "attention": self._attention,
             "rerun": self._rerun,
+            "metrics": self._metrics,
+            "firstNonfinite": self._first_nonfinite,
         }
         reply = requests.handle(content, handlers)
         if reply is not None:

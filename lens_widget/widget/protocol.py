@@ -15,6 +15,21 @@ from typing_extensions import NotRequired, TypedDict
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 ViewName = Literal["rolled", "unrolled"]
 PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
+CompareSide = Literal["a", "b", "diff"]
+MetricName = Literal[
+    "flops",
+    "time",
+    "bytes",
+    "params",
+    "mean",
+    "std",
+    "absmax",
+    "zeroFraction",
+    "nonfinite",
+    "relL2",
+    "maxAbs",
+    "cosine",
+]
 
 # ---- the `graph` trait (kernel -> frontend) -------------------------------------------
 
@@ -66,6 +81,11 @@ class ViewGraph(TypedDict):
     edges: list[EdgeInfo]
 
 
+class CompareInfo(TypedDict):
+    onlyA: list[str]
+    onlyB: list[str]
+
+
 class GraphPayload(TypedDict):
     modelClass: str
     error: str | None
@@ -74,6 +94,7 @@ class GraphPayload(TypedDict):
     modules: list[ModuleInfo]
     unrolled: ViewGraph
     rolled: ViewGraph
+    compare: NotRequired[CompareInfo]
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------
@@ -84,6 +105,7 @@ class ActivationParams(TypedDict):
     output: NotRequired[int]
     batch: NotRequired[int]
     channelStart: NotRequired[int]
+    side: NotRequired[CompareSide]
 
 
 class ActivationRequest(TypedDict):
@@ -109,6 +131,33 @@ class RerunParams(TypedDict):
 class RerunRequest(TypedDict):
     method: Literal["rerun"]
     params: RerunParams
+
+
+class MetricsParams(TypedDict):
+    metric: MetricName
+
+
+class MetricsRequest(TypedDict):
+    method: Literal["metrics"]
+    params: MetricsParams
+
+
+class FirstNonfiniteParams(TypedDict):
+    pass
+
+
+class FirstNonfiniteRequest(TypedDict):
+    method: Literal["firstNonfinite"]
+    params: FirstNonfiniteParams
+
+
+class MetricsResult(TypedDict):
+    metric: MetricName
+    ids: list[str]
+
+
+class FirstNonfiniteResult(TypedDict):
+    id: str | None
 
 
 class ActivationStats(TypedDict):
@@ -175,5 +224,7 @@ class ResponseMessage(TypedDict):
     type: Literal["response"]
     id: int | None  # None when the request's own id was not an integer
     ok: bool
-    result: NotRequired[ActivationResult | AttentionResult | RerunResult]
+    result: NotRequired[
+        ActivationResult | AttentionResult | RerunResult | MetricsResult | FirstNonfiniteResult
+    ]
     error: NotRequired[str]

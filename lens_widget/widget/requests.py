@@ -20,11 +20,21 @@ from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.tensor_view import tensor_view
 
 # What a handler answers: the `result` of the response and its binary buffers.
-Result = protocol.ActivationResult | protocol.AttentionResult | protocol.RerunResult
+Result = (
+    protocol.ActivationResult
+    | protocol.AttentionResult
+    | protocol.RerunResult
+    | protocol.MetricsResult
+    | protocol.FirstNonfiniteResult
+)
 Answer = tuple[Result, list[bytes]]
 Reply = tuple[protocol.ResponseMessage, list[bytes]]
 # A handler gets the request's `params` unchecked: it validates them itself.
 Handler = Callable[[object], Answer]
+
+# The other sides of a compared op: (A's label, "b" | "diff") -> its outputs on that side.
+OtherSide = Callable[[str, str], tuple[torch.Tensor, ...]]
+_SIDES = ("a", "b", "diff")
 
 # The longest error reply (a failing re-run's message can be long, and may quote input).
 _MAX_ERROR = 2000
@@ -58,14 +68,26 @@ def node_record(records: Mapping[str, OpRecord], node_id: object) -> OpRecord:
 
 
 def activation(
-    records: Mapping[str, OpRecord], params: object, dim_names: DimNames | None = None
+    records: Mapping[str, OpRecord],
+    params: object,
+    dim_names: DimNames | None = None,
+    other_side: OtherSide | None = None,
 ) -> Answer:
-    """Answer an "activation" request: the plotted view of one output of one node."""
-    p = _params(params, {"id", "output", "batch", "channelStart"}, {"id"})
+    """Answer an "activation" request: the plotted view of one output of one node; in a
+    comparison (`other_side` given) of A's value, B's or A−B (`side`)."""
+    p = _params(params, {"id", "output", "batch", "channelStart", "side"}, {"id"})
     record = node_record(records, p["id"])
-    if record.activations is None:
+    side = p.get("side", "a")
+    if side not in _SIDES:
+        raise RequestError(f"side must be one of {', '.join(_SIDES)}, got {quote(side, 20)}")
+    if side != "a":
+        if other_side is None:
+            raise RequestError(f"side {side!r} needs a comparison (LensWidget.compare)")
+        outputs = other_side(record.label, str(side))
+    elif record.activations is None:
         raise RequestError(f"activation of {record.label} was not saved; re-run to save it")
-    outputs = record.activations
+    else:
+        outputs = record.activations
     try:
         index = check_index("output", p.get("output", 0), len(outputs))
         batch = require_int("batch", p.get("batch", 0))
@@ -104,6 +126,20 @@ def attention(records: Mapping[str, OpRecord], params: object) -> Answer:
     except ValueError as e:  # batch or head out of range
         raise RequestError(f"{record.label}: {e}") from e
     return result, [data]
+
+
+def metric_name(params: object) -> str:
+    """The validated metric of a "metrics" request (the metric table checks the name)."""
+    p = _params(params, {"metric"}, {"metric"})
+    metric = p["metric"]
+    if not isinstance(metric, str):
+        raise RequestError(f"metric must be a string, got {type(metric).__name__}")
+    return metric
+
+
+def no_params(params: object) -> None:
+    """A request that takes no params ("firstNonfinite")."""
+    _params(params, set(), set())
 
 
 def rerun_target(

@@ -22,6 +22,12 @@ export interface GraphPayload {
   modules: ModuleInfo[]; // every module that ran, parents before children
   unrolled: ViewGraph;
   rolled: ViewGraph;
+  compare?: CompareInfo; // set by LensWidget.compare(a, b): the graph is A's, colored by A vs B
+}
+
+export interface CompareInfo {
+  onlyA: string[]; // unrolled ids of ops that ran in A only
+  onlyB: string[]; // labels of ops that ran in B only (not in the graph)
 }
 
 export interface ModuleInfo {
@@ -80,6 +86,7 @@ export interface ActivationRequest {
     output?: number; // which output of a multi-output op (default 0)
     batch?: number; // index along the first dim for "images" and "sequence" plots (default 0)
     channelStart?: number; // first channel of the image grid (default 0)
+    side?: CompareSide; // in a comparison: A's value (default), B's, or A−B
   };
 }
 
@@ -92,12 +99,55 @@ export interface AttentionRequest {
   };
 }
 
+export type CompareSide = "a" | "b" | "diff";
+
+// Overlay metrics; relL2/maxAbs/cosine only in a comparison.
+export type MetricName =
+  | "flops"
+  | "time"
+  | "bytes"
+  | "params"
+  | "mean"
+  | "std"
+  | "absmax"
+  | "zeroFraction"
+  | "nonfinite"
+  | "relL2"
+  | "maxAbs"
+  | "cosine";
+
+/** result MetricsResult; buffers[0]: float32 LE values, one per id of `ids` (NaN: no value). */
+export interface MetricsRequest {
+  method: "metrics";
+  params: { metric: MetricName };
+}
+
+/** result FirstNonfiniteResult: the op that produced the first NaN/Inf (log.first_nonfinite()). */
+export interface FirstNonfiniteRequest {
+  method: "firstNonfinite";
+  params: {};
+}
+
+export interface MetricsResult {
+  metric: MetricName;
+  ids: string[]; // unrolled op ids, in the order of the values
+}
+
+export interface FirstNonfiniteResult {
+  id: string | null;
+}
+
 export interface RerunRequest {
   method: "rerun"; // re-trace saving this node; the graph trait is updated afterwards
   params: { id: string };
 }
 
-export type Request = ActivationRequest | AttentionRequest | RerunRequest;
+export type Request =
+  | ActivationRequest
+  | AttentionRequest
+  | RerunRequest
+  | MetricsRequest
+  | FirstNonfiniteRequest;
 
 export type PlotKind = "scalar" | "line" | "heatmap" | "images" | "sequence";
 
@@ -149,6 +199,6 @@ export interface ResponseMessage {
   type: "response";
   id: number | null; // null when the request's own id was not an integer
   ok: boolean;
-  result?: ActivationResult | AttentionResult | { ok: true };
+  result?: ActivationResult | AttentionResult | { ok: true } | MetricsResult | FirstNonfiniteResult;
   error?: string;
 }

@@ -4,6 +4,7 @@ import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } fro
 import type { Rect } from "../layout/layoutPlan";
 import type { NodeInfo } from "../model/protocol";
 import type { Paint } from "./frame";
+import { textOn } from "./overlay";
 
 /** Expanded module boxes, outer first. */
 export function drawBoxes(p: Paint): void {
@@ -92,6 +93,11 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
     stroke = th.failedStroke;
     lw = 2;
   }
+  const overlaid = p.overlay?.fill(n.id) ?? null; // a metric overlay colors the node, not its kind
+  if (overlaid) {
+    fill = overlaid;
+    textColor = textOn(overlaid);
+  }
   const faded = !n.feedsOutput && n.kind !== "output";
   if (faded) ctx.globalAlpha = 0.38;
   if (p.selected === n.id) {
@@ -109,13 +115,14 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
   ctx.fillStyle = fill;
   if (!detail && p.selected !== n.id) {
     // far out a node is a few pixels: a plain rectangle in its colour says enough
-    ctx.fillStyle = stroke;
+    ctx.fillStyle = overlaid ?? stroke;
     ctx.fillRect(r.x, r.y, r.w, r.h);
     ctx.globalAlpha = 1;
     return;
   }
   roundRect(ctx, r.x, r.y, r.w, r.h, radius);
   ctx.fill();
+  if (p.overlay?.flagged(n.id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   if (detail || p.selected === n.id) {
     ctx.lineWidth = Math.max(lw, lw * 0.6 * px);
     ctx.strokeStyle = stroke;
@@ -137,7 +144,7 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
       ctx.fillText(l1, cx, r.y + (l2 ? 12 : r.h / 2));
       if (l2) {
         ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
-        ctx.fillStyle = th.muted;
+        ctx.fillStyle = overlaid ? textColor : th.muted;
         ctx.fillText(l2, cx, r.y + 25);
       }
     }
@@ -156,8 +163,10 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   roundRect(ctx, r.x + 4, r.y + 4, r.w, r.h, 7);
   ctx.fill();
   ctx.stroke();
+  ctx.fillStyle = p.overlay?.fill(id) ?? th.collapsed;
   roundRect(ctx, r.x, r.y, r.w, r.h, 7);
   ctx.fill();
+  if (p.overlay?.flagged(id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   // a selected node hidden inside this module marks the module
   const marked = p.hover === id || p.selected === id;
   ctx.lineWidth = marked ? 2.4 : Math.max(1.3, px);
@@ -178,6 +187,18 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   ctx.fillStyle = th.collapsedStroke;
   ctx.font = `700 ${FONT_PX}px ${FONT_FAMILY}`;
   ctx.fillText("+", r.x + r.w - 9, r.y + 10);
+}
+
+/** A red triangle in the top-right corner: this output (or one inside the module) is NaN/Inf. */
+function drawNonfiniteMark(ctx: CanvasRenderingContext2D, r: Rect, color: string): void {
+  const s = Math.min(12, r.h / 2);
+  ctx.fillStyle = color;
+  ctx.beginPath();
+  ctx.moveTo(r.x + r.w - s, r.y);
+  ctx.lineTo(r.x + r.w, r.y);
+  ctx.lineTo(r.x + r.w, r.y + s);
+  ctx.closePath();
+  ctx.fill();
 }
 
 function shortName(name: string): string {

@@ -12,6 +12,12 @@ export interface Frame {
   edges: EdgeGeom[];
 }
 
+/** Metric overlay colors and NaN/Inf marks of items (controls/overlayControl.ts). */
+export interface NodeOverlay {
+  fill(itemId: string): string | null; // null: the kind's color
+  flagged(itemId: string): boolean; // an output holds NaN/Inf
+}
+
 /** One draw call's settings, shared by the passes (boxes, edges, nodes). */
 export interface Paint {
   ctx: CanvasRenderingContext2D;
@@ -23,5 +29,6 @@ export interface Paint {
   labels: boolean; // zoomed in far enough for text
   detail: boolean; // zoomed in far enough for outlines and arrow heads
   px: number; // one screen pixel in world units
+  overlay: NodeOverlay | null;
   inView(r: Rect): boolean;
 }

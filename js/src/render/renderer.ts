@@ -5,7 +5,7 @@ import type { Rect } from "../layout/layoutPlan";
 import { type Camera, firstCamera, fitCamera, topCenterX } from "./camera";
 import { drawEdges } from "./drawEdges";
 import { drawBoxes, drawItems } from "./drawNodes";
-import type { Frame, Paint } from "./frame";
+import type { Frame, NodeOverlay, Paint } from "./frame";
 import { type Hit, hitTest } from "./hitTest";
 import type { Theme } from "./theme";
 
@@ -22,6 +22,7 @@ export class Renderer {
   selected: string | null = null;
   hover: string | null = null;
   showShapes = false;
+  overlay: NodeOverlay | null = null;
   theme: Theme;
   drawnItems = 0; // items drawn in the last frame (for tests and benchmarks)
   lastFrameMs = 0;
@@ -127,6 +128,7 @@ export class Renderer {
       labels: scale >= LABEL_MIN_SCALE,
       detail: scale >= DETAIL_MIN_SCALE,
       px: 1 / scale,
+      overlay: this.overlay,
       inView: (r) => r.x <= vx1 && r.x + r.w >= vx0 && r.y <= vy1 && r.y + r.h >= vy0,
     };
     drawBoxes(paint);

@@ -1,0 +1,89 @@
+// The overlay bar: the metric picker, the linear/log switch, the "first NaN/Inf" button, the
+// side of a comparison the inspector plots, and the overlay's legend.
+import type { CompareSide, MetricName } from "../model/protocol";
+import { h } from "../render/dom";
+import { METRICS, type ScaleMode } from "../render/overlay";
+import { OverlayLegend } from "../render/overlayLegend";
+
+export interface MetricPickerActions {
+  setMetric(metric: MetricName | null): void;
+  setScale(mode: ScaleMode): void;
+  firstNonfinite(): void;
+  setSide(side: CompareSide): void;
+}
+
+export class MetricPicker {
+  readonly el = h("div", "lens-toolbar lens-overlay-bar");
+  readonly legend = new OverlayLegend();
+  private select = document.createElement("select");
+  private log = document.createElement("input");
+  private sideBox = h("label", "lens-check");
+  private side = document.createElement("select");
+  private note = h("span", "lens-status");
+
+  constructor(actions: MetricPickerActions) {
+    this.el.dataset.testid = "overlay-bar";
+    this.select.className = "lens-select";
+    this.select.dataset.testid = "metric-picker";
+    this.select.title = "Color every op (and each collapsed module, by an aggregate) by a metric";
+    this.fillOptions(false);
+    this.select.onchange = () => actions.setMetric((this.select.value || null) as MetricName | null);
+    this.log.type = "checkbox";
+    this.log.dataset.testid = "metric-log";
+    this.log.onchange = () => actions.setScale(this.log.checked ? "log" : "linear");
+    const logLabel = h("label", "lens-check");
+    logLabel.title = "Log scale (of magnitudes)";
+    logLabel.append(this.log, "log");
+    const nan = h("button", "lens-btn", "first NaN/Inf");
+    nan.dataset.testid = "first-nonfinite";
+    nan.title = "Select the op that produced the first NaN or Inf (its inputs were all finite)";
+    nan.onclick = () => actions.firstNonfinite();
+    this.side.className = "lens-select";
+    this.side.dataset.testid = "compare-side";
+    for (const [value, text] of [
+      ["a", "A"],
+      ["b", "B"],
+      ["diff", "A − B"],
+    ]) {
+      const o = document.createElement("option");
+      o.value = value;
+      o.textContent = text;
+      this.side.append(o);
+    }
+    this.side.onchange = () => actions.setSide(this.side.value as CompareSide);
+    this.sideBox.append("inspector shows ", this.side);
+    this.sideBox.hidden = true;
+    this.note.dataset.testid = "overlay-note";
+    this.el.append(h("span", "", "color by"), this.select, logLabel, h("span", "lens-sep"), nan, this.sideBox, this.note, this.legend.el);
+  }
+
+  /** Offers the difference metrics only in a comparison. */
+  setCompare(on: boolean): void {
+    this.fillOptions(on);
+    this.sideBox.hidden = !on;
+    if (!on) this.side.value = "a";
+  }
+
+  showMetric(metric: MetricName | null): void {
+    this.select.value = metric ?? "";
+  }
+
+  showNote(text: string): void {
+    this.note.textContent = text;
+  }
+
+  private fillOptions(compare: boolean): void {
+    const keep = this.select.value;
+    const none = document.createElement("option");
+    none.value = "";
+    none.textContent = "kind (default)";
+    const options = METRICS.filter((m) => compare || !m.compare).map((m) => {
+      const o = document.createElement("option");
+      o.value = m.name;
+      o.textContent = m.label;
+      return o;
+    });
+    this.select.replaceChildren(none, ...options);
+    this.select.value = options.some((o) => o.value === keep) ? keep : "";
+  }
+}

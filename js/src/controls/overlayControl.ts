@@ -1,0 +1,175 @@
+// The metric overlay's state: the picked metric and scale, its per-op values fetched from the
+// kernel ("metrics" request), which ops output NaN/Inf, and in a comparison which ops ran in A
+// only and which side the inspector plots. The renderer asks it for each item's fill.
+import type { RequestClient } from "../kernel/messages";
+import { decodeFloat32 } from "../kernel/messages";
+import type { CompareSide, FirstNonfiniteResult, GraphPayload, MetricName, MetricsResult } from "../model/protocol";
+import type { Visible } from "../model/visibility";
+import type { NodeOverlay } from "../render/frame";
+import { itemValues, makeScale, metricInfo, rampColor, type ScaleMode, unrolledIdsOf } from "../render/overlay";
+import { NO_VALUE_COLOR, ONLY_A_COLOR } from "../render/overlayLegend";
+import type { Renderer } from "../render/renderer";
+import { MetricPicker } from "./metricPicker";
+
+export interface OverlayDeps {
+  requests: () => RequestClient;
+  renderer: Renderer;
+  selectUnrolled(id: string): void; // select an op by its unrolled id, in whatever view is shown
+  sideChanged(): void; // the inspector must fetch the selected op again
+}
+
+interface Painted {
+  vis: Visible;
+  colors: Map<string, string>;
+  flagged: Set<string>;
+}
+
+export class OverlayControl implements NodeOverlay {
+  readonly picker: MetricPicker;
+  side: CompareSide = "a";
+  private compare = false;
+  private metric: MetricName | null = null;
+  private mode: ScaleMode = "linear";
+  private values = new Map<string, number>(); // unrolled op id -> value of `metric`
+  private nonfinite = new Set<string>(); // unrolled ids of ops with a NaN/Inf output
+  private onlyA = new Set<string>();
+  private painted: Painted | null = null;
+  private token = 0;
+
+  constructor(private deps: OverlayDeps) {
+    this.picker = new MetricPicker({
+      setMetric: (m) => this.setMetric(m),
+      setScale: (mode) => {
+        this.mode = mode;
+        this.repaint();
+      },
+      firstNonfinite: () => this.firstNonfinite(),
+      setSide: (side) => {
+        this.side = side;
+        deps.sideChanged();
+      },
+    });
+  }
+
+  get metricName(): MetricName | null {
+    return this.metric;
+  }
+
+  get inCompare(): boolean {
+    return this.compare;
+  }
+
+  /** A new graph: values of the old one no longer hold; a comparison opens on its difference. */
+  setGraph(payload: GraphPayload | null): void {
+    this.compare = !!payload?.compare;
+    this.onlyA = new Set(payload?.compare?.onlyA ?? []);
+    this.picker.setCompare(this.compare);
+    if (!this.compare) this.side = "a";
+    this.values = new Map();
+    this.nonfinite = new Set();
+    if (!payload) return this.setMetric(null);
+    this.fetchNonfinite();
+    this.setMetric(this.compare && (!this.metric || !metricInfo(this.metric).compare) ? "relL2" : this.metric);
+  }
+
+  setMetric(metric: MetricName | null): void {
+    this.metric = metric;
+    this.picker.showMetric(metric);
+    this.picker.showNote("");
+    this.values = new Map();
+    const token = ++this.token;
+    if (metric) {
+      this.picker.showNote("computing…");
+      this.deps
+        .requests()
+        .request({ method: "metrics", params: { metric } }, { timeoutMs: 120000 })
+        .then(({ result, buffers }) => {
+          if (token !== this.token) return;
+          this.values = toMap(result as MetricsResult, buffers[0]);
+          this.picker.showNote("");
+          this.repaint();
+        })
+        .catch((e: Error) => {
+          if (token === this.token) this.picker.showNote(`metric unavailable: ${e.message}`);
+        });
+    }
+    this.repaint();
+  }
+
+  private fetchNonfinite(): void {
+    // in the background: marks come when the kernel has the statistics (none if not saved)
+    this.deps
+      .requests()
+      .request({ method: "metrics", params: { metric: "nonfinite" } }, { timeoutMs: 120000 })
+      .then(({ result, buffers }) => {
+        const values = toMap(result as MetricsResult, buffers[0]);
+        this.nonfinite = new Set([...values].filter(([, v]) => v > 0).map(([id]) => id));
+        this.repaint();
+      })
+      .catch(() => undefined);
+  }
+
+  private firstNonfinite(): void {
+    this.picker.showNote("looking for the first NaN/Inf…");
+    this.deps
+      .requests()
+      .request({ method: "firstNonfinite", params: {} }, { timeoutMs: 120000 })
+      .then(({ result }) => {
+        const id = (result as FirstNonfiniteResult).id;
+        this.picker.showNote(id ? `first NaN/Inf: ${id}` : "no op produced a NaN/Inf");
+        if (id) this.deps.selectUnrolled(id);
+      })
+      .catch((e: Error) => this.picker.showNote(`first NaN/Inf: ${e.message}`));
+  }
+
+  private repaint(): void {
+    this.painted = null;
+    this.deps.renderer.request();
+  }
+
+  // ---- NodeOverlay: asked by the renderer for every item it draws ----
+
+  fill(itemId: string): string | null {
+    return this.paint()?.colors.get(itemId) ?? null;
+  }
+
+  flagged(itemId: string): boolean {
+    return this.paint()?.flagged.has(itemId) ?? false;
+  }
+
+  /** Colors and marks of the frame's visible items, computed once per layout and metric. */
+  private paint(): Painted | null {
+    const frame = this.deps.renderer.frame;
+    if (!frame) return null;
+    if (this.painted?.vis === frame.vis) return this.painted;
+    const { model, vis } = frame;
+    const flagged = new Set<string>();
+    if (this.nonfinite.size)
+      for (const item of vis.items) if (unrolledIdsOf(model, item.id).some((id) => this.nonfinite.has(id))) flagged.add(item.id);
+    const colors = new Map<string, string>();
+    const info = this.metric ? metricInfo(this.metric) : null;
+    let scale = null;
+    if (info && this.values.size) {
+      const byItem = itemValues(model, vis, this.values, info.agg);
+      scale = makeScale(byItem.values(), this.mode);
+      for (const [id, v] of byItem) {
+        const t = scale.position(v);
+        colors.set(id, t === null ? NO_VALUE_COLOR : rampColor(t));
+      }
+      if (this.compare)
+        for (const item of vis.items) {
+          const ids = unrolledIdsOf(model, item.id);
+          if (ids.length && ids.every((id) => this.onlyA.has(id))) colors.set(item.id, ONLY_A_COLOR);
+        }
+    }
+    this.picker.legend.show(info, scale, this.compare);
+    this.painted = { vis, colors, flagged };
+    return this.painted;
+  }
+}
+
+function toMap(result: MetricsResult, buffer: Parameters<typeof decodeFloat32>[0] | undefined): Map<string, number> {
+  const values = buffer ? decodeFloat32(buffer) : new Float32Array(0);
+  if (values.length !== result.ids.length) throw new Error(`metrics: ${values.length} values for ${result.ids.length} ids`);
+  return new Map(result.ids.map((id, i) => [id, values[i]]));
+}

@@ -1,0 +1,170 @@
+// Metric overlays as pure functions: which metrics there are and how each aggregates over
+// passes (rolled view) and over the ops inside a collapsed module, the color scale
+// (linear or log) and the color of a value.
+import type { MetricName } from "../model/protocol";
+import type { GraphModel } from "../model/tree";
+import { GROUP_PREFIX, type Visible } from "../model/visibility";
+
+export type Aggregate = "sum" | "max" | "min" | "mean" | "share";
+export type ScaleMode = "linear" | "log";
+
+export interface MetricInfo {
+  name: MetricName;
+  label: string;
+  agg: Aggregate; // over passes and over the ops inside a collapsed module
+  compare: boolean; // only in a comparison
+}
+
+export const METRICS: MetricInfo[] = [
+  { name: "flops", label: "FLOPs", agg: "sum", compare: false },
+  { name: "time", label: "time (ms)", agg: "sum", compare: false },
+  { name: "bytes", label: "bytes", agg: "sum", compare: false },
+  { name: "params", label: "params", agg: "sum", compare: false },
+  { name: "mean", label: "mean", agg: "mean", compare: false },
+  { name: "std", label: "std", agg: "mean", compare: false },
+  { name: "absmax", label: "absmax", agg: "max", compare: false },
+  { name: "zeroFraction", label: "zero fraction", agg: "mean", compare: false },
+  { name: "nonfinite", label: "non-finite", agg: "share", compare: false },
+  { name: "relL2", label: "difference (rel. L2)", agg: "max", compare: true },
+  { name: "maxAbs", label: "difference (max abs)", agg: "max", compare: true },
+  { name: "cosine", label: "cosine (A, B)", agg: "min", compare: true },
+];
+
+export function metricInfo(name: MetricName): MetricInfo {
+  return METRICS.find((m) => m.name === name)!;
+}
+
+/** The aggregate of the values that are known (NaN: no value); NaN when none is. */
+export function aggregate(agg: Aggregate, values: Iterable<number>): number {
+  let n = 0;
+  let acc = agg === "max" ? -Infinity : agg === "min" ? Infinity : 0;
+  for (const v of values) {
+    if (Number.isNaN(v)) continue;
+    n++;
+    if (agg === "max") acc = Math.max(acc, v);
+    else if (agg === "min") acc = Math.min(acc, v);
+    else if (agg === "share") acc += v > 0 ? 1 : 0;
+    else acc += v;
+  }
+  if (n === 0) return NaN;
+  return agg === "mean" || agg === "share" ? acc / n : acc;
+}
+
+/** Unrolled node ids of an item: a node's passes (rolled) or itself, every op inside a module. */
+export function unrolledIdsOf(model: GraphModel, itemId: string): string[] {
+  const out: string[] = [];
+  const addNode = (id: string): void => {
+    const n = model.nodes.get(id);
+    if (!n || n.kind !== "op") return;
+    if (model.viewName === "rolled") out.push(...n.passes);
+    else out.push(id);
+  };
+  if (!itemId.startsWith(GROUP_PREFIX)) {
+    addNode(itemId);
+    return out;
+  }
+  const stack = [itemId.slice(GROUP_PREFIX.length)];
+  while (stack.length) {
+    const g = model.groups.get(stack.pop()!);
+    if (!g) continue;
+    g.childNodes.forEach(addNode);
+    stack.push(...g.childGroups);
+  }
+  return out;
+}
+
+/** Item id -> its aggregated value, for every visible item that is an op or a module. */
+export function itemValues(model: GraphModel, vis: Visible, values: ReadonlyMap<string, number>, agg: Aggregate): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const item of vis.items) {
+    const ids = unrolledIdsOf(model, item.id);
+    if (ids.length === 0) continue;
+    out.set(item.id, aggregate(agg, ids.map((id) => values.get(id) ?? NaN)));
+  }
+  return out;
+}
+
+export interface Scale {
+  mode: ScaleMode;
+  min: number; // of the shown values (log: of their magnitudes above 0)
+  max: number;
+  /** 0..1 along the color ramp; null for no value. */
+  position(v: number): number | null;
+}
+
+export function makeScale(values: Iterable<number>, mode: ScaleMode): Scale {
+  let min = Infinity;
+  let max = -Infinity;
+  for (const raw of values) {
+    if (!Number.isFinite(raw)) continue;
+    const v = mode === "log" ? Math.abs(raw) : raw;
+    if (mode === "log" && v <= 0) continue;
+    min = Math.min(min, v);
+    max = Math.max(max, v);
+  }
+  if (min > max) [min, max] = [0, 0];
+  const lo = mode === "log" && min > 0 ? Math.log10(min) : min;
+  const hi = mode === "log" && max > 0 ? Math.log10(max) : max;
+  const position = (raw: number): number | null => {
+    if (Number.isNaN(raw)) return null;
+    if (!Number.isFinite(raw)) return raw > 0 || mode === "log" ? 1 : 0;
+    let v = raw;
+    if (mode === "log") {
+      v = Math.abs(raw);
+      if (v <= 0) return 0; // zero sits at the bottom of a log scale
+      v = Math.log10(v);
+    }
+    if (hi === lo) return 0.5;
+    return Math.min(1, Math.max(0, (v - lo) / (hi - lo)));
+  };
+  return { mode, min, max, position };
+}
+
+// Viridis at five stops: perceptually even and readable for color-blind users.
+const RAMP: [number, number, number][] = [
+  [68, 1, 84],
+  [59, 82, 139],
+  [33, 145, 140],
+  [94, 201, 98],
+  [253, 231, 37],
+];
+
+export function rampColor(t: number): string {
+  const x = Math.min(1, Math.max(0, t)) * (RAMP.length - 1);
+  const i = Math.min(RAMP.length - 2, Math.floor(x));
+  const f = x - i;
+  const c = RAMP[i].map((a, k) => Math.round(a + (RAMP[i + 1][k] - a) * f));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+/** The CSS gradient of the ramp, for the legend. */
+export function rampGradient(): string {
+  return `linear-gradient(to right, ${RAMP.map((_, i) => rampColor(i / (RAMP.length - 1))).join(", ")})`;
+}
+
+/** Readable numbers for the legend: 1.2e9 -> "1.2G", 0.00012 -> "1.2e-4". */
+export function fmtMetric(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a === 0) return "0";
+  if (a >= 1e3) {
+    const units = ["k", "M", "G", "T", "P"];
+    let u = -1;
+    let x = a;
+    while (x >= 1e3 && u < units.length - 1) {
+      x /= 1e3;
+      u++;
+    }
+    return `${v < 0 ? "-" : ""}${x.toPrecision(3).replace(/\.?0+$/, "")}${units[u]}`;
+  }
+  if (a < 1e-3) return v.toExponential(1);
+  return v.toPrecision(3).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
+}
+
+/** Text color readable on an "rgb(r,g,b)" fill: white on dark, near-black on light. */
+export function textOn(fill: string): string {
+  const m = /^rgb\((\d+),(\d+),(\d+)\)$/.exec(fill);
+  if (!m) return "#1f2933";
+  const [r, g, b] = [m[1], m[2], m[3]].map(Number);
+  return 0.299 * r + 0.587 * g + 0.114 * b < 140 ? "#ffffff" : "#1f2933";
+}

@@ -1,0 +1,43 @@
+// The overlay's legend: the metric, its color ramp between the smallest and largest value
+// shown, the scale, and what the marks mean.
+import { h } from "./dom";
+import { fmtMetric, type MetricInfo, rampGradient, type Scale } from "./overlay";
+
+export const NO_VALUE_COLOR = "#dee2e6";
+export const ONLY_A_COLOR = "#f783ac";
+export const NONFINITE_MARK = "#e03131";
+
+export class OverlayLegend {
+  readonly el = h("span", "lens-legend lens-overlay-legend");
+
+  constructor() {
+    this.el.dataset.testid = "overlay-legend";
+    this.el.hidden = true;
+  }
+
+  show(metric: MetricInfo | null, scale: Scale | null, compare: boolean): void {
+    this.el.hidden = !metric || !scale;
+    if (!metric || !scale) return this.el.replaceChildren();
+    const ramp = h("i", "lens-ramp");
+    ramp.style.background = rampGradient();
+    ramp.style.width = "90px";
+    const swatch = (color: string, text: string): HTMLElement => {
+      const s = h("span", "");
+      const i = h("i", "");
+      i.style.background = color;
+      i.style.borderColor = color;
+      s.append(i, text);
+      return s;
+    };
+    const range = h("span", "");
+    range.dataset.testid = "overlay-range";
+    range.append(`${metric.label} (${metric.agg}) ${fmtMetric(scale.min)} `, ramp, ` ${fmtMetric(scale.max)} · ${scale.mode}`);
+    const mark = h("span", "");
+    const corner = h("i", "");
+    corner.style.background = NONFINITE_MARK;
+    corner.style.borderColor = NONFINITE_MARK;
+    corner.style.clipPath = "polygon(0 0, 100% 0, 100% 100%)"; // the corner drawn on a node
+    mark.append(corner, "NaN/Inf output");
+    this.el.replaceChildren(range, swatch(NO_VALUE_COLOR, "no value"), ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []), mark);
+  }
+}

@@ -1,0 +1,92 @@
+"""Per-op metric values for the widget's overlays (the "metrics" request), and the sides of
+a comparison the inspector plots (the "activation" request's `side`).
+
+Values go to the frontend as one float32 buffer in the order of the op ids sent with it,
+never in the graph payload: a metric is computed only when the user picks it.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable, Mapping
+
+import torch
+
+from lens_widget.compare.comparison import OpDiff
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import OpRecord
+from lens_widget.widget import protocol
+
+_NAN = math.nan
+
+# Wire name -> the value of one op (NaN where it has none: no formula, not saved, not timed).
+_OP_METRICS: dict[str, Callable[[OpRecord], float | None]] = {
+    "flops": lambda op: op.flops,
+    "time": lambda op: op.time_ms,
+    "bytes": lambda op: op.nbytes,
+    "params": lambda op: op.param_count,
+    "mean": lambda op: op.stats.mean if op.stats else None,
+    "std": lambda op: op.stats.std if op.stats else None,
+    "absmax": lambda op: op.stats.absmax if op.stats else None,
+    "zeroFraction": lambda op: op.stats.zero_fraction if op.stats else None,
+    "nonfinite": lambda op: (
+        None if op.output_stats is None else float(not all(s.finite for s in op.output_stats))
+    ),
+}
+_STATS_METRICS = frozenset({"mean", "std", "absmax", "zeroFraction", "nonfinite"})
+_DIFF_METRICS: dict[str, Callable[[OpDiff], float | None]] = {
+    "relL2": lambda d: d.rel_l2,
+    "maxAbs": lambda d: d.max_abs,
+    "cosine": lambda d: d.cosine,
+}
+METRICS: tuple[str, ...] = (*_OP_METRICS, *_DIFF_METRICS)
+
+
+class MetricError(ValueError):
+    """A metric the widget cannot give (unknown name, a difference outside a comparison)."""
+
+
+def metric_values(
+    log: ModelLog, metric: str, diffs: Mapping[str, OpDiff] | None = None
+) -> tuple[protocol.MetricsResult, bytes]:
+    """Every op's value of `metric`: the result (ids in order) and the float32 LE buffer.
+    `diffs` (A's label -> OpDiff) gives the difference metrics of a comparison."""
+    ops = log.ops
+    if metric in _DIFF_METRICS:
+        if diffs is None:
+            raise MetricError(f"metric {metric!r} needs a comparison (LensWidget.compare)")
+        of_diff = _DIFF_METRICS[metric]
+        values = [of_diff(diffs[op.label]) if op.label in diffs else None for op in ops]
+    elif metric in _OP_METRICS:
+        if metric in _STATS_METRICS:
+            OpRecord.compute_stats(ops)  # one batch, not one host copy per op
+        of_op = _OP_METRICS[metric]
+        values = [of_op(op) for op in ops]
+    else:
+        raise MetricError(f"unknown metric {metric[:60]!r}; there are {', '.join(METRICS)}")
+    floats = [_NAN if v is None else float(v) for v in values]
+    data = struct.pack(f"<{len(floats)}f", *floats)
+    return {"metric": metric, "ids": [op.label for op in ops]}, data
+
+
+def side_outputs(diffs: Mapping[str, OpDiff], label: str, side: str) -> tuple[torch.Tensor, ...]:
+    """The outputs of A's op `label` on `side` "b" (the matched op of B) or "diff" (A−B)."""
+    diff = diffs.get(label)
+    if diff is None:
+        raise MetricError(f"op {label} ran only in A: there is no B side to show")
+    if side == "b":
+        if diff.b.activations is None:
+            raise MetricError(f"activation of {label} was not saved in B")
+        return diff.b.activations
+    if diff.reason is not None:
+        raise MetricError(f"A−B of {label} cannot be shown: {diff.reason}")
+    pairs = zip(diff.a.activations or (), diff.b.activations or (), strict=True)
+    return tuple(_difference(x, y) for x, y in pairs)
+
+
+def _difference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a − b in a common dtype on a's device (bool and integer outputs as float)."""
+    if a.is_complex() or b.is_complex():
+        return (a - b.to(a.device)).abs()
+    return a.detach().double() - b.detach().to(a.device).double()
