@@ -19,6 +19,16 @@ export interface LensDebug {
   readonly scale: number;
   nodeScreenPos(id: string): { x: number; y: number } | null;
   groupHeaderPos(key: string): { x: number; y: number } | null;
+  /** The laid-out scene in graph coordinates, for geometric checks. */
+  sceneGeometry(): SceneGeometry | null;
+  /** The overview in the canvas's corner: null when not drawn; its box in page coordinates. */
+  readonly minimap: { x: number; y: number; w: number; h: number } | null;
+}
+
+export interface SceneGeometry {
+  items: { id: string; x: number; y: number; w: number; h: number; container: string }[];
+  boxes: { key: string; x: number; y: number; w: number; h: number; parent: string }[]; // expanded modules
+  edges: { source: string; target: string; pts: number[]; curve: boolean }[];
 }
 
 /** The controller's state the hook reports, read anew on every access. */
@@ -31,7 +41,12 @@ export interface DebugState {
   selected: string;
 }
 
-export function exposeDebug(elements: HTMLElement[], r: Renderer, state: () => DebugState): void {
+export function exposeDebug(
+  elements: HTMLElement[],
+  r: Renderer,
+  state: () => DebugState,
+  minimap: () => HTMLCanvasElement | null,
+): void {
   const screen = (rect: Rect | undefined, header = false): { x: number; y: number } | null => {
     if (!rect) return null;
     const c = r.canvas.getBoundingClientRect();
@@ -74,6 +89,21 @@ export function exposeDebug(elements: HTMLElement[], r: Renderer, state: () => D
     },
     nodeScreenPos: (id) => screen(r.frame?.scene.items.get(id)),
     groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
+    sceneGeometry: () => {
+      const f = r.frame;
+      if (!f) return null;
+      return {
+        items: f.vis.items.map((it) => ({ id: it.id, container: it.container, ...f.scene.items.get(it.id)! })),
+        boxes: [...f.scene.boxes].map(([key, b]) => ({ key, parent: f.model.groups.get(key)?.parent ?? "", ...b })),
+        edges: f.edges.map((e) => ({ source: e.edge.source, target: e.edge.target, pts: e.pts, curve: e.curve })),
+      };
+    },
+    get minimap() {
+      const c = minimap();
+      if (!c) return null;
+      const b = c.getBoundingClientRect();
+      return { x: b.left, y: b.top, w: b.width, h: b.height };
+    },
   };
   for (const el of elements) (el as unknown as { __lens: LensDebug }).__lens = dbg;
 }

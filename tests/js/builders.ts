@@ -49,6 +49,7 @@ export function payload(nodes: NodeInfo[], edges: EdgeInfo[], modules: ModuleInf
     failedOp: null,
     nOps: nodes.filter((n) => n.kind === "op").length,
     modules: mods,
+    repeatedBlocks: [],
     unrolled: { nodes, edges },
     rolled: { nodes, edges },
   };

@@ -4,6 +4,7 @@ import { type GraphModel, ROOT } from "../model/tree";
 import { GROUP_PREFIX, type Visible } from "../model/visibility";
 import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
 import { boxSize, type GroupLayout, type LayoutItem, type LayoutJob } from "./layoutCore";
+import { type BoxPorts, boxPorts, portsKey } from "./ports";
 
 export interface Rect {
   x: number; // top-left
@@ -20,7 +21,7 @@ export interface Plan {
 export class SizeCache {
   private sizes = new Map<string, [number, number]>();
   constructor(
-    private model: GraphModel,
+    readonly model: GraphModel,
     private metrics: Metrics,
   ) {}
   of(id: string): [number, number] {
@@ -40,7 +41,8 @@ export class SizeCache {
   }
 }
 
-export function cacheKeys(vis: Visible, prefix: string): Map<string, string> {
+/** Each box's cache key: what its layout depends on (its content, with the boxes inside, and its ports). */
+export function cacheKeys(vis: Visible, prefix: string, ports?: ReadonlyMap<string, BoxPorts>): Map<string, string> {
   const keys = new Map<string, string>();
   for (let i = vis.boxes.length - 1; i >= 0; i--) {
     const box = vis.boxes[i];
@@ -51,7 +53,7 @@ export function cacheKeys(vis: Visible, prefix: string): Map<string, string> {
         if (k !== undefined) inner.push(k);
       }
     }
-    keys.set(box, `${prefix}${box}{${inner.join(",")}}`);
+    keys.set(box, `${prefix}${box}{${inner.join(",")}}${portsKey(ports?.get(box))}`);
   }
   return keys;
 }
@@ -62,7 +64,8 @@ export function planLayout(
   cache: ReadonlyMap<string, GroupLayout>,
   prefix: string,
 ): Plan {
-  const keys = cacheKeys(vis, prefix);
+  const ports = boxPorts(vis, sizes.model);
+  const keys = cacheKeys(vis, prefix, ports);
   const jobs: LayoutJob[] = [];
   for (let i = vis.boxes.length - 1; i >= 0; i--) {
     const box = vis.boxes[i];
@@ -81,7 +84,14 @@ export function planLayout(
       const [w, h] = sizes.of(id);
       return { id, w, h };
     });
-    jobs.push({ key, items, edges: vis.layoutEdges.get(box) ?? [], minW: sizes.headerWidth(box) });
+    const p = ports.get(box);
+    jobs.push({
+      key,
+      items,
+      edges: vis.layoutEdges.get(box) ?? [],
+      minW: sizes.headerWidth(box),
+      ...(p ? { ports: { in: [...p.in], out: [...p.out] } } : {}),
+    });
   }
   return { keys, jobs };
 }

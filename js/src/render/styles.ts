@@ -37,6 +37,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-canvas-wrap canvas{display:block;touch-action:none;cursor:grab}
 .lens-canvas-wrap canvas.lens-dragging{cursor:grabbing}
 .lens-canvas-wrap canvas.lens-pointer{cursor:pointer}
+.lens-canvas-wrap canvas.lens-minimap{position:absolute;right:8px;bottom:8px;border:1px solid var(--lens-border);border-radius:4px;box-shadow:0 2px 8px rgba(0,0,0,.12);cursor:move}
 .lens-overlay{color:var(--lens-muted);font-size:11px;white-space:nowrap}
 .lens-busy{position:absolute;right:10px;top:8px;font-size:11px;color:var(--lens-muted);background:var(--lens-bg);padding:2px 8px;border-radius:3px;border:1px solid var(--lens-border)}
 .lens-legend{display:flex;flex-wrap:wrap;gap:2px 10px;font-size:11px;color:var(--lens-muted)}
