@@ -18,6 +18,8 @@ export interface LensDebug {
   readonly usesWorker: boolean;
   readonly scale: number;
   nodeScreenPos(id: string): { x: number; y: number } | null;
+  /** The drawn item that stands for node `id`: itself, or the collapsed module around it. */
+  visibleItemFor(id: string): string | null;
   groupHeaderPos(key: string): { x: number; y: number } | null;
   /** The laid-out scene in graph coordinates, for geometric checks. */
   sceneGeometry(): SceneGeometry | null;
@@ -88,6 +90,7 @@ export function exposeDebug(
       return r.cam.scale;
     },
     nodeScreenPos: (id) => screen(r.frame?.scene.items.get(id)),
+    visibleItemFor: (id) => r.frame?.vis.rep.get(id) ?? null,
     groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
     sceneGeometry: () => {
       const f = r.frame;
