@@ -1,8 +1,29 @@
-// Geometric checks on a laid-out scene: does any edge segment enter a box it does not connect?
-import type { EdgeGeom } from "../../js/src/layout/edges";
-import type { Rect, Scene } from "../../js/src/layout/layoutPlan";
-import type { GraphModel } from "../../js/src/model/tree";
-import type { Visible } from "../../js/src/model/visibility";
+// Lays a payload out as the widget does, and checks the scene geometrically: does any edge
+// segment enter a box it does not connect?
+import { type EdgeGeom, edgeGeometry } from "../../js/src/layout/edges";
+import { DEFAULT_METRICS } from "../../js/src/layout/labels";
+import { type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
+import { composeScene, planLayout, type Rect, type Scene, SizeCache } from "../../js/src/layout/layoutPlan";
+import type { GraphPayload, ViewName } from "../../js/src/model/protocol";
+import { buildModel, type GraphModel } from "../../js/src/model/tree";
+import { computeVisible, type Visible } from "../../js/src/model/visibility";
+
+/** Every group's address of a view (what Expand all opens). */
+export function allGroups(p: GraphPayload, view: ViewName): string[] {
+  return [...buildModel(p, view).groups.values()].filter((g) => g.key).map((g) => g.address);
+}
+
+/** One view of `p` laid out with `expanded` open: model, visible set, scene, edges, box layouts. */
+export function laidOut(p: GraphPayload, expanded: string[], view: ViewName = "unrolled") {
+  const m = buildModel(p, view);
+  const sizes = new SizeCache(m, DEFAULT_METRICS);
+  const v = computeVisible(m, { expanded: new Set(expanded), showParams: false });
+  const plan = planLayout(v, sizes, new Map(), `${view}|`);
+  const cache = new Map<string, GroupLayout>(runJobs(plan.jobs).map((r) => [r.key, r]));
+  const scene = composeScene(v, m, sizes, plan.keys, cache);
+  const geoms = edgeGeometry(v, m, scene, (box) => cache.get(plan.keys.get(box)!));
+  return { m, v, scene, geoms, cache, plan };
+}
 
 const SHRINK = 1; // touching a border is not crossing it
 

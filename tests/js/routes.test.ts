@@ -1,13 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { edgeGeometry } from "../../js/src/layout/edges";
-import { DEFAULT_METRICS } from "../../js/src/layout/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
-import { composeScene, planLayout, SizeCache } from "../../js/src/layout/layoutPlan";
 import { bandRoute, rankBands } from "../../js/src/layout/routes";
 import type { EdgeInfo, GraphPayload, NodeInfo } from "../../js/src/model/protocol";
-import { buildModel } from "../../js/src/model/tree";
-import { computeVisible } from "../../js/src/model/visibility";
-import { crossings, segmentHitsRect } from "./geometry";
+import { crossings, laidOut, segmentHitsRect } from "./geometry";
 import { edge, nested, node, payload } from "./builders";
 
 /** Two residual blocks: x -> ln -> a1 -> a2 -> a3 -> add(x) -> ln2 -> m1 -> m2 -> add2, KV outputs from a1. */
@@ -49,17 +43,6 @@ function residual(blocks = 2): GraphPayload {
     edges.push(edge(`a1_${b}`, `output.kv.${b}`));
   }
   return payload(nodes, edges);
-}
-
-function laidOut(p: GraphPayload, expanded: string[]) {
-  const m = buildModel(p, "unrolled");
-  const sizes = new SizeCache(m, DEFAULT_METRICS);
-  const v = computeVisible(m, { expanded: new Set(expanded), showParams: false });
-  const plan = planLayout(v, sizes, new Map(), "u|");
-  const cache = new Map<string, GroupLayout>(runJobs(plan.jobs).map((r) => [r.key, r]));
-  const scene = composeScene(v, m, sizes, plan.keys, cache);
-  const geoms = edgeGeometry(v, m, scene, (box) => cache.get(plan.keys.get(box)!));
-  return { m, v, scene, geoms, cache, plan };
 }
 
 describe("segmentHitsRect", () => {
