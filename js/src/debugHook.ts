@@ -1,6 +1,7 @@
 // The test-only debug hook: `el.__lens` on the widget's element and its root, read by
 // tests/browser and bench/widget_bench.py to wait for layouts and to find things on screen.
 // Its surface is a contract with those readers: add to it, do not change it.
+import { groupLines, nodeLines } from "./layout/labels";
 import type { Rect } from "./layout/layoutPlan";
 import type { ViewName } from "./model/protocol";
 import type { Renderer } from "./render/renderer";
@@ -17,7 +18,10 @@ export interface LensDebug {
   readonly lastFrameMs: number;
   readonly usesWorker: boolean;
   readonly scale: number;
+  readonly camera: { scale: number; tx: number; ty: number }; // screen = graph * scale + t
   nodeScreenPos(id: string): { x: number; y: number } | null;
+  /** The text drawn on an item (a node's name and shape; a module's class, address, summary). */
+  itemLines(id: string): string[] | null;
   /** The drawn item that stands for node `id`: itself, or the collapsed module around it. */
   visibleItemFor(id: string): string | null;
   groupHeaderPos(key: string): { x: number; y: number } | null;
@@ -89,8 +93,18 @@ export function exposeDebug(
     get scale() {
       return r.cam.scale;
     },
+    get camera() {
+      return { ...r.cam };
+    },
     nodeScreenPos: (id) => screen(r.frame?.scene.items.get(id)),
     visibleItemFor: (id) => r.frame?.vis.rep.get(id) ?? null,
+    itemLines: (id) => {
+      const f = r.frame;
+      const it = f?.vis.itemById.get(id);
+      if (f && it?.node) return nodeLines(it.node);
+      const g = f?.model.groups.get(id.replace(/^@/, ""));
+      return f && g ? groupLines(g, f.model.viewName) : null;
+    },
     groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
     sceneGeometry: () => {
       const f = r.frame;

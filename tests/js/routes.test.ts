@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { runJobs } from "../../js/src/layout/layoutCore";
 import { bandRoute, rankBands } from "../../js/src/layout/routes";
 import type { EdgeInfo, GraphPayload, NodeInfo } from "../../js/src/model/protocol";
 import { crossings, laidOut, segmentHitsRect } from "./geometry";
@@ -103,5 +104,38 @@ describe("routing through nested boxes", () => {
     const a = cache.get(plan.keys.get("a:1")!)!;
     expect(a.portIn).toBe(false);
     expect(a.portOut).toBe(false);
+  });
+});
+
+describe("a chain with ports", () => {
+  it("stays one column, its port edges in lanes beside it", () => {
+    const items = ["a", "b", "c", "d"].map((id) => ({ id, w: 80 + id.charCodeAt(0), h: 40 }));
+    const job = {
+      key: "stack",
+      items,
+      edges: [["a", "b"], ["b", "c"], ["c", "d"]] as [string, string][],
+      minW: 0,
+      ports: { in: ["a", "c"], out: ["b", "c", "d"] },
+    };
+    const l = runJobs([job])[0];
+    expect(l.portIn && l.portOut).toBe(true);
+    const xs = items.map((it) => l.pos[it.id][0]);
+    expect(new Set(xs).size).toBe(1);
+    const rects = items.map((it) => ({ x: l.pos[it.id][0] - it.w / 2, y: l.pos[it.id][1] - it.h / 2, w: it.w, h: it.h }));
+    for (const [key, pts] of Object.entries(l.edgePoints)) {
+      const [from, to] = key.split("\n");
+      for (const [i, r] of rects.entries()) {
+        if (items[i].id === from || items[i].id === to) continue;
+        for (let k = 0; k + 3 < pts.length; k += 2) expect(segmentHitsRect(pts[k], pts[k + 1], pts[k + 2], pts[k + 3], r)).toBe(false);
+      }
+      // every point inside the box's content
+      for (let k = 0; k < pts.length; k += 2) {
+        expect(pts[k]).toBeGreaterThanOrEqual(0);
+        expect(pts[k]).toBeLessThanOrEqual(l.w);
+      }
+    }
+    // into c from the in port: it ends on c's top centre
+    const into = l.edgePoints["⤒in\nc"];
+    expect(into.slice(-2)).toEqual([l.pos.c[0], l.pos.c[1] - 20]);
   });
 });

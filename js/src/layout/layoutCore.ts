@@ -6,6 +6,7 @@
 import dagre from "@dagrejs/dagre";
 import { edgeKey } from "../model/tree";
 import { BOX_HEADER, BOX_PAD } from "./labels";
+import { chainLayout, isChain, LAYOUT_OPTS, lanesLayout, PORT_IN, PORT_OUT, PORT_SIZE, type Placed, type RawLayout } from "./chain";
 import { bandRoute, type Box, rankBands, reversePoints } from "./routes";
 
 export interface LayoutItem {
@@ -36,27 +37,10 @@ export interface GroupLayout {
   portOut: boolean;
 }
 
-export const PORT_IN = "⤒in";
-export const PORT_OUT = "⤓out";
-const PORT_SIZE = 2;
-
-export const LAYOUT_OPTS = { rankdir: "TB", nodesep: 22, ranksep: 26, edgesep: 8, marginx: 0, marginy: 0 } as const;
+export { LAYOUT_OPTS, PORT_IN, PORT_OUT };
 
 export function boxSize(l: GroupLayout): [number, number] {
   return [l.w + 2 * BOX_PAD, l.h + 2 * BOX_PAD + BOX_HEADER];
-}
-
-/** True when every edge joins an item to the next one: a straight column, no dagre needed. */
-export function isChain(job: LayoutJob): boolean {
-  const pos = new Map<string, number>();
-  job.items.forEach((it, i) => pos.set(it.id, i));
-  for (const [a, b] of job.edges) {
-    const ia = pos.get(a);
-    const ib = pos.get(b);
-    if (ia === undefined || ib === undefined) continue;
-    if (ib !== ia + 1) return false;
-  }
-  return true;
 }
 
 function resolveSizes(job: LayoutJob, done: ReadonlyMap<string, GroupLayout>): Map<string, [number, number]> {
@@ -69,44 +53,6 @@ function resolveSizes(job: LayoutJob, done: ReadonlyMap<string, GroupLayout>): M
     } else sizes.set(it.id, [it.w, it.h]);
   }
   return sizes;
-}
-
-/** The layout problem after ports are added: items, their sizes, edges. */
-interface Placed {
-  items: LayoutItem[];
-  sizes: Map<string, [number, number]>;
-  edges: [string, string][];
-}
-
-// Most module boxes (Linear, LayerNorm, an MLP) are a single op or a chain: stacking them
-// is what dagre would do, at a fraction of its fixed cost per call.
-function chainLayout(p: Placed): RawLayout {
-  let maxW = 0;
-  for (const [w] of p.sizes.values()) maxW = Math.max(maxW, w);
-  const pos = new Float64Array(p.items.length * 2);
-  let y = 0;
-  p.items.forEach((it, i) => {
-    const [, h] = p.sizes.get(it.id)!;
-    pos[2 * i] = maxW / 2;
-    pos[2 * i + 1] = y + h / 2;
-    y += h + LAYOUT_OPTS.ranksep;
-  });
-  const index = new Map(p.items.map((it, i) => [it.id, i]));
-  const edges = p.edges.map(([a, b]) => {
-    const ia = index.get(a);
-    const ib = index.get(b);
-    if (ia === undefined || ib === undefined) return null;
-    return [maxW / 2, pos[2 * ia + 1] + p.sizes.get(a)![1] / 2, maxW / 2, pos[2 * ib + 1] - p.sizes.get(b)![1] / 2];
-  });
-  return { w: maxW, h: p.items.length ? y - LAYOUT_OPTS.ranksep : 0, pos, edges };
-}
-
-/** A layout by item and edge index, top-left at (0, 0); routes already drawable. */
-interface RawLayout {
-  w: number;
-  h: number;
-  pos: Float64Array; // x0, y0, x1, y1, ... item centres
-  edges: (number[] | null)[]; // per edge: flat route
 }
 
 // Repeated blocks (12 transformer layers, 50 ResNet bottlenecks) have boxes of the same
@@ -229,7 +175,8 @@ function place(job: LayoutJob, sizes: Map<string, [number, number]>, portIn: boo
   const columns = inColumns(job);
   const p = withPorts({ ...job, edges: columns.length ? columns : forward }, sizes, portIn, portOut);
   let raw: RawLayout;
-  if (isChain({ ...job, items: p.items, edges: p.edges })) raw = chainLayout(p);
+  if (isChain(p.items, p.edges)) raw = chainLayout(p);
+  else if (!columns.length && (portIn || portOut) && isChain(job.items, forward)) raw = lanesLayout(p, portIn, portOut);
   else {
     const key = shapeKey(p);
     const known = memo.get(key);
