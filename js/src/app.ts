@@ -10,7 +10,7 @@ import { RequestClient } from "./kernel/messages";
 import { type Origin, resolveSelection, selectionAfterSwitch, TraitSync } from "./kernel/traitSync";
 import type { WidgetModel } from "./kernel/widgetModel";
 import { DEFAULT_METRICS, measureMetrics, type Metrics } from "./layout/labels";
-import { SizeCache } from "./layout/layoutPlan";
+import { heightFloor, SizeCache } from "./layout/layoutPlan";
 import { type Laid, LayoutRunner } from "./layout/layoutRunner";
 import { expansionLevels } from "./model/defaultExpansion";
 import { GraphViews } from "./model/graphViews";
@@ -21,7 +21,7 @@ import { closedAbove, closedAround, GROUP_PREFIX, computeVisible, type Visible }
 import { Inspector } from "./panel/inspector";
 import { preloadPlots } from "./panel/plots";
 import { type Anchor, pickAnchor, placeAnchor } from "./render/anchor";
-import { FitSearch } from "./render/camera";
+import { FitSearch, mayFitHeight } from "./render/camera";
 import { h } from "./render/dom";
 import { GraphPane } from "./render/graphPane";
 import type { Hit } from "./render/hitTest";
@@ -282,7 +282,9 @@ export class LensApp {
 
   private apply(m: GraphModel, vis: Visible, laid: Laid, after?: () => void): void {
     if (this.fitSearch) {
-      const next = this.fitSearch.next(laid.scene.bounds, this.renderer.width, this.renderer.height);
+      const { width, height } = this.renderer;
+      const floor = (e: string[]): number => heightFloor(computeVisible(m, { expanded: new Set(e), showParams: this.showParams }), this.sizes!);
+      const next = this.fitSearch.next(laid.scene.bounds, width, height, (e) => mayFitHeight(floor(e), height));
       if (next) {
         this.expanded = new Set(next);
         this.refresh(after);

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { pickAnchor, placeAnchor } from "../../js/src/render/anchor";
-import { FIRST_MIN_SCALE, FitSearch, wholeScale } from "../../js/src/render/camera";
+import { DEFAULT_METRICS } from "../../js/src/layout/labels";
+import { heightFloor, SizeCache } from "../../js/src/layout/layoutPlan";
+import { FIRST_MIN_SCALE, FitSearch, mayFitHeight, wholeScale } from "../../js/src/render/camera";
 import type { Frame } from "../../js/src/render/frame";
 import { miniFit, partlyOffScreen } from "../../js/src/render/minimap";
-import { gpt } from "./builders";
+import { gpt, wide } from "./builders";
 import { allGroups, crossings, laidOut } from "./geometry";
 
 const W = 800;
@@ -35,6 +37,32 @@ describe("FitSearch", () => {
     expect(s.next(tall, W, H)).toEqual(["t", "t.a"]);
     expect(s.next(tall, W, H)).toBeNull();
     expect(s.expansion).toEqual(["t", "t.a"]);
+  });
+});
+
+describe("FitSearch with a height floor", () => {
+  it("passes over levels that cannot fit without laying them out", () => {
+    const levels = [[], ["t"], ["t", "t.a"], ["t", "t.a", "t.b"]];
+    const s = new FitSearch(levels, 0);
+    const tried: string[][] = [];
+    const next = s.next({ x: 0, y: 0, w: 300, h: 3000 }, W, H, (e) => (tried.push(e), e.length === 0));
+    expect(tried).toEqual([["t", "t.a"], ["t"], []]);
+    expect(next).toEqual([]);
+  });
+
+  it("is a floor: no layout is lower than it", () => {
+    for (const [p, open] of [
+      [gpt(), ["t"]],
+      [gpt(5), ["t", "t.h.0×5", "t.h.2", "head"]],
+      [wide(6, 3, 4), ["m1", "m1.s0", "m2"]],
+      [wide(6, 3, 4), []],
+    ] as const) {
+      const { v, scene, m } = laidOut(p, [...open]);
+      const floor = heightFloor(v, new SizeCache(m, DEFAULT_METRICS));
+      expect(floor).toBeGreaterThan(0);
+      expect(floor).toBeLessThanOrEqual(scene.bounds.h + 1e-6);
+      expect(mayFitHeight(floor, H)).toBe(floor * FIRST_MIN_SCALE <= H - 48);
+    }
   });
 });
 

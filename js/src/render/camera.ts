@@ -86,13 +86,23 @@ export class FitSearch {
     return this.levels[this.index];
   }
 
-  /** After a layout of `expansion` with these bounds: the expansion to try next, or null to keep it. */
-  next(bounds: Rect, width: number, height: number): string[] | null {
+  /**
+   * After a layout of `expansion` with these bounds: the expansion to try next, or null to keep
+   * it. Levels `mayFit` rules out (a floor on their height, see `mayFitHeight`) are passed over
+   * without a layout.
+   */
+  next(bounds: Rect, width: number, height: number, mayFit: (expansion: string[]) => boolean = () => true): string[] | null {
     if (this.settled) return null;
     if (wholeScale(bounds, width, height) >= FIRST_MIN_SCALE) {
       this.settled = true;
       return null;
     }
+    let next = this.advance();
+    while (next && !this.settled && !mayFit(next)) next = this.advance();
+    return next;
+  }
+
+  private advance(): string[] | null {
     if (this.index > this.lowest) {
       this.index--;
       return this.expansion;
@@ -103,4 +113,9 @@ export class FitSearch {
     this.index = last; // nothing fits: back to the default (its layout is cached)
     return this.expansion;
   }
+}
+
+/** Whether a graph at least `floor` tall may fit a view `height` tall at FIRST_MIN_SCALE. */
+export function mayFitHeight(floor: number, height: number): boolean {
+  return floor * FIRST_MIN_SCALE <= height - 2 * PAD;
 }
