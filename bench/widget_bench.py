@@ -14,6 +14,7 @@ new plot), plus one task so that frame's drawing is done: resolution about one f
 
 from __future__ import annotations
 
+import argparse
 import json
 import pathlib
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from typing import Any
 
 import torch
 from playwright.sync_api import sync_playwright
+from transformers import GPT2Config, GPT2LMHeadModel
 
 import lens_widget
 from lens_widget.widget.payload import build_payload
@@ -111,6 +113,19 @@ def _pan(page: Any) -> dict[str, float]:
     }
 
 
+def _open_in_turn(page: Any, ids: list[str]) -> dict[str, float | None]:
+    """Time a click that opens each module of `ids` in turn (Fit first if one is off screen)."""
+    times: dict[str, float | None] = {}
+    for item in ids:
+        found = _on_screen(page, [item])
+        if not found:
+            page.click('[data-testid="fit"]')
+            _wait_idle(page)
+            found = _on_screen(page, [item])
+        times[item] = _timed_click(page, "layout", *found[0][1].values()) if found else None
+    return times
+
+
 def _measure_page(
     browser: Any,
     name: str,
@@ -118,10 +133,13 @@ def _measure_page(
     kernel: Kernel,
     pick_op: Callable[[list[str]], list[str]],
     log: Callable[[str], None],
+    widget_js: pathlib.Path = WIDGET_JS,
+    open_first: list[str] | None = None,
 ) -> dict[str, Any]:
+    """open_first: modules to open (timed, in turn) right after the first paint."""
     files = {
         "index.html": (PAGE.encode(), "text/html"),
-        "widget.js": (WIDGET_JS.read_bytes(), "text/javascript"),
+        "widget.js": (widget_js.read_bytes(), "text/javascript"),
         "payload.json": (json.dumps(payload).encode(), "application/json"),
     }
     context = browser.new_context(device_scale_factor=1, viewport={"width": 1300, "height": 900})
@@ -157,6 +175,11 @@ def _measure_page(
         row["first_paint_ms"] = marks["lens:first-paint"] - marks["lens:start"]
         row["module_load_ms"] = marks["lens:module-loaded"] - marks["lens:start"]
         row["visible_at_first_paint"] = page.evaluate("() => window.__el.__lens.visibleCount")
+        row["first_paint_zoom"] = page.evaluate("() => window.__el.__lens.scale")
+        if open_first:
+            row["open_ms"] = _open_in_turn(page, open_first)
+            page.click('[data-testid="collapse-all"]')
+            _wait_idle(page)
 
         # Before any selection: with a node selected, the view switch does not re-lay out
         # (frontend bug reported to the lead).
@@ -211,9 +234,10 @@ def _measure_page(
         row["page_errors"] = errors[:5]
     context.close()
     done = ", ".join(
-        f"{k} {row[k]:.0f}"
+        f"{k} {row[k]:.2f}" if k == "first_paint_zoom" else f"{k} {row[k]:.0f}"
         for k in (
             "first_paint_ms",
+            "first_paint_zoom",
             "expand_ms",
             "toggle_ms",
             "click_to_plot_ms",
@@ -221,6 +245,8 @@ def _measure_page(
         )
         if isinstance(row.get(k), (int, float))
     )
+    opened = row.get("open_ms") or {}
+    done += "".join(f", open {k} {v:.0f}" for k, v in opened.items() if v is not None)
     log(f"  {name}: {done}{' ERROR ' + row['error'] if 'error' in row else ''}")
     return row
 
@@ -231,6 +257,38 @@ def _real_model(quick: bool) -> tuple[str, dict[str, Any], Kernel]:
         log = lens_widget.trace(case.model, case.args, case.kwargs, save="all")
     records = {r.label: r for r in log.nodes}
     return f"real {case.name}", build_payload(log), Kernel(records)
+
+
+GPT2_FOLDED = "gpt2-24L folded"
+
+
+def gpt2_blocks_payload(n_layer: int) -> tuple[dict[str, Any], Kernel]:
+    """GPT-2 with `n_layer` blocks of width 64 (random weights): its repeated blocks fold."""
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=n_layer, n_embd=64, n_head=4, vocab_size=500, n_positions=64,
+                        bos_token_id=1, eos_token_id=2)  # fmt: skip
+    ids = torch.randint(0, 500, (1, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        log = lens_widget.trace(GPT2LMHeadModel(config).eval(), (ids,), save="all")
+    return build_payload(log), Kernel({r.label: r for r in log.nodes})
+
+
+def bench_gpt2_folded(
+    browser: Any,
+    log: Callable[[str], None],
+    n_layer: int = 24,
+    widget_js: pathlib.Path = WIDGET_JS,
+    folded: bool = True,
+) -> dict[str, Any]:
+    """First paint, then opening the stack of blocks and one block; `folded=False` for a build
+    of the widget from before repeated blocks were folded (`widget_js`): it opens the block."""
+    payload, kernel = gpt2_blocks_payload(n_layer)
+    block = "@transformer.h.0:1"
+    steps = [f"@transformer.h.0×{n_layer}", block] if folded else [block]
+    name = GPT2_FOLDED.replace("24L", f"{n_layer}L") + ("" if folded else " (before folding)")
+    return _measure_page(
+        browser, name, payload, kernel, lambda ids: ids, log, widget_js=widget_js, open_first=steps
+    )
 
 
 def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -266,6 +324,30 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
                 return sorted((i for i in ids if numel(i) > 0), key=numel, reverse=True)
 
             rows.append(_measure_page(browser, name, payload, kernel, biggest_first, log))
+            rows.append(bench_gpt2_folded(browser, log, n_layer=4 if quick else 24))
         finally:
             browser.close()
     return {"rows": rows, "widget_js_bytes": WIDGET_JS.stat().st_size}
+
+
+def main() -> None:
+    """Only the folded GPT-2 row, once: `python -m bench.widget_bench`; with
+    `--widget-js OLD.js --before-folding`, the same row on an older build."""
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--widget-js", type=pathlib.Path, default=WIDGET_JS)
+    p.add_argument("--layers", type=int, default=24)
+    p.add_argument("--before-folding", action="store_true", help="--widget-js is an older build")
+    args = p.parse_args()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            row = bench_gpt2_folded(
+                browser, print, args.layers, args.widget_js, folded=not args.before_folding
+            )
+        finally:
+            browser.close()
+    print(json.dumps(row, indent=1))
+
+
+if __name__ == "__main__":
+    main()

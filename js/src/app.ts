@@ -11,16 +11,18 @@ import { RequestClient } from "./kernel/messages";
 import { type Origin, resolveSelection, selectionAfterSwitch, TraitSync } from "./kernel/traitSync";
 import type { WidgetModel } from "./kernel/widgetModel";
 import { DEFAULT_METRICS, measureMetrics, type Metrics } from "./layout/labels";
-import { SizeCache } from "./layout/layoutPlan";
+import { heightFloor, SizeCache } from "./layout/layoutPlan";
 import { type Laid, LayoutRunner } from "./layout/layoutRunner";
-import { defaultExpansion } from "./model/defaultExpansion";
+import { expansionLevels } from "./model/defaultExpansion";
 import { GraphViews } from "./model/graphViews";
 import type { GraphPayload, ViewName } from "./model/protocol";
 import { search, type SearchHit } from "./model/search";
-import { ancestorAddresses, type GraphModel, groupAncestorAddresses, ROOT } from "./model/tree";
-import { GROUP_PREFIX, computeVisible, type Visible } from "./model/visibility";
+import { type GraphModel, ROOT } from "./model/tree";
+import { closedAbove, closedAround, GROUP_PREFIX, computeVisible, type Visible } from "./model/visibility";
 import { Inspector } from "./panel/inspector";
 import { preloadPlots } from "./panel/plots";
+import { type Anchor, pickAnchor, placeAnchor } from "./render/anchor";
+import { FitSearch, mayFitHeight } from "./render/camera";
 import { h } from "./render/dom";
 import { GraphPane } from "./render/graphPane";
 import type { Hit } from "./render/hitTest";
@@ -44,6 +46,8 @@ export class LensApp {
   private sizes: SizeCache | null = null;
   private layoutCount = 0;
   private firstPaint = true; // fit the camera on the next layout
+  private fitSearch: FitSearch | null = null; // a first view looking for the expansion that fits
+  private anchor: Anchor | null = null; // after a view switch: what keeps its place on screen
   private painted = false;
   private layouts = new LayoutRunner(
     () => this.updateStatus(),
@@ -133,6 +137,7 @@ export class LensApp {
       selected: (id) => this.select(id, { center: true, origin: "kernel" }),
       expanded: (next) => {
         this.expanded = next;
+        this.fitSearch = null;
         this.refresh();
       },
       status: (text) => {
@@ -155,7 +160,7 @@ export class LensApp {
       view: this.viewName,
       expanded: this.expanded,
       selected: this.selected,
-    }));
+    }), () => (this.pane.minimap.canvas.hidden ? null : this.pane.minimap.canvas));
   }
 
   /** The host switched themes: recolour the graph, its legend and the inspector's plots. */
@@ -193,12 +198,17 @@ export class LensApp {
     this.banner.showForwardError(payload.error, payload.failedOp, (op) =>
       this.select(this.mapId(op, "unrolled", this.viewName), { center: true }),
     );
+    const sel = this.selected && m.nodes.has(this.selected) ? this.selected : "";
+    this.fitSearch = null;
     if (initial && this.expanded.size === 0) {
-      this.expanded = new Set(defaultExpansion(m, this.showParams));
-      this.sync.writeExpanded(this.expanded);
+      const { levels, lowest } = expansionLevels(m, this.showParams);
+      // with a selection the view opens on it: no need to look for a whole view
+      if (!sel) this.fitSearch = new FitSearch(levels, lowest);
+      this.expanded = new Set(levels[levels.length - 1]);
+      if (sel) this.sync.writeExpanded(this.expanded);
     }
     this.firstPaint = true;
-    const sel = this.selected && m.nodes.has(this.selected) ? this.selected : "";
+    this.anchor = null;
     this.selected = "";
     if (sel) this.select(sel, { center: true, origin: "kernel" });
     else {
@@ -215,6 +225,10 @@ export class LensApp {
 
   private setView(view: ViewName, origin: Origin): void {
     if (view === this.viewName) return;
+    const f = this.renderer.frame;
+    const r = this.renderer;
+    const anchor = f && !this.fitSearch ? pickAnchor(f, r.cam, r.width, r.height, r.selected) : null;
+    const from = this.viewName;
     const kernelSelected = origin === "kernel" ? this.sync.selected : "";
     const kernelInView = !!kernelSelected && !!this.getModel(view)?.nodes.has(kernelSelected);
     const sel = selectionAfterSwitch(this.mapId(this.selected, this.viewName, view), kernelSelected, kernelInView, origin);
@@ -224,11 +238,15 @@ export class LensApp {
     const m = this.current;
     if (!m) return;
     this.sizes = new SizeCache(m, this.metrics);
-    this.firstPaint = true;
+    // a block open in the rolled view shows in the unrolled one: open the stack that holds it
+    const stacks = view === "unrolled" ? (this.views?.stacksToOpen(this.expanded) ?? []) : [];
+    if (stacks.length) this.sync.writeExpanded((this.expanded = new Set([...this.expanded, ...stacks])));
+    this.anchor = anchor && { ...anchor, node: this.mapId(anchor.node, from, view) };
+    this.firstPaint = !this.anchor;
     this.selected = "";
     this.vis = null; // the other view's visible set: select() must lay out the new view
     // the switched-to selection is written even when the kernel switched: it may be a mapped id the kernel lacks
-    if (sel) this.select(sel, { center: true });
+    if (sel) this.select(sel, { center: !this.anchor });
     else {
       this.inspector.show(m, null);
       if (origin === "user") this.sync.writeSelected("");
@@ -254,7 +272,7 @@ export class LensApp {
     const anchor = before ? r.toScreen(before.x + before.w / 2, before.y) : null;
     const next = new Set(this.expanded);
     if (expand) next.add(g.address);
-    else next.delete(g.address);
+    else for (const a of [g.address, ...g.aliases]) next.delete(a);
     this.setExpanded(next, () => {
       const after = r.frame?.scene.boxes.get(key) ?? r.frame?.scene.items.get(GROUP_PREFIX + key);
       if (anchor && after) {
@@ -292,14 +310,28 @@ export class LensApp {
   }
 
   private apply(m: GraphModel, vis: Visible, laid: Laid, after?: () => void): void {
+    if (this.fitSearch) {
+      const { width, height } = this.renderer;
+      const floor = (e: string[]): number => heightFloor(computeVisible(m, { expanded: new Set(e), showParams: this.showParams }), this.sizes!);
+      const next = this.fitSearch.next(laid.scene.bounds, width, height, (e) => mayFitHeight(floor(e), height));
+      if (next) {
+        this.expanded = new Set(next);
+        this.refresh(after);
+        return;
+      }
+      this.fitSearch = null;
+      this.sync.writeExpanded(this.expanded);
+    }
     this.vis = vis;
     this.renderer.frame = { model: m, vis, ...laid };
     this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : null;
     this.layoutCount++;
-    if (this.firstPaint) {
-      this.renderer.fitReadable(laid.scene.bounds);
-      this.firstPaint = false;
-    }
+    const anchored = this.anchor && vis.rep.get(this.anchor.node);
+    const anchorRect = anchored ? laid.scene.items.get(anchored) : undefined;
+    if (this.anchor && anchorRect) this.renderer.cam = placeAnchor(this.anchor, anchorRect);
+    else if (this.firstPaint || this.anchor) this.renderer.fitReadable(laid.scene.bounds);
+    this.firstPaint = false;
+    this.anchor = null;
     after?.();
     if (!this.painted) {
       // the first frame is drawn now, not on the next animation frame, so it can be timed
@@ -338,7 +370,7 @@ export class LensApp {
       }
       this.renderer.request();
     };
-    const need = id ? ancestorAddresses(m, id).filter((a) => !this.expanded.has(a)) : [];
+    const need = id ? closedAround(m, id, this.expanded) : [];
     if (need.length) this.setExpanded(new Set([...this.expanded, ...need]), focus);
     else if (!this.vis || this.vis !== this.renderer.frame?.vis) this.refresh(focus);
     else focus();
@@ -347,7 +379,7 @@ export class LensApp {
   private focusGroup(key: string): void {
     const m = this.current;
     if (!m) return;
-    const need = groupAncestorAddresses(m, key).filter((a) => !this.expanded.has(a));
+    const need = closedAbove(m, key, this.expanded);
     const focus = (): void => {
       const f = this.renderer.frame;
       const r = f?.scene.boxes.get(key) ?? f?.scene.items.get(GROUP_PREFIX + key);

@@ -1,6 +1,7 @@
 // The test-only debug hook: `el.__lens` on the widget's element and its root, read by
 // tests/browser and bench/widget_bench.py to wait for layouts and to find things on screen.
 // Its surface is a contract with those readers: add to it, do not change it.
+import { groupLines, nodeLines } from "./layout/labels";
 import type { Rect } from "./layout/layoutPlan";
 import type { ViewName } from "./model/protocol";
 import type { Renderer } from "./render/renderer";
@@ -17,10 +18,25 @@ export interface LensDebug {
   readonly lastFrameMs: number;
   readonly usesWorker: boolean;
   readonly scale: number;
+  readonly camera: { scale: number; tx: number; ty: number }; // screen = graph * scale + t
   nodeScreenPos(id: string): { x: number; y: number } | null;
+  /** The text drawn on an item (a node's name and shape; a module's class, address, summary). */
+  itemLines(id: string): string[] | null;
+  /** The drawn item that stands for node `id`: itself, or the collapsed module around it. */
+  visibleItemFor(id: string): string | null;
   groupHeaderPos(key: string): { x: number; y: number } | null;
   overlayColor(id: string): string | null; // the metric overlay's fill of a visible item
   overlayFlagged(id: string): boolean; // drawn with the NaN/Inf mark
+  /** The laid-out scene in graph coordinates, for geometric checks. */
+  sceneGeometry(): SceneGeometry | null;
+  /** The overview in the canvas's corner: null when not drawn; its box in page coordinates. */
+  readonly minimap: { x: number; y: number; w: number; h: number } | null;
+}
+
+export interface SceneGeometry {
+  items: { id: string; x: number; y: number; w: number; h: number; container: string }[];
+  boxes: { key: string; x: number; y: number; w: number; h: number; parent: string }[]; // expanded modules
+  edges: { source: string; target: string; pts: number[]; curve: boolean }[];
 }
 
 /** The controller's state the hook reports, read anew on every access. */
@@ -33,7 +49,12 @@ export interface DebugState {
   selected: string;
 }
 
-export function exposeDebug(elements: HTMLElement[], r: Renderer, state: () => DebugState): void {
+export function exposeDebug(
+  elements: HTMLElement[],
+  r: Renderer,
+  state: () => DebugState,
+  minimap: () => HTMLCanvasElement | null,
+): void {
   const screen = (rect: Rect | undefined, header = false): { x: number; y: number } | null => {
     if (!rect) return null;
     const c = r.canvas.getBoundingClientRect();
@@ -74,10 +95,36 @@ export function exposeDebug(elements: HTMLElement[], r: Renderer, state: () => D
     get scale() {
       return r.cam.scale;
     },
+    get camera() {
+      return { ...r.cam };
+    },
     nodeScreenPos: (id) => screen(r.frame?.scene.items.get(id)),
+    visibleItemFor: (id) => r.frame?.vis.rep.get(id) ?? null,
+    itemLines: (id) => {
+      const f = r.frame;
+      const it = f?.vis.itemById.get(id);
+      if (f && it?.node) return nodeLines(it.node);
+      const g = f?.model.groups.get(id.replace(/^@/, ""));
+      return f && g ? groupLines(g, f.model.viewName) : null;
+    },
     groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
     overlayColor: (id) => r.overlay?.fill(id) ?? null,
     overlayFlagged: (id) => r.overlay?.flagged(id) ?? false,
+    sceneGeometry: () => {
+      const f = r.frame;
+      if (!f) return null;
+      return {
+        items: f.vis.items.map((it) => ({ id: it.id, container: it.container, ...f.scene.items.get(it.id)! })),
+        boxes: [...f.scene.boxes].map(([key, b]) => ({ key, parent: f.model.groups.get(key)?.parent ?? "", ...b })),
+        edges: f.edges.map((e) => ({ source: e.edge.source, target: e.edge.target, pts: e.pts, curve: e.curve })),
+      };
+    },
+    get minimap() {
+      const c = minimap();
+      if (!c) return null;
+      const b = c.getBoundingClientRect();
+      return { x: b.left, y: b.top, w: b.width, h: b.height };
+    },
   };
   for (const el of elements) (el as unknown as { __lens: LensDebug }).__lens = dbg;
 }

@@ -22,6 +22,7 @@ from lens_widget.log.records import OpRecord
 from lens_widget.widget import requests
 from lens_widget.widget.checks import cut, quote
 from lens_widget.widget.dim_names import DimNames
+from lens_widget.widget.group_keys import is_group_address, output_groups
 from lens_widget.widget.metric_values import MetricError, metric_values, side_outputs
 from lens_widget.widget.payload import build_payload
 
@@ -148,6 +149,9 @@ class LensWidget(anywidget.AnyWidget):
         self._to_rolled = {p: n["id"] for n in rolled for p in n["passes"]}
         self._to_unrolled = {n["id"]: n["passes"][0] for n in rolled if n["passes"]}
         self._modules = {m["address"] for m in self._payload["modules"]}
+        self._output_groups = output_groups(
+            n["id"] for n in self._payload["unrolled"]["nodes"] if n["kind"] == "output"
+        )
         if sync:
             self.graph = self._payload
             if self.selected and self._convert(self.selected, self.view) is None:
@@ -220,10 +224,18 @@ class LensWidget(anywidget.AnyWidget):
 
     @traitlets.validate("expanded")
     def _validate_expanded(self, proposal: dict[str, Any]) -> list[str]:
-        unknown = [a for a in proposal["value"] if a not in self._modules]
+        unknown = [
+            a
+            for a in proposal["value"]
+            if not is_group_address(a, self._modules, self._output_groups)
+        ]
         if unknown:
             shown = cut(", ".join(quote(a) for a in unknown[:5]))
-            raise traitlets.TraitError(f"expanded: unknown module addresses {shown}")
+            raise traitlets.TraitError(
+                f"expanded: unknown module addresses {shown} (module addresses, a stack of "
+                "repeated blocks such as 'transformer.h.0×24', or an output group such as "
+                "'output.past_key_values')"
+            )
         return list(dict.fromkeys(proposal["value"]))  # drop repeats, keep order
 
     @traitlets.observe("view")

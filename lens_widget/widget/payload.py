@@ -149,6 +149,7 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         "failedOp": log.failed_op,
         "nOps": len(log.ops),
         "modules": module_list(log.modules),
+        "repeatedBlocks": [list(group) for group in log.repeated_blocks],
         "unrolled": {"nodes": u_nodes, "edges": u_edges},
         "rolled": {"nodes": r_nodes, "edges": r_edges},
     }

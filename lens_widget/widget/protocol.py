@@ -92,6 +92,7 @@ class GraphPayload(TypedDict):
     failedOp: str | None
     nOps: int
     modules: list[ModuleInfo]
+    repeatedBlocks: list[list[str]]
     unrolled: ViewGraph
     rolled: ViewGraph
     compare: NotRequired[CompareInfo]

@@ -1,4 +1,7 @@
-"""Real tier: the demo notebook in a headless JupyterLab; click a node, read the trait back."""
+"""Real tier: the demo notebook in a headless JupyterLab; click a node, read the trait back.
+
+It shows the demo's GPT-2 (its blocks folded, ×N): its screenshot is the README's.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,9 @@ from lab_server import Lab, running_lab
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "lens_widget" / "static" / "widget.js"
-WIDGET_CELL = "LensWidget(cnn"  # the first widget cell of notebooks/demo.ipynb
+SETUP_CELL = "import lens_widget"  # the imports of notebooks/demo.ipynb
+WIDGET_CELL = "LensWidget(gpt"  # its GPT-2 widget
+WIDGET = "w_gpt"
 ROOT = '[data-testid="lens-root"]'
 
 # Locally a missing bundle skips; in CI (`make test` builds it) it must fail instead.
@@ -73,21 +78,26 @@ def wait_for_kernel_idle(page: object) -> None:
 
 def run_through_widget_cell(page: object) -> None:
     # Through JupyterLab's own commands (exposed by --LabApp.expose_app_in_browser): the same
-    # path as the Run menu, without racing keyboard focus against the widget.
-    index = page.evaluate(  # type: ignore[attr-defined]
-        """async (marker) => {
+    # path as the Run menu, without racing keyboard focus against the widget. Only the setup
+    # cell and the widget's cell run: the page holds that one widget.
+    indices = page.evaluate(  # type: ignore[attr-defined]
+        """async (markers) => {
           const app = window.jupyterapp;
           const notebook = app.shell.currentWidget.content;
-          const index = notebook.widgets.findIndex(
-            (c) => c.model.sharedModel.getSource().includes(marker));
-          notebook.activeCellIndex = index;
-          await app.commands.execute('notebook:run-all-above');
-          await app.commands.execute('notebook:run-cell');
-          return index;
+          const found = [];
+          for (const marker of markers) {
+            const index = notebook.widgets.findIndex(
+              (c) => c.model.sharedModel.getSource().includes(marker));
+            found.push(index);
+            if (index < 0) break;
+            notebook.activeCellIndex = index;
+            await app.commands.execute('notebook:run-cell');
+          }
+          return found;
         }""",
-        WIDGET_CELL,
+        [SETUP_CELL, WIDGET_CELL],
     )
-    assert index >= 0, f"no cell containing {WIDGET_CELL!r} in demo.ipynb"
+    assert min(indices) >= 0, f"no cells containing {SETUP_CELL!r}, {WIDGET_CELL!r} in demo.ipynb"
 
 
 def visible_ops_on_screen(page: object, op_ids: list[str]) -> list[dict]:
@@ -139,20 +149,20 @@ def wait_for_widget(page: object) -> None:
     )
 
 
-def cnn_op_ids(kernel: Kernel) -> list[str]:
+def op_ids(kernel: Kernel) -> list[str]:
     return json.loads(
         kernel.run(
-            "import json; print(json.dumps([n['id'] for n in w_cnn.graph['unrolled']['nodes']"
+            f"import json; print(json.dumps([n['id'] for n in {WIDGET}.graph['unrolled']['nodes']"
             " if n['kind'] == 'op']))"
         )
     )
 
 
 def click_an_op_and_see_its_plot(page: object, op_ids: list[str]) -> dict:
-    """Click the first op on screen; its inspector opens with a plotted activation."""
+    """Click the last op on screen (in execution order); its inspector opens with a plot."""
     candidates = visible_ops_on_screen(page, op_ids)
     assert candidates, f"no op node on screen among {op_ids}"
-    target = candidates[0]
+    target = candidates[-1]
     page.mouse.click(target["x"], target["y"])  # type: ignore[attr-defined]
     inspector_id = page.locator(f'{ROOT} [data-testid="inspector-id"]').first  # type: ignore[attr-defined]
     inspector_id.wait_for(timeout=15_000)
@@ -174,24 +184,30 @@ def test_click_node_shows_activation_and_syncs_selected(
 
     kernel = Kernel(lab.connection_file())
     try:
-        op_ids = cnn_op_ids(kernel)
-        assert kernel.run("print(w_cnn.selected)").strip() == ""
-        target = click_an_op_and_see_its_plot(page, op_ids)
+        ops = op_ids(kernel)
+        assert kernel.run(f"print({WIDGET}.selected)").strip() == ""
+        # the first view shows the whole model, its blocks folded into one
+        stacks = kernel.run(f"print(len({WIDGET}.graph['repeatedBlocks']))").strip()
+        assert stacks == "1"
+        shown = page.evaluate(f"document.querySelector('{ROOT}').__lens.visibleIds")  # type: ignore[attr-defined]
+        assert "@transformer.h.0×2" in shown and "output.logits" in shown
+        target = click_an_op_and_see_its_plot(page, ops)
         # The README's screenshot: the real widget in JupyterLab, an op clicked.
         page.wait_for_timeout(500)  # type: ignore[attr-defined]
         page.screenshot(path=str(artifacts / "jupyterlab_demo.png"))  # type: ignore[attr-defined]
 
-        selected = poll(lambda: kernel.run("print(w_cnn.selected)").strip(), target["id"])
+        selected = poll(lambda: kernel.run(f"print({WIDGET}.selected)").strip(), target["id"])
         assert selected == target["id"]
 
         # the expansion the frontend opened with reached the kernel (and passed validation)
         shown = page.evaluate(f"document.querySelector('{ROOT}').__lens.expanded")  # type: ignore[attr-defined]
-        assert shown, "the CNN opens with its modules expanded"
-        assert json.loads(kernel.run("print(json.dumps(sorted(w_cnn.expanded)))")) == shown
+        assert shown, "the GPT-2 opens with its modules expanded"
+        expanded = kernel.run(f"print(json.dumps(sorted({WIDGET}.expanded)))")
+        assert json.loads(expanded) == shown
 
         # and the other way: the kernel selects, the inspector follows
-        other = next(i for i in op_ids if i != target["id"])
-        kernel.run(f"w_cnn.selected = {other!r}")
+        other = next(i for i in ops if i != target["id"])
+        kernel.run(f"{WIDGET}.selected = {other!r}")
         page.wait_for_function(  # type: ignore[attr-defined]
             """([sel, id]) => {
               const el = document.querySelector(sel + ' [data-testid="inspector-id"]');
@@ -248,7 +264,7 @@ def test_live_theme_switch_and_the_wheel_in_jupyterlab(
     wait_for_widget(page)
     kernel = Kernel(lab.connection_file())
     try:
-        click_an_op_and_see_its_plot(page, cnn_op_ids(kernel))
+        click_an_op_and_see_its_plot(page, op_ids(kernel))
     finally:
         kernel.close()
     page.locator(f'{ROOT} [data-testid="plot-hist"] .xtick text').first.wait_for()  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Real tier, Notebook 7: the demo notebook's CNN widget renders and answers a click there too."""
+"""Real tier, Notebook 7: the demo notebook's GPT-2 widget renders and answers a click there too."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from lab_server import Lab, running_lab
 # The same notebook, cell and page hooks as the JupyterLab test (and its CI rule on the bundle).
 from test_jupyterlab import (
     REPO,
+    WIDGET,
     Kernel,
     click_an_op_and_see_its_plot,
-    cnn_op_ids,
+    op_ids,
     poll,
     pytestmark,  # noqa: F401 - skip on a missing bundle only outside CI
     run_through_widget_cell,
@@ -62,13 +63,11 @@ def test_notebook7_click_node_shows_activation(
 
     kernel = Kernel(notebook7.connection_file())
     try:
-        op_ids = cnn_op_ids(kernel)
-        target = click_an_op_and_see_its_plot(page, op_ids)
+        target = click_an_op_and_see_its_plot(page, op_ids(kernel))
         page.screenshot(path=str(artifacts / "notebook7_demo.png"))  # type: ignore[attr-defined]
         # the click went through Notebook 7's widget manager to the kernel, too
-        assert (
-            poll(lambda: kernel.run("print(w_cnn.selected)").strip(), target["id"]) == target["id"]
-        )
+        selected = poll(lambda: kernel.run(f"print({WIDGET}.selected)").strip(), target["id"])
+        assert selected == target["id"]
     finally:
         kernel.close()
 

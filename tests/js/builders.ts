@@ -50,6 +50,7 @@ export function payload(nodes: NodeInfo[], edges: EdgeInfo[], modules: ModuleInf
     failedOp: null,
     nOps: nodes.filter((n) => n.kind === "op").length,
     modules: mods,
+    repeatedBlocks: [],
     unrolled: { nodes, edges },
     rolled: { nodes, edges },
   };
@@ -101,4 +102,49 @@ export function wide(blocks: number, inner: number, ops: number): GraphPayload {
   nodes.push(node("output.0", [], { kind: "output", func: "output.0" }));
   edges.push(edge(prev, "output.0"));
   return payload(nodes, edges);
+}
+
+/**
+ * A small GPT: input -> t{emb -> h.0 .. h.{n-1} (each a -> b, b inside h.k.mlp) -> ln} -> head -> output.logits,
+ * and a KV output per block from its `a`. The rolled view folds the blocks onto h.0.
+ */
+export function gpt(n = 3): GraphPayload {
+  const un: NodeInfo[] = [node("input.0", [], { kind: "input", func: "input.0" }), node("emb_1_1", ["t:1"])];
+  const ue: EdgeInfo[] = [edge("input.0", "emb_1_1")];
+  let x = "emb_1_1";
+  for (let k = 0; k < n; k++) {
+    un.push(node(`a_${k}`, ["t:1", `t.h.${k}:1`]), node(`b_${k}`, ["t:1", `t.h.${k}:1`, `t.h.${k}.mlp:1`]));
+    ue.push(edge(x, `a_${k}`), edge(`a_${k}`, `b_${k}`));
+    x = `b_${k}`;
+  }
+  un.push(node("ln_1_9", ["t:1"]), node("head_1_10", ["head:1"]), node("output.logits", [], { kind: "output", func: "output.logits" }));
+  ue.push(edge(x, "ln_1_9"), edge("ln_1_9", "head_1_10"), edge("head_1_10", "output.logits"));
+  for (let k = 0; k < n; k++) {
+    un.push(node(`output.kv.${k}`, [], { kind: "output", func: `output.kv.${k}` }));
+    ue.push(edge(`a_${k}`, `output.kv.${k}`));
+  }
+  const p = payload(un, ue);
+  p.modules = p.modules.map((m) => (m.address.match(/^t\.h\.\d+$/) ? { ...m, className: "Block" } : m));
+  p.repeatedBlocks = [Array.from({ length: n }, (_, k) => `t.h.${k}`)];
+  const passes = (f: string) => Array.from({ length: n }, (_, k) => `${f}_${k}`);
+  const rolled: NodeInfo[] = [
+    un[0],
+    node("emb_1_1", ["t"]),
+    node("a_0", ["t", "t.h.0"], { nPasses: n, passes: passes("a") }),
+    node("b_0", ["t", "t.h.0", "t.h.0.mlp"], { nPasses: n, passes: passes("b") }),
+    node("ln_1_9", ["t"]),
+    node("head_1_10", ["head"]),
+    ...un.filter((u) => u.kind === "output"),
+  ];
+  const re: EdgeInfo[] = [
+    edge("input.0", "emb_1_1"),
+    edge("emb_1_1", "a_0", [1]),
+    edge("a_0", "b_0", passes("a").map((_, i) => i + 1)),
+    edge("b_0", "a_0", passes("a").slice(1).map((_, i) => i + 2)),
+    edge("b_0", "ln_1_9", [n]),
+    edge("ln_1_9", "head_1_10"),
+    edge("head_1_10", "output.logits"),
+    ...Array.from({ length: n }, (_, k) => edge("a_0", `output.kv.${k}`, [k + 1])),
+  ];
+  return { ...p, rolled: { nodes: rolled, edges: re } };
 }

@@ -14,7 +14,7 @@ describe("edgeGeometry", () => {
   const plan = planLayout(v, sizes, new Map(), "u|");
   const cache = new Map<string, GroupLayout>(runJobs(plan.jobs).map((r) => [r.key, r]));
   const scene = composeScene(v, m, sizes, plan.keys, cache);
-  const geoms = edgeGeometry(v.edges, scene, (box) => cache.get(plan.keys.get(box)!));
+  const geoms = edgeGeometry(v, m, scene, (box) => cache.get(plan.keys.get(box)!));
   const find = (s: string, t: string) => geoms.find((g) => g.edge.source === s && g.edge.target === t)!;
 
   it("draws every visible edge from its source to its target", () => {

@@ -1,9 +1,14 @@
-// World-space geometry of the visible edges: dagre's route inside one box, a simple
-// curve between absolute positions when an edge crosses box boundaries.
-import { edgeKey } from "../model/tree";
-import type { VisEdge } from "../model/visibility";
-import type { GroupLayout } from "./layoutCore";
+// World-space geometry of the visible edges, all from dagre's routes (layout/routes.ts): an
+// edge inside one box follows its route there; an edge that crosses boxes climbs out of the
+// boxes around its source (each box's route to its out port, or straight down where nothing
+// is below), follows the route between the two boxes in their common one, and descends into
+// the target's boxes the same way. Between levels it only runs along a box's own border.
+import { edgeKey, type GraphModel } from "../model/tree";
+import { GROUP_PREFIX, type VisEdge, type Visible } from "../model/visibility";
+import { type GroupLayout, PORT_IN, PORT_OUT } from "./layoutCore";
 import type { Rect, Scene } from "./layoutPlan";
+import { boxesUpTo, itemOrder, loopsBack } from "./ports";
+import { dedupe, reversePoints } from "./routes";
 
 export interface EdgeGeom {
   edge: VisEdge;
@@ -14,29 +19,22 @@ export interface EdgeGeom {
 }
 
 export function edgeGeometry(
-  edges: VisEdge[],
+  vis: Visible,
+  model: GraphModel,
   scene: Scene,
   layoutOf: (box: string) => GroupLayout | undefined,
 ): EdgeGeom[] {
   const out: EdgeGeom[] = [];
-  for (const e of edges) {
-    const a = scene.items.get(e.source) ?? scene.boxes.get(e.source.slice(1));
-    const b = scene.items.get(e.target) ?? scene.boxes.get(e.target.slice(1));
+  const rectOf = (id: string): Rect | undefined =>
+    scene.items.get(id) ?? (id.startsWith(GROUP_PREFIX) ? scene.boxes.get(id.slice(GROUP_PREFIX.length)) : undefined);
+  const order = itemOrder(vis);
+  for (const e of vis.edges) {
+    const a = rectOf(e.source);
+    const b = rectOf(e.target);
     if (!a || !b) continue;
-    let pts: number[] | null = null;
+    const back = loopsBack(e, order);
+    let pts = routed(e, back, vis, model, scene, layoutOf, rectOf);
     let curve = false;
-    const l = layoutOf(e.lca);
-    const o = scene.origins.get(e.lca);
-    // dagre routed the edge between the lca's items: follow that route, and for an edge
-    // that leaves or enters a box, join it to the real endpoints inside
-    const route = l?.edgePoints[edgeKey(e.la, e.lb)];
-    if (route && o && route.length >= 4) {
-      const head = e.direct || e.la === e.source ? [] : [a.x + a.w / 2, a.y + a.h];
-      const tail = e.direct || e.lb === e.target ? [] : [b.x + b.w / 2, b.y];
-      pts = head;
-      for (let i = 0; i < route.length; i += 2) pts.push(route[i] + o[0], route[i + 1] + o[1]);
-      pts.push(...tail);
-    }
     if (!pts) {
       curve = true;
       const x0 = a.x + a.w / 2;
@@ -67,4 +65,65 @@ export function edgeGeometry(
     out.push({ edge: e, curve, pts, box: { x: minX, y: minY, w: maxX - minX, h: maxY - minY }, mid });
   }
   return out;
+}
+
+/** The polyline of an edge through the box layouts; null where a route is missing. */
+function routed(
+  e: VisEdge,
+  back: boolean, // a loop back: the reverse of the path from its target down to its source
+  vis: Visible,
+  model: GraphModel,
+  scene: Scene,
+  layoutOf: (box: string) => GroupLayout | undefined,
+  rectOf: (id: string) => Rect | undefined,
+): number[] | null {
+  const route = (box: string, from: string, to: string): number[] | null => {
+    const r = layoutOf(box)?.edgePoints[edgeKey(from, to)];
+    const o = scene.origins.get(box);
+    if (!r || !o || r.length < 4) return null;
+    const w: number[] = [];
+    for (let i = 0; i < r.length; i += 2) w.push(r[i] + o[0], r[i + 1] + o[1]);
+    return w;
+  };
+  const port = (box: string, id: string): [number, number] | null => {
+    const p = layoutOf(box)?.pos[id];
+    const o = scene.origins.get(box);
+    return p && o ? [p[0] + o[0], p[1] + o[1]] : null;
+  };
+  const [from, to] = back ? [e.target, e.source] : [e.source, e.target];
+  const pts: number[] = [];
+  // out of the boxes around where the path starts, innermost first
+  for (const [box, item] of boxesUpTo(vis, model, from, e.lca)) {
+    const r = rectOf(item);
+    const br = scene.boxes.get(box);
+    const l = layoutOf(box);
+    if (!r || !br || !l) return null;
+    pts.push(r.x + r.w / 2, r.y + r.h);
+    if (l.portOut) {
+      const via = route(box, item, PORT_OUT);
+      const p = port(box, PORT_OUT);
+      if (!via || !p) return null;
+      pts.push(...via, p[0], br.y + br.h);
+    } else pts.push(r.x + r.w / 2, br.y + br.h);
+  }
+  const between = route(e.lca, e.la, e.lb);
+  if (!between) return null;
+  pts.push(...(back ? reversePoints(between) : between));
+  // into the boxes around where it ends, outermost first
+  for (const [box, item] of boxesUpTo(vis, model, to, e.lca).reverse()) {
+    const br = scene.boxes.get(box);
+    const l = layoutOf(box);
+    if (!br || !l) return null;
+    if (l.portIn) {
+      const p = port(box, PORT_IN);
+      const via = route(box, PORT_IN, item);
+      if (!via || !p) return null;
+      pts.push(p[0], br.y, ...via);
+    } else {
+      const r = rectOf(item);
+      if (!r) return null;
+      pts.push(r.x + r.w / 2, br.y, r.x + r.w / 2, r.y);
+    }
+  }
+  return dedupe(back ? reversePoints(pts) : pts);
 }

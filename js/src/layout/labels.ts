@@ -47,13 +47,20 @@ export function nodeLines(n: NodeInfo): [string, string] {
 }
 
 export function groupLines(g: GroupNode, view: ViewName): [string, string, string] {
-  const passes = view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
   const shape = shapeText(g.outShape);
-  return [
-    clip(g.className + passes),
-    clipStart(g.address),
-    clip(`${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? " → " + shape : ""}`),
-  ];
+  const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? " → " + shape : ""}`;
+  if (g.kind === "stack") return [clip(`${g.className} ×${g.members.length}`), clipStart(stackTitle(g.members)), clip(ops)];
+  if (g.kind === "outputs") return [clip(`${g.className} ×${g.members.length}`), clipStart(g.address), `${g.members.length} outputs`];
+  const passes = view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
+  return [clip(g.className + passes), clipStart(g.address), clip(ops)];
+}
+
+/** "transformer.h.0…23" for blocks h.0 to h.23; "a … b" when their names differ more. */
+export function stackTitle(members: string[]): string {
+  const first = members[0] ?? "";
+  const last = members[members.length - 1] ?? "";
+  const cut = first.lastIndexOf(".") + 1;
+  return cut > 0 && last.startsWith(first.slice(0, cut)) ? `${first}…${last.slice(cut)}` : `${first} … ${last}`;
 }
 
 function textWidth(lines: string[], m: Metrics): number {

@@ -3,7 +3,8 @@
 import { type GraphModel, ROOT } from "../model/tree";
 import { GROUP_PREFIX, type Visible } from "../model/visibility";
 import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
-import { boxSize, type GroupLayout, type LayoutItem, type LayoutJob } from "./layoutCore";
+import { boxSize, type GroupLayout, LAYOUT_OPTS, type LayoutItem, type LayoutJob } from "./layoutCore";
+import { type BoxPorts, boxPorts, portsKey } from "./ports";
 
 export interface Rect {
   x: number; // top-left
@@ -20,7 +21,7 @@ export interface Plan {
 export class SizeCache {
   private sizes = new Map<string, [number, number]>();
   constructor(
-    private model: GraphModel,
+    readonly model: GraphModel,
     private metrics: Metrics,
   ) {}
   of(id: string): [number, number] {
@@ -40,7 +41,34 @@ export class SizeCache {
   }
 }
 
-export function cacheKeys(vis: Visible, prefix: string): Map<string, string> {
+/** Each box's cache key: what its layout depends on (its content, with the boxes inside, and its ports). */
+/**
+ * A floor on the height a layout of `vis` takes: its tallest chain of items along edges that
+ * go forward in execution order, each item's height and the gap below it (dagre puts each
+ * edge's target at least one rank below its source; boxes around items only add to it).
+ */
+export function heightFloor(vis: Visible, sizes: SizeCache): number {
+  const order = new Map(vis.items.map((it, i) => [it.id, i]));
+  const into = new Map<string, string[]>();
+  for (const e of vis.edges) {
+    if ((order.get(e.source) ?? 0) >= (order.get(e.target) ?? 0)) continue;
+    const list = into.get(e.target);
+    if (list) list.push(e.source);
+    else into.set(e.target, [e.source]);
+  }
+  const below = new Map<string, number>(); // tallest chain ending at an item, the item included
+  let tallest = 0;
+  for (const it of vis.items) {
+    let above = 0;
+    for (const s of into.get(it.id) ?? []) above = Math.max(above, (below.get(s) ?? 0) + LAYOUT_OPTS.ranksep);
+    const h = above + sizes.of(it.id)[1];
+    below.set(it.id, h);
+    tallest = Math.max(tallest, h);
+  }
+  return tallest;
+}
+
+export function cacheKeys(vis: Visible, prefix: string, ports?: ReadonlyMap<string, BoxPorts>): Map<string, string> {
   const keys = new Map<string, string>();
   for (let i = vis.boxes.length - 1; i >= 0; i--) {
     const box = vis.boxes[i];
@@ -51,7 +79,7 @@ export function cacheKeys(vis: Visible, prefix: string): Map<string, string> {
         if (k !== undefined) inner.push(k);
       }
     }
-    keys.set(box, `${prefix}${box}{${inner.join(",")}}`);
+    keys.set(box, `${prefix}${box}{${inner.join(",")}}${portsKey(ports?.get(box))}`);
   }
   return keys;
 }
@@ -62,7 +90,8 @@ export function planLayout(
   cache: ReadonlyMap<string, GroupLayout>,
   prefix: string,
 ): Plan {
-  const keys = cacheKeys(vis, prefix);
+  const ports = boxPorts(vis, sizes.model);
+  const keys = cacheKeys(vis, prefix, ports);
   const jobs: LayoutJob[] = [];
   for (let i = vis.boxes.length - 1; i >= 0; i--) {
     const box = vis.boxes[i];
@@ -81,7 +110,14 @@ export function planLayout(
       const [w, h] = sizes.of(id);
       return { id, w, h };
     });
-    jobs.push({ key, items, edges: vis.layoutEdges.get(box) ?? [], minW: sizes.headerWidth(box) });
+    const p = ports.get(box);
+    jobs.push({
+      key,
+      items,
+      edges: vis.layoutEdges.get(box) ?? [],
+      minW: sizes.headerWidth(box),
+      ...(p ? { ports: { in: [...p.in], out: [...p.out] } } : {}),
+    });
   }
   return { keys, jobs };
 }

@@ -54,7 +54,7 @@ export class LayoutRunner {
     const seq = ++this.seq;
     const compose = (): Laid => {
       const scene = composeScene(req.vis, req.model, req.sizes, plan.keys, this.cache);
-      return { scene, edges: edgeGeometry(req.vis.edges, scene, (box) => this.cache.get(plan.keys.get(box) ?? "")) };
+      return { scene, edges: edgeGeometry(req.vis, req.model, scene, (box) => this.cache.get(plan.keys.get(box) ?? "")) };
     };
     if (plan.jobs.length === 0) {
       apply(compose());

@@ -1,28 +1,50 @@
 // Picks the expansion a graph opens with: expand whole levels of the module tree,
-// outermost first, while the number of visible items stays readable.
+// outermost first, while the number of visible items stays readable. Stacks of repeated
+// blocks and output groups stay closed: they are what keeps a large model on one screen.
 import { type GraphModel, ROOT } from "./tree";
 import { computeVisible } from "./visibility";
 
 export const DEFAULT_MAX_VISIBLE = 150;
+const HANDFUL = 3;
+
+export interface Levels {
+  levels: string[][]; // shallowest first: nothing open, then each level of the tree added; the last is the default
+  lowest: number; // the first level that shows more than a handful of items
+}
+
+/** The expansions a first view may open with (see render/camera.ts FitSearch). */
+export function expansionLevels(
+  model: GraphModel,
+  showParams: boolean,
+  maxVisible: number = DEFAULT_MAX_VISIBLE,
+): Levels {
+  const opens = (key: string): boolean => model.groups.get(key)!.kind === "module";
+  const expanded = new Set<string>();
+  const levels: string[][] = [[]];
+  let count = computeVisible(model, { expanded, showParams }).items.length;
+  let lowest = count > HANDFUL ? 0 : -1;
+  let level = model.groups.get(ROOT)!.childGroups.filter(opens);
+  while (level.length > 0) {
+    const trial = new Set(expanded);
+    for (const k of level) trial.add(model.groups.get(k)!.address);
+    const n = computeVisible(model, { expanded: trial, showParams }).items.length;
+    // a handful of boxes says nothing: open one level even past the limit then
+    if (n > maxVisible && count > HANDFUL) break;
+    for (const a of trial) expanded.add(a);
+    levels.push([...expanded]);
+    count = n;
+    if (lowest < 0 && n > HANDFUL) lowest = levels.length - 1;
+    if (n > maxVisible) break;
+    level = level.flatMap((k) => model.groups.get(k)!.childGroups).filter(opens);
+  }
+  return { levels, lowest: lowest < 0 ? levels.length - 1 : lowest };
+}
 
 export function defaultExpansion(
   model: GraphModel,
   showParams: boolean,
   maxVisible: number = DEFAULT_MAX_VISIBLE,
 ): string[] {
-  const expanded = new Set<string>();
-  let count = computeVisible(model, { expanded, showParams }).items.length;
-  let level = model.groups.get(ROOT)!.childGroups;
-  while (level.length > 0) {
-    const trial = new Set(expanded);
-    for (const k of level) trial.add(model.groups.get(k)!.address);
-    const n = computeVisible(model, { expanded: trial, showParams }).items.length;
-    // a handful of boxes says nothing: open one level even past the limit then
-    if (n > maxVisible && count > 3) break;
-    for (const a of trial) expanded.add(a);
-    count = n;
-    if (n > maxVisible) break;
-    level = level.flatMap((k) => model.groups.get(k)!.childGroups);
-  }
-  return [...expanded];
+  const { levels } = expansionLevels(model, showParams, maxVisible);
+  return levels[levels.length - 1];
 }

@@ -10,7 +10,9 @@ export interface WidgetTraits {
   graph: GraphPayload; // kernel -> frontend only
   selected: string; // node id of the current view ("" for none)
   view: ViewName;
-  expanded: string[]; // module addresses that are expanded (same set for both views)
+  // Module addresses that are expanded (same set for both views), and the frontend's own
+  // groups: a repeated-block stack "transformer.h.0×24", an output group "output.past_key_values".
+  expanded: string[];
   status: string; // kernel -> frontend: "" or a message such as "re-running the model…"
 }
 
@@ -20,6 +22,10 @@ export interface GraphPayload {
   failedOp: string | null; // unrolled id of the op that raised, if it was a torch op
   nOps: number;
   modules: ModuleInfo[]; // every module that ran, parents before children
+  // Chains of sibling modules running the same ops (ModelLog.repeated_blocks), e.g.
+  // [["transformer.h.0", …, "transformer.h.23"]]: shown as one group "GPT2Block ×24". The
+  // rolled view's nodes already fold each chain onto its first block.
+  repeatedBlocks: string[][];
   unrolled: ViewGraph;
   rolled: ViewGraph;
   compare?: CompareInfo; // set by LensWidget.compare(a, b): the graph is A's, colored by A vs B

@@ -1,5 +1,7 @@
-// Builds the module-group tree of one view from NodeInfo.groups, plus adjacency and
-// per-group summaries (op count, output shape) that the collapsed boxes show.
+// Builds the module-group tree of one view from NodeInfo.groups (with the groups folds.ts
+// adds), plus adjacency and per-group summaries (op count, output shape) that the collapsed
+// boxes show.
+import { type AddedKind, foldView } from "./folds";
 import type { EdgeInfo, GraphPayload, ModuleInfo, NodeInfo, ViewGraph, ViewName } from "./protocol";
 
 export const ROOT = "";
@@ -16,7 +18,11 @@ export interface GroupNode {
   nOps: number; // op nodes in the whole subtree
   outShape: number[] | null; // shape of the last value leaving the group
   className: string;
+  // Times it ran: a module's passes; in the rolled view a folded block's passes times its blocks.
   nPasses: number;
+  kind: "module" | AddedKind;
+  members: string[]; // a stack's block addresses, an output group's node ids
+  aliases: string[]; // rolled: the folded twins whose expansion opens this group too
 }
 
 export interface GraphModel {
@@ -45,7 +51,9 @@ export function edgeKey(source: string, target: string): string {
 }
 
 export function buildModel(payload: GraphPayload, viewName: ViewName): GraphModel {
-  const view = viewName === "rolled" ? payload.rolled : payload.unrolled;
+  const folds = foldView(payload, viewName);
+  const raw = viewName === "rolled" ? payload.rolled : payload.unrolled;
+  const view: ViewGraph = { nodes: folds.nodes, edges: raw.edges };
   const modules = new Map(payload.modules.map((m) => [m.address, m]));
   const nodes = new Map<string, NodeInfo>();
   const index = new Map<string, number>();
@@ -53,6 +61,25 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
   const mkGroup = (key: string, parent: string | null, depth: number, order: number): GroupNode => {
     const [address, pass] = key === ROOT ? ["", null] : parseGroupKey(key, viewName);
     const mod = modules.get(address);
+    const added = folds.added.get(key);
+    if (added)
+      return {
+        key,
+        address: key,
+        pass: null,
+        parent,
+        depth,
+        childGroups: [],
+        childNodes: [],
+        order,
+        nOps: 0,
+        outShape: null,
+        className: added.className,
+        nPasses: 1,
+        kind: added.kind,
+        members: added.members,
+        aliases: [],
+      };
     return {
       key,
       address,
@@ -65,7 +92,10 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
       nOps: 0,
       outShape: null,
       className: mod?.className ?? (key === ROOT ? payload.modelClass : address.split(".").pop() || "Module"),
-      nPasses: mod?.nPasses ?? 1,
+      nPasses: (mod?.nPasses ?? 1) * (folds.repeat.get(address) ?? 1),
+      kind: "module",
+      members: [],
+      aliases: folds.aliases.get(address) ?? [],
     };
   };
   groups.set(ROOT, mkGroup(ROOT, null, 0, 0));

@@ -45,10 +45,39 @@ export function isShown(n: NodeInfo, showParams: boolean): boolean {
   return showParams || !HIDDEN_KINDS.has(n.kind);
 }
 
+/** A group is open when its address is in the expanded set, or (rolled view) one of its folded twins is. */
+export function groupIsOpen(model: GraphModel, key: string, expanded: ReadonlySet<string>): boolean {
+  const g = model.groups.get(key);
+  return !!g && (expanded.has(g.address) || g.aliases.some((a) => expanded.has(a)));
+}
+
+/** Addresses to open so that node `id` shows: its enclosing groups that are closed. */
+export function closedAround(model: GraphModel, id: string, expanded: ReadonlySet<string>): string[] {
+  const n = model.nodes.get(id);
+  if (!n) return [];
+  return n.groups.filter((k) => !groupIsOpen(model, k, expanded)).map((k) => model.groups.get(k)?.address ?? k);
+}
+
+/** Addresses to open so that group `key` shows: the closed groups around it (itself excluded). */
+export function closedAbove(model: GraphModel, key: string, expanded: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  let g = model.groups.get(key);
+  while (g && g.parent !== null && g.parent !== ROOT) {
+    g = model.groups.get(g.parent);
+    if (g && !groupIsOpen(model, g.key, expanded)) out.unshift(g.address);
+  }
+  return out;
+}
+
 export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
+  const open = new Map<string, boolean>();
   const isExpanded = (key: string): boolean => {
-    const g = model.groups.get(key);
-    return !!g && opts.expanded.has(g.address);
+    let o = open.get(key);
+    if (o === undefined) {
+      o = groupIsOpen(model, key, opts.expanded);
+      open.set(key, o);
+    }
+    return o;
   };
   const items: VisItem[] = [];
   const itemById = new Map<string, VisItem>();

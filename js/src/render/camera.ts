@@ -8,8 +8,16 @@ export interface Camera {
 }
 
 const PAD = 24;
-// Below this, node labels (11px) are hard to read; a first view never goes lower.
+// Node labels (11px) read well from here up.
 export const READABLE_SCALE = 0.9;
+// A first view shows the whole graph down to this zoom (labels still drawn, text ~6-9 px);
+// a graph that needs less opens at 100% on its inputs instead.
+export const FIRST_MIN_SCALE = 0.5;
+
+/** The zoom at which all of `r` fits a width x height view (at most 1). */
+export function wholeScale(r: Rect, width: number, height: number): number {
+  return Math.min(1, (width - 2 * PAD) / Math.max(1, r.w), (height - 2 * PAD) / Math.max(1, r.h));
+}
 
 /** The whole of `r` centred in a width x height view, at most `maxScale`. */
 export function fitCamera(r: Rect, width: number, height: number, maxScale = 1.2): Camera {
@@ -38,13 +46,12 @@ export function topCenterX(items: Iterable<Rect>): number | null {
 }
 
 /**
- * First view of a graph: the whole of it when that stays readable, else its top (the
- * inputs) at 100%, horizontally centred on `anchorX` but never showing empty space
- * beside a graph wider than the view.
+ * First view of a graph: the whole of it when that stays legible (FIRST_MIN_SCALE), else
+ * its top (the inputs) at 100%, horizontally centred on `anchorX` but never showing empty
+ * space beside a graph wider than the view.
  */
 export function firstCamera(r: Rect, width: number, height: number, anchorX: number | null = null): Camera {
-  const whole = Math.min(1, (width - 2 * PAD) / Math.max(1, r.w), (height - 2 * PAD) / Math.max(1, r.h));
-  if (whole >= READABLE_SCALE) return fitCamera(r, width, height, 1);
+  if (wholeScale(r, width, height) >= FIRST_MIN_SCALE) return fitCamera(r, width, height, 1);
   const scale = 1;
   const w = r.w * scale;
   let tx: number;
@@ -56,4 +63,59 @@ export function firstCamera(r: Rect, width: number, height: number, anchorX: num
     tx = Math.min(PAD - r.x * scale, Math.max(width - PAD - (r.x + r.w) * scale, tx));
   }
   return { scale, tx, ty: PAD - r.y * scale };
+}
+
+/**
+ * The search for a first view that shows the whole model: lay out the default expansion
+ * (the last level), and while the graph does not fit at FIRST_MIN_SCALE, close its deepest
+ * open level, down to `lowest` (the first level that shows more than a handful of items).
+ * When no level fits, the default expansion opens at 100% on its inputs.
+ */
+export class FitSearch {
+  private index: number;
+  private settled = false;
+
+  constructor(
+    private readonly levels: string[][],
+    private readonly lowest: number,
+  ) {
+    this.index = levels.length - 1;
+  }
+
+  get expansion(): string[] {
+    return this.levels[this.index];
+  }
+
+  /**
+   * After a layout of `expansion` with these bounds: the expansion to try next, or null to keep
+   * it. Levels `mayFit` rules out (a floor on their height, see `mayFitHeight`) are passed over
+   * without a layout.
+   */
+  next(bounds: Rect, width: number, height: number, mayFit: (expansion: string[]) => boolean = () => true): string[] | null {
+    if (this.settled) return null;
+    if (wholeScale(bounds, width, height) >= FIRST_MIN_SCALE) {
+      this.settled = true;
+      return null;
+    }
+    let next = this.advance();
+    while (next && !this.settled && !mayFit(next)) next = this.advance();
+    return next;
+  }
+
+  private advance(): string[] | null {
+    if (this.index > this.lowest) {
+      this.index--;
+      return this.expansion;
+    }
+    this.settled = true;
+    const last = this.levels.length - 1;
+    if (this.index === last) return null;
+    this.index = last; // nothing fits: back to the default (its layout is cached)
+    return this.expansion;
+  }
+}
+
+/** Whether a graph at least `floor` tall may fit a view `height` tall at FIRST_MIN_SCALE. */
+export function mayFitHeight(floor: number, height: number): boolean {
+  return floor * FIRST_MIN_SCALE <= height - 2 * PAD;
 }

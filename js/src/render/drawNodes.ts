@@ -156,21 +156,26 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   const { ctx, theme: th, px } = p;
   const g = p.frame.model.groups.get(key)!;
   const id = "@" + key;
-  // a second frame behind hints that the box opens
-  ctx.fillStyle = th.collapsed;
-  ctx.strokeStyle = th.collapsedStroke;
+  // frames behind hint that the box opens: one for a module, a deck for a stack of blocks
+  const outputs = g.kind === "outputs";
+  const fill = outputs ? th.output : th.collapsed;
+  const stroke = outputs ? th.outputStroke : th.collapsedStroke;
+  ctx.fillStyle = fill;
+  ctx.strokeStyle = stroke;
   ctx.lineWidth = Math.max(1, 0.8 * px);
-  roundRect(ctx, r.x + 4, r.y + 4, r.w, r.h, 7);
-  ctx.fill();
-  ctx.stroke();
-  ctx.fillStyle = p.overlay?.fill(id) ?? th.collapsed;
+  for (const d of g.kind === "stack" ? [8, 4] : [4]) {
+    roundRect(ctx, r.x + d, r.y + d, r.w, r.h, 7);
+    ctx.fill();
+    ctx.stroke();
+  }
+  ctx.fillStyle = p.overlay?.fill(id) ?? fill;
   roundRect(ctx, r.x, r.y, r.w, r.h, 7);
   ctx.fill();
   if (p.overlay?.flagged(id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   // a selected node hidden inside this module marks the module
   const marked = p.hover === id || p.selected === id;
   ctx.lineWidth = marked ? 2.4 : Math.max(1.3, px);
-  ctx.strokeStyle = marked ? th.selected : th.collapsedStroke;
+  ctx.strokeStyle = marked ? th.selected : stroke;
   ctx.stroke();
   if (!p.labels) return;
   const [l1, l2, l3] = groupLines(g, p.frame.model.viewName);
@@ -184,7 +189,7 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   ctx.fillStyle = th.muted;
   ctx.fillText(l2, cx, r.y + 25);
   ctx.fillText(l3, cx, r.y + 38);
-  ctx.fillStyle = th.collapsedStroke;
+  ctx.fillStyle = stroke;
   ctx.font = `700 ${FONT_PX}px ${FONT_FAMILY}`;
   ctx.fillText("+", r.x + r.w - 9, r.y + 10);
 }

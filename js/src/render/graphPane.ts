@@ -1,8 +1,10 @@
 // The graph area: the canvas (drawn by the Renderer and kept at its box's size), the busy
 // indicator over it, and a strip below with the node count, the zoom and the legend, so
 // those never cover nodes.
+import { bindMinimapInput } from "../controls/minimapInput";
 import { h } from "./dom";
 import { legend } from "./legend";
+import { Minimap } from "./minimap";
 import { Renderer } from "./renderer";
 import type { Theme } from "./theme";
 
@@ -10,6 +12,7 @@ export class GraphPane {
   readonly el = h("div", "lens-graph-col");
   readonly canvas = document.createElement("canvas");
   readonly renderer: Renderer;
+  readonly minimap: Minimap;
   private wrap = h("div", "lens-canvas-wrap");
   private busy = h("div", "lens-busy");
   private overlay = h("div", "lens-overlay");
@@ -32,7 +35,13 @@ export class GraphPane {
     this.busy.hidden = true;
     this.busy.dataset.testid = "layout-busy";
     this.renderer = new Renderer(this.canvas, theme);
-    this.renderer.onDrawn = () => this.updateOverlay();
+    this.minimap = new Minimap(this.renderer);
+    this.wrap.append(this.minimap.canvas);
+    bindMinimapInput(this.minimap, this.renderer);
+    this.renderer.onDrawn = () => {
+      this.updateOverlay();
+      this.minimap.draw();
+    };
     this.ro = new ResizeObserver(() => {
       this.renderer.resize(this.wrap.clientWidth, this.wrap.clientHeight);
     });

@@ -55,6 +55,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-canvas-wrap canvas{display:block;touch-action:none;cursor:grab}
 .lens-canvas-wrap canvas.lens-dragging{cursor:grabbing}
 .lens-canvas-wrap canvas.lens-pointer{cursor:pointer}
+.lens-canvas-wrap canvas.lens-minimap{position:absolute;right:8px;bottom:8px;border:1px solid var(--lens-border);border-radius:4px;box-shadow:0 2px 8px rgba(0,0,0,.12);cursor:move}
 .lens-overlay{color:var(--lens-muted);font-size:11px;white-space:nowrap}
 .lens-canvas-wrap canvas:focus{outline:none}
 .lens-canvas-wrap.lens-engaged::after{content:"";position:absolute;inset:0;border:1px solid var(--lens-accent);pointer-events:none}

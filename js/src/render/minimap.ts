@@ -1,0 +1,140 @@
+// The overview in the canvas's corner: the whole laid-out graph in miniature and the part the
+// view shows, drawn only when part of the graph is off screen. The miniature is drawn once
+// per layout (into an offscreen canvas); each camera move only redraws the view's frame.
+import type { Rect } from "../layout/layoutPlan";
+import type { Frame } from "./frame";
+import type { Renderer } from "./renderer";
+import type { Theme } from "./theme";
+
+const MAX_W = 180;
+const MAX_H = 140;
+const MIN_SIDE = 36;
+const PAD = 4;
+
+/** Where the scene's bounds go in a minimap: its size and the world -> minimap mapping. */
+export interface MiniFit {
+  w: number;
+  h: number;
+  scale: number; // minimap px per world unit
+  ox: number; // minimap x of world x = bounds.x
+  oy: number;
+}
+
+export function miniFit(bounds: Rect): MiniFit {
+  const scale = Math.min((MAX_W - 2 * PAD) / Math.max(1, bounds.w), (MAX_H - 2 * PAD) / Math.max(1, bounds.h));
+  const w = Math.max(MIN_SIDE, Math.round(bounds.w * scale + 2 * PAD));
+  const h = Math.max(MIN_SIDE, Math.round(bounds.h * scale + 2 * PAD));
+  return { w, h, scale, ox: (w - bounds.w * scale) / 2, oy: (h - bounds.h * scale) / 2 };
+}
+
+/** True when some of `bounds` lies outside the view (a slack of a few pixels aside). */
+export function partlyOffScreen(bounds: Rect, view: Rect): boolean {
+  const slack = 4;
+  return bounds.x < view.x - slack || bounds.y < view.y - slack || bounds.x + bounds.w > view.x + view.w + slack || bounds.y + bounds.h > view.y + view.h + slack;
+}
+
+export class Minimap {
+  readonly canvas = document.createElement("canvas");
+  private ctx: CanvasRenderingContext2D;
+  private art = document.createElement("canvas");
+  private artOf: { frame: Frame; theme: Theme; dpr: number } | null = null;
+  private fit: MiniFit | null = null;
+
+  constructor(private renderer: Renderer) {
+    this.canvas.className = "lens-minimap";
+    this.canvas.dataset.testid = "minimap";
+    this.canvas.hidden = true;
+    this.canvas.title = "Overview: drag to move the view";
+    this.ctx = this.canvas.getContext("2d")!;
+  }
+
+  /** The view rectangle in world coordinates. */
+  private viewRect(): Rect {
+    const r = this.renderer;
+    const [x0, y0] = r.toWorld(0, 0);
+    const [x1, y1] = r.toWorld(r.width, r.height);
+    return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+  }
+
+  draw(): void {
+    const f = this.renderer.frame;
+    const bounds = f?.scene.bounds;
+    if (!f || !bounds || !partlyOffScreen(bounds, this.viewRect())) {
+      this.canvas.hidden = true;
+      this.fit = null;
+      return;
+    }
+    const dpr = window.devicePixelRatio || 1;
+    const fit = miniFit(bounds);
+    const theme = this.renderer.theme;
+    if (!this.artOf || this.artOf.frame !== f || this.artOf.theme !== theme || this.artOf.dpr !== dpr) {
+      this.paintArt(f, fit, theme, dpr);
+      this.artOf = { frame: f, theme, dpr };
+    }
+    this.fit = fit;
+    if (this.canvas.width !== fit.w * dpr || this.canvas.height !== fit.h * dpr) {
+      this.canvas.width = fit.w * dpr;
+      this.canvas.height = fit.h * dpr;
+      this.canvas.style.width = `${fit.w}px`;
+      this.canvas.style.height = `${fit.h}px`;
+    }
+    this.canvas.hidden = false;
+    const ctx = this.ctx;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, this.canvas.width, this.canvas.height);
+    ctx.drawImage(this.art, 0, 0);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const v = this.viewRect();
+    const x = fit.ox + (v.x - bounds.x) * fit.scale;
+    const y = fit.oy + (v.y - bounds.y) * fit.scale;
+    ctx.fillStyle = theme.selected;
+    ctx.globalAlpha = 0.12;
+    ctx.fillRect(x, y, v.w * fit.scale, v.h * fit.scale);
+    ctx.globalAlpha = 1;
+    ctx.strokeStyle = theme.selected;
+    ctx.lineWidth = 1.5;
+    ctx.strokeRect(x, y, v.w * fit.scale, v.h * fit.scale);
+  }
+
+  private paintArt(f: Frame, fit: MiniFit, th: Theme, dpr: number): void {
+    this.art.width = fit.w * dpr;
+    this.art.height = fit.h * dpr;
+    const ctx = this.art.getContext("2d")!;
+    const b = f.scene.bounds;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = th.bg;
+    ctx.globalAlpha = 0.92;
+    ctx.fillRect(0, 0, fit.w, fit.h);
+    ctx.globalAlpha = 1;
+    const at = (r: Rect): [number, number, number, number] => [
+      fit.ox + (r.x - b.x) * fit.scale,
+      fit.oy + (r.y - b.y) * fit.scale,
+      Math.max(1, r.w * fit.scale),
+      Math.max(1, r.h * fit.scale),
+    ];
+    ctx.strokeStyle = th.groupStroke;
+    ctx.lineWidth = 1;
+    for (const r of f.scene.boxes.values()) ctx.strokeRect(...at(r));
+    for (const it of f.vis.items) {
+      const r = f.scene.items.get(it.id);
+      if (!r) continue;
+      const kind = it.node?.kind;
+      ctx.fillStyle = kind === "input" ? th.inputStroke : kind === "output" ? th.outputStroke : it.group ? th.collapsedStroke : th.nodeStroke;
+      ctx.fillRect(...at(r));
+    }
+  }
+
+  /** The world point under minimap pixel (mx, my); null while hidden. */
+  worldAt(mx: number, my: number): [number, number] | null {
+    const b = this.renderer.frame?.scene.bounds;
+    if (!this.fit || !b) return null;
+    return [b.x + (mx - this.fit.ox) / this.fit.scale, b.y + (my - this.fit.oy) / this.fit.scale];
+  }
+
+  /** Moves the view so that its centre is at world (x, y), at the same zoom. */
+  centreOn(x: number, y: number): void {
+    const r = this.renderer;
+    r.cam = { ...r.cam, tx: r.width / 2 - x * r.cam.scale, ty: r.height / 2 - y * r.cam.scale };
+    r.request();
+  }
+}
