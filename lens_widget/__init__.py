@@ -1,5 +1,6 @@
 """lens_widget: see everything a PyTorch model does in one forward pass."""
 
+from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.trace import trace
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord, ParamUse, ParentArg
@@ -12,6 +13,7 @@ __all__ = [
     "ParentArg",
     "ValidationError",
     "ValidationReport",
+    "partial_log",
     "trace",
 ]
 

@@ -6,12 +6,14 @@ import torch
 
 
 class ModelNames:
-    """The first address under which each module, parameter and buffer is reachable."""
+    """The first address under which each module, parameter and buffer is reachable, and
+    the distinct parameters (as model.parameters() has them)."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         self.modules: dict[int, str] = {}
         # id -> (qualified name, "param" | "buffer")
         self.tensors: dict[int, tuple[str, str]] = {}
+        self.params: list[torch.Tensor] = []
         for address, module in model.named_modules(remove_duplicate=False):
             if id(module) in self.modules:  # shared: keep its first address
                 continue
@@ -19,5 +21,7 @@ class ModelNames:
             prefix = f"{address}." if address else ""
             for kind, owned in (("param", module._parameters), ("buffer", module._buffers)):
                 for name, tensor in owned.items():
-                    if tensor is not None:
-                        self.tensors.setdefault(id(tensor), (prefix + name, kind))
+                    if tensor is not None and id(tensor) not in self.tensors:
+                        self.tensors[id(tensor)] = (prefix + name, kind)
+                        if kind == "param":
+                            self.params.append(tensor)

@@ -2,104 +2,71 @@
 
 A mode (rather than only a Tensor subclass) also sees factory calls such as
 ``torch.arange`` that take no tensor, and never changes the type of the user's tensors.
+
 Everything here runs once per op, so it is written for speed: per-function facts are
-cached, frames are classified once per code object, and nothing is copied unless a
-saved tensor is about to be overwritten.
+cached, a call site is an int, records are built positionally, saving a value appends to
+a list, and labels, links and source text are finished after the pass (trace.py).
+The bookkeeping runs with torch functions disabled, so a user's own mode or Tensor
+subclass around the trace sees exactly the calls of a plain forward, and nothing here
+reads a tensor's values (no device synchronisation).
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
+import sys
 import weakref
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from lens_widget.capture.arguments import scan_call, tensor_leaves
-from lens_widget.capture.call_site import describe_source, find_call_site
+from lens_widget.capture.arguments import (
+    LEAF_TYPES,
+    POSITIONS,
+    scan_call,
+    tensor_leaves,
+    tensor_slot,
+)
+from lens_widget.capture.call_site import SourceTexts, find_call_site
+from lens_widget.capture.func_facts import FACTS, IDENTITY_FACTS, FuncFacts, identity
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
-from lens_widget.capture.mutation import MutationRule
 from lens_widget.capture.save_policy import SavePolicy
+from lens_widget.capture.saved_values import SavedValues
 from lens_widget.log.records import NodeKind, OpRecord, ParamUse
 
 Tensor = torch.Tensor
 Parameter = torch.nn.Parameter
 
-# Calls that read metadata and never return a tensor: passed straight through.
-_METADATA_CALLS = frozenset(
-    {
-        "dim", "size", "numel", "stride", "storage_offset", "is_contiguous", "element_size",
-        "data_ptr", "is_floating_point", "is_complex", "get_device", "item", "tolist",
-        "__len__", "__bool__", "__format__", "__repr__", "__hash__", "__index__", "__int__",
-        "__float__", "__array__", "untyped_storage", "has_names", "nelement", "ndimension",
-        "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout", "names",
-        "is_leaf", "grad_fn", "is_sparse", "is_quantized", "is_meta", "__reduce_ex__",
-        "equal", "allclose", "is_nonzero", "is_same_size", "__contains__", "is_set_to",
-    }
+# Records are built with positional arguments (twice as fast as keywords): in this order.
+_RECORD_FIELDS = (
+    "label", "kind", "func", "index", "layer", "pass_index", "n_passes", "module",
+    "module_stack", "shape", "dtype", "device", "nbytes", "shapes", "params", "parents",
+    "parent_args", "children", "from_input", "feeds_output", "source", "source_code",
+    "inplace", "failed", "error", "activations", "replay",
 )  # fmt: skip
+if tuple(f.name for f in dataclasses.fields(OpRecord)) != _RECORD_FIELDS:
+    raise ImportError("lens_widget: OpRecord's fields changed; update recorder._RECORD_FIELDS")
 
-# Random ops: the RNG state before them is kept so validate() can replay them exactly.
-_RANDOM_CALLS = frozenset(
-    {
-        "dropout", "dropout_", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-        "feature_alpha_dropout", "rand", "randn", "randint", "randperm", "rand_like",
-        "randn_like", "randint_like", "normal", "normal_", "uniform_", "bernoulli",
-        "bernoulli_", "multinomial", "exponential_", "geometric_", "log_normal_", "cauchy_",
-        "random_", "poisson", "rrelu", "rrelu_", "gumbel_softmax", "fractional_max_pool2d",
-        "fractional_max_pool3d", "native_dropout",
-        # ops with a dropout argument of their own
-        "scaled_dot_product_attention", "multi_head_attention_forward", "lstm", "gru",
-        "rnn_tanh", "rnn_relu", "transformer_encoder_layer_fwd", "_native_multi_head_attention",
-    }
-)  # fmt: skip
+_DTYPE_NAMES = {
+    dtype: str(dtype).removeprefix("torch.")
+    for dtype in vars(torch).values()
+    if isinstance(dtype, torch.dtype)
+}
+_NO_KWARGS: dict[str, Any] = {}  # read only
+_AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps", "hpu")
 
 
-@functools.cache
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def identity(tensor: Tensor) -> Tensor:
-    """Stands for a module that returned its input unchanged (replays as itself)."""
-    return tensor
-
-
-def _func_name(func: Callable[..., Any]) -> str:
-    name = getattr(func, "__name__", None) or type(func).__name__
-    if name == "__get__":  # a property getter such as Tensor.T: name it after the property
-        name = getattr(getattr(func, "__self__", None), "__name__", name)
-    return name
-
-
-def _clean(name: str) -> str:
-    """Label-friendly function name: __add__ -> add, __getitem__ -> getitem."""
-    return name.strip("_") or name
-
-
-class _FuncFacts:
-    __slots__ = ("name", "clean", "metadata", "random", "mutation")
-
-    def __init__(self, func: Callable[..., Any]) -> None:
-        self.name = _func_name(func)
-        self.clean = _clean(self.name)
-        self.metadata = self.name in _METADATA_CALLS
-        self.random = self.name in _RANDOM_CALLS
-        self.mutation = MutationRule(func, self.name)
-
-
-# Facts per torch function, kept across traces: reading a signature is slow.
-_FACTS: dict[Any, _FuncFacts] = {}
-_IDENTITY_FACTS = _FuncFacts(identity)
-
-
-def _storage_key(tensor: Tensor) -> int | None:
-    try:
-        return tensor.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):  # sparse / meta tensors have no storage
-        return None
+def _autocast_state() -> tuple[tuple[str, torch.dtype], ...]:
+    """(device type, dtype) of every autocast context that is on."""
+    return tuple(
+        (device, torch.get_autocast_dtype(device))
+        for device in _AUTOCAST_DEVICES
+        if torch.is_autocast_enabled(device)
+    )
 
 
 class _Layer:
@@ -113,16 +80,28 @@ class _Layer:
 
 
 class ReplayCall:
-    """What validate() needs: the function, its argument templates, and the RNG state."""
+    """What validate() needs: the function, its argument templates, and the state it ran in.
 
-    __slots__ = ("func", "args", "kwargs", "literals", "rng_state")
+    Most calls set only the first three; the others read as their class defaults until set.
+    """
+
+    __slots__ = ("func", "args", "kwargs", "__dict__")
+
+    # Tensor arguments whose value no node holds (a view changed through its base):
+    # slot index -> copy of the value at call time.
+    literals: dict[int, Tensor] = MappingProxyType({})  # type: ignore[assignment]
+    # The generators' states before a random op: the CPU one, and the CUDA ones once CUDA
+    # is in use (host-side copies: no device synchronisation).
+    rng_state: Tensor | None = None
+    cuda_rng_states: list[Tensor] | None = None
+    # ((device type, dtype), ...) of the autocast contexts the op ran under
+    autocast: tuple[tuple[str, torch.dtype], ...] = ()
 
     def __init__(self, func: Callable[..., Any], args: Any, kwargs: Any) -> None:
         self.func, self.args, self.kwargs = func, args, kwargs
-        # Tensor arguments whose value no node holds (a view changed through its base):
-        # slot index -> copy of the value at call time.
-        self.literals: dict[int, Tensor] = {}
-        self.rng_state: Tensor | None = None
+
+
+ParentRefs = list[tuple[str, OpRecord, int]]
 
 
 class Recorder(TorchFunctionMode):
@@ -131,29 +110,33 @@ class Recorder(TorchFunctionMode):
     def __init__(self, model: torch.nn.Module, save: SavePolicy, track_versions: bool) -> None:
         super().__init__()
         self.save = save
+        self.keeps_nothing = save.keeps_nothing
         self.track_versions = track_versions
+        self.values = SavedValues(track_versions)
         self.nodes: list[OpRecord] = []
-        self.n_ops = 0
+        # the _Layer of each op, in order: its pass count is final only after the pass
+        self.op_layers: list[_Layer] = []
         self.failed: OpRecord | None = None
-        names = ModelNames(model)
+        self.names = names = ModelNames(model)
         self.tracker = ModuleTracker(model, names, self._on_module_output)
-        self._facts = _FACTS
+        # Bookkeeping runs inside this: invisible to the user's modes and Tensor subclasses.
+        self.quiet = torch._C.DisableTorchFunction()
         self._layers: dict[Any, _Layer] = {}
         self._func_counts: dict[str, int] = {}
         # id(tensor) -> (weakref, node, output index, version when produced)
         self._producers: dict[int, tuple[Any, OpRecord, int, int]] = {}
-        # storage pointer -> [(node, output index)] of saved tensors that share it
-        self._saved_storage: dict[int, list[tuple[OpRecord, int]]] = {}
-        # storage pointer -> writes seen, for tensors without a version counter
-        self._storage_writes: dict[int, int] = {}
-        # (node, output index, id, version) of saved references, to detect unseen writes
-        self.saved_refs: list[tuple[OpRecord, int, int, int]] = []
         self._params = names.tensors
+        self._param_uses: dict[OpRecord, ParamUse] = {}
         self._n_consts = 0
         self._labels: set[str] = set()  # of sources and sinks; op labels cannot clash
         self._device_names: dict[torch.device, str] = {}
+        self._source_texts = SourceTexts()
         # (module address, pass) -> nodes that produced that module call's output tensors
         self.module_outputs: dict[tuple[str, int], list[OpRecord]] = {}
+
+    @property
+    def n_ops(self) -> int:
+        return len(self.op_layers)
 
     # ---- sources ---------------------------------------------------------------------
 
@@ -166,86 +149,46 @@ class Recorder(TorchFunctionMode):
         self._labels.add(label)
         return label
 
-    def add_source(self, tensor: Tensor, kind: NodeKind, name: str) -> OpRecord:
-        name = self.unique_label(name)
+    def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
+        labels = self._labels
+        if name in labels:
+            name = self.unique_label(name)
+        else:
+            labels.add(name)
         stack = self.tracker.stack
+        shape = tuple(tensor.shape)
+        numel = tensor.numel()
         node = OpRecord(
-            label=name, kind=kind, func=name, index=len(self.nodes), layer=name,
-            module_stack=stack, module=stack[-1][0] if stack else "",
+            name, kind, name, len(self.nodes), name, 1, 1, stack[-1][0] if stack else "",
+            stack, shape, self._dtype_name(tensor.dtype), self._device_name(tensor.device),
+            numel * tensor.element_size(), (shape,), (), [], [], [], False, False,
+            source, "", False, False, None, None, None,  # type: ignore[arg-type]  # a call site until the pass ends
         )  # fmt: skip
-        self._describe_outputs(node, (tensor,))
         self.nodes.append(node)
-        if not self.save.keeps_nothing:  # sources are references: free to keep
-            self._keep(node, (tensor,))
-        self._set_producer(tensor, node, 0)
+        version = self._version(tensor)
+        if not self.keeps_nothing:  # sources are references: free to keep
+            self.values.keep(node, (tensor,), version)
+        self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
+        if kind == "param" or kind == "buffer":
+            # ParamUse's generated __new__ is slow Python; the tuple is built directly.
+            self._param_uses[node] = tuple.__new__(ParamUse, (name, shape, numel))
         return node
 
     def _source_for(self, tensor: Tensor) -> OpRecord:
         known = self._params.get(id(tensor))
         if known is not None:
             return self.add_source(tensor, known[1], known[0])  # type: ignore[arg-type]
+        # Made where no mode sees it (torch.Tensor([...]), torch.from_numpy, a tensor kept
+        # from outside the forward): named after the user line that first uses it.
         self._n_consts += 1
-        return self.add_source(tensor, "const", f"const_{self._n_consts}")
-
-    # ---- bookkeeping of tensors --------------------------------------------------------
-
-    def version(self, tensor: Tensor) -> int:
-        """The tensor's write counter (>= 0), or where torch keeps none (inference tensors)
-        a negative count of the writes this trace saw to its storage."""
-        if self.track_versions:
-            try:
-                return tensor._version
-            except RuntimeError:
-                pass
-        storage = _storage_key(tensor)
-        return -1 - self._storage_writes.get(storage, 0) if storage is not None else -1
-
-    def _set_producer(self, tensor: Tensor, node: OpRecord, output_index: int) -> None:
-        self._producers[id(tensor)] = (
-            weakref.ref(tensor),
-            node,
-            output_index,
-            self.version(tensor),
-        )
+        _, site = find_call_site(sys._getframe(0))
+        return self.add_source(tensor, "const", f"const_{self._n_consts}", site)
 
     def producer_of(self, tensor: Tensor) -> tuple[OpRecord, int] | None:
         entry = self._producers.get(id(tensor))
         if entry is not None and entry[0]() is tensor:
             return entry[1], entry[2]
         return None
-
-    def _keep(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
-        # Saved values are plain tensors without autograd history (a detached view shares
-        # storage: no copy); a Parameter output (p.float() returns p) becomes one too.
-        if any(t.requires_grad or type(t) is Parameter for t in outputs):
-            outputs = tuple(t.detach() for t in outputs)
-        node.activations = outputs
-        for i, tensor in enumerate(outputs):
-            storage = _storage_key(tensor)
-            if storage is None:
-                continue
-            self._saved_storage.setdefault(storage, []).append((node, i))
-            version = self.version(tensor)
-            if version >= 0:
-                self.saved_refs.append((node, i, id(tensor), version))
-
-    def _before_write(self, targets: list[Tensor]) -> None:
-        """Count the write; saved tensors sharing storage with a target get copied first."""
-        for target in targets:
-            storage = _storage_key(target)
-            if storage is None:
-                continue
-            self._storage_writes[storage] = self._storage_writes.get(storage, 0) + 1
-            copies: dict[int, Tensor] = {}  # nodes saving the same tensor share one copy
-            for node, i in self._saved_storage.pop(storage, ()):
-                saved = node.activations
-                if saved is None:
-                    continue
-                copy = copies.get(id(saved[i]))
-                if copy is None:
-                    with torch.no_grad():
-                        copy = copies[id(saved[i])] = saved[i].detach().clone()
-                node.activations = (*saved[:i], copy, *saved[i + 1 :])
 
     # ---- the hook --------------------------------------------------------------------
 
@@ -256,29 +199,39 @@ class Recorder(TorchFunctionMode):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        if kwargs is None:
-            kwargs = {}
-        facts = self._facts.get(func)
+        facts = FACTS.get(func)
         if facts is None:
-            facts = self._facts[func] = _FuncFacts(func)
+            facts = FACTS[func] = FuncFacts(func)
         if facts.metadata:
-            return func(*args, **kwargs)
+            return func(*args, **kwargs) if kwargs else func(*args)
 
-        # Inputs are resolved before the call: an in-place op changes their versions.
-        inputs = self._resolve_inputs(func, args, kwargs)
-        writes = facts.mutation.targets(args, kwargs)
-        if writes:
-            self._before_write(writes)
-        if facts.random and not self.save.keeps_nothing:
-            inputs[0].rng_state = torch.get_rng_state()
+        with self.quiet:
+            # Inputs are resolved before the call: an in-place op changes their versions.
+            replay, parent_refs, params = self._resolve_inputs(func, args, kwargs)
+            writes = (
+                facts.mutation.targets(args, kwargs or _NO_KWARGS)
+                if facts.may_write or kwargs
+                else ()
+            )
+            if writes:
+                self.values.before_write(writes)  # type: ignore[arg-type]
+            if facts.random and not self.keeps_nothing:
+                replay.rng_state = torch.get_rng_state()
+                if torch.cuda.is_initialized():
+                    replay.cuda_rng_states = torch.cuda.get_rng_state_all()
+            if torch._C._is_any_autocast_enabled():
+                replay.autocast = _autocast_state()
 
         try:
-            out = func(*args, **kwargs)
+            out = func(*args, **kwargs) if kwargs else func(*args)
         except BaseException as err:
-            node = self._record(facts, inputs, (), writes)
-            node.failed = True
-            node.error = f"{type(err).__name__}: {err}"
-            self.failed = node
+            with self.quiet:
+                node = self._record(
+                    facts, replay, parent_refs, params, (), writes, sys._getframe(1)
+                )
+                node.failed = True
+                node.error = f"{type(err).__name__}: {err}"
+                self.failed = node
             raise
 
         if type(out) is Tensor:
@@ -286,105 +239,221 @@ class Recorder(TorchFunctionMode):
         elif out is None and facts.name == "__setitem__":
             outputs = (args[0],)  # x[i] = v: the op's result is the written tensor
         else:
-            outputs = tuple(tensor_leaves(out)) if isinstance(out, (tuple, list, Tensor)) else ()
+            with self.quiet:
+                is_tensors = isinstance(out, (tuple, list, Tensor))
+                outputs = tuple(tensor_leaves(out)) if is_tensors else ()
             if not outputs:
                 return out
-        self._record(facts, inputs, outputs, writes)
+        with self.quiet:
+            self._record(facts, replay, parent_refs, params, outputs, writes, sys._getframe(1))
         return out
 
     def _resolve_inputs(
-        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[ReplayCall, list[tuple[str, OpRecord, int]], tuple[ParamUse, ...]]:
-        """The call's replay template, its tensor arguments' producers, the params it reads."""
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]:
+        """The call's replay template, its tensor arguments' producers, the params it reads.
+
+        The hot path: positional plain tensors and scalars, no keywords."""
+        if kwargs:
+            return self._resolve_any_inputs(func, args, kwargs)
+        producers = self._producers
+        parent_refs: ParentRefs = []
+        params: tuple[ParamUse, ...] = ()
+        template: list[Any] | None = None
+        literals: dict[int, Tensor] | None = None
+        for i, value in enumerate(args):
+            kind = type(value)
+            if kind is not Tensor and kind is not Parameter:
+                if kind in LEAF_TYPES:
+                    continue
+                return self._resolve_any_inputs(func, args, kwargs)
+            slot = len(parent_refs)
+            entry = producers.get(id(value))
+            if entry is not None and entry[0]() is value:
+                parent = entry[1]
+                if entry[3] != self._version(value) and not self.keeps_nothing:
+                    literals = self._literal(literals, slot, value)
+                parent_refs.append((POSITIONS[i], parent, entry[2]))
+            else:
+                parent = self._source_for(value)
+                parent_refs.append((POSITIONS[i], parent, 0))
+            if parent.kind != "op":
+                use = self._param_uses.get(parent)
+                if use is not None:
+                    params = (*params, use)
+            if template is None:
+                template = list(args)
+            template[i] = tensor_slot(slot)
+        replay = ReplayCall(func, args if template is None else tuple(template), {})
+        if literals is not None:
+            replay.literals = literals
+        return replay, parent_refs, params
+
+    def _resolve_any_inputs(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]:
+        """_resolve_inputs for any call: nested containers, keywords, Tensor subclasses."""
         args_template, kwargs_template, found = scan_call(args, kwargs)
-        replay = ReplayCall(func, args_template, kwargs_template)
-        parent_refs: list[tuple[str, OpRecord, int]] = []
-        params: list[ParamUse] = []
+        parent_refs: ParentRefs = []
+        params: tuple[ParamUse, ...] = ()
+        literals: dict[int, Tensor] | None = None
         for slot, (position, tensor) in enumerate(found):
-            entry = self._producers.get(id(tensor))
-            if entry is not None and entry[0]() is tensor:
-                parent, output_index = entry[1], entry[2]
-                if entry[3] != self.version(tensor) and not self.save.keeps_nothing:
-                    # Written through another view since it was produced: keep the value now.
-                    with torch.no_grad():
-                        replay.literals[slot] = tensor.detach().clone()
+            parent_and_index = self.producer_of(tensor)
+            if parent_and_index is not None:
+                parent, output_index = parent_and_index
+                version = self._producers[id(tensor)][3]
+                if version != self._version(tensor) and not self.keeps_nothing:
+                    literals = self._literal(literals, slot, tensor)
             else:
                 parent, output_index = self._source_for(tensor), 0
-            if parent.kind in ("param", "buffer"):
-                params.append(ParamUse(parent.label, tuple(tensor.shape), tensor.numel()))
+            use = self._param_uses.get(parent) if parent.kind != "op" else None
+            if use is not None:
+                params = (*params, use)
             parent_refs.append((position, parent, output_index))
-        return replay, parent_refs, tuple(params)
+        replay = ReplayCall(func, args_template, kwargs_template)
+        if literals is not None:
+            replay.literals = literals
+        return replay, parent_refs, params
+
+    def _version(self, tensor: Tensor) -> int:
+        if self.track_versions:
+            try:
+                return tensor._version
+            except RuntimeError:  # an inference tensor made outside the trace
+                pass
+        return self.values.version(tensor)
+
+    @staticmethod
+    def _literal(
+        literals: dict[int, Tensor] | None, slot: int, tensor: Tensor
+    ) -> dict[int, Tensor]:
+        """Written through another view since it was produced: keep its value now."""
+        with torch.no_grad():
+            copy = tensor.detach().clone()
+        if literals is None:
+            return {slot: copy}
+        literals[slot] = copy
+        return literals
 
     def _record(
         self,
-        facts: _FuncFacts,
-        inputs: tuple[ReplayCall, list[tuple[str, OpRecord, int]], tuple[ParamUse, ...]],
+        facts: FuncFacts,
+        replay: ReplayCall,
+        parent_refs: ParentRefs,
+        params: tuple[ParamUse, ...],
         outputs: tuple[Tensor, ...],
-        writes: list[Tensor],
+        writes: Any,
+        frame: Any,
+        outside_path: bool = False,
     ) -> OpRecord:
         tracker = self.tracker
-        site, source = find_call_site(2)
+        site, source = find_call_site(frame, outside_path)
         key = (tracker.path, facts.name, site)
         layer = self._layers.get(key)
         if layer is None:
             count = self._func_counts[facts.clean] = self._func_counts.get(facts.clean, 0) + 1
             layer = self._layers[key] = _Layer(f"{facts.clean}_{count}_{len(self._layers) + 1}")
         layer.passes += 1
+        self.op_layers.append(layer)
         stack = tracker.stack
-        replay, parent_refs, params = inputs
+        base = layer.base
 
-        node = OpRecord(
-            label=f"{layer.base}:{layer.passes}", kind="op", func=facts.name,
-            index=len(self.nodes), layer=layer.base, pass_index=layer.passes,
-            module=stack[-1][0] if stack else "", module_stack=stack, params=params,
-            inplace=bool(writes), source=source,  # type: ignore[arg-type]  # resolved later
-            replay=(replay, parent_refs),
-        )  # fmt: skip
-        self.n_ops += 1
-        if self.save.asks_predicate:  # the predicate sees the source as text
-            node.source, node.source_code = describe_source(source)
         if outputs:
-            self._describe_outputs(node, outputs)
+            first = outputs[0]
+            shape = tuple(first.shape)
+            dtype = _DTYPE_NAMES.get(first.dtype) or self._dtype_name(first.dtype)
+            device = self._device_names.get(first.device) or self._device_name(first.device)
+            if len(outputs) == 1:
+                shapes: tuple[tuple[int, ...], ...] = (shape,)
+                nbytes = first.numel() * first.element_size()
+            else:
+                shapes = tuple([tuple(t.shape) for t in outputs])
+                nbytes = sum([t.numel() * t.element_size() for t in outputs])
+        else:
+            shape, dtype, device, shapes, nbytes = None, None, None, (), 0  # type: ignore[assignment]
+
+        # The label gets its pass and the source its text after the pass (trace.py).
+        node = OpRecord(
+            base, "op", facts.name, len(self.nodes), base, layer.passes, 1,
+            stack[-1][0] if stack else "", stack, shape, dtype, device, nbytes, shapes,  # type: ignore[arg-type]
+            params, [], [], [], False, False, source, "", bool(writes), False, None, None,  # type: ignore[arg-type]
+            (replay, parent_refs),
+        )  # fmt: skip
         self.nodes.append(node)
-        if outputs and self.save.keeps(node):
-            self._keep(node, outputs)
-        for i, tensor in enumerate(outputs):
-            self._set_producer(tensor, node, i)
+        if not outputs:
+            return node
+
+        if len(outputs) == 1:  # the common case, without a loop
+            try:
+                versions: int | tuple[int, ...] = first._version if self.track_versions else -1
+            except RuntimeError:
+                versions = -1
+            if versions < 0:  # type: ignore[operator]
+                versions = self.values.version(first)
+            self._producers[id(first)] = (weakref.ref(first), node, 0, versions)
+        else:
+            versions = tuple([self._version(t) for t in outputs])
+            for i, tensor in enumerate(outputs):
+                self._producers[id(tensor)] = (weakref.ref(tensor), node, i, versions[i])
+
+        save = self.save
+        if save.keeps_all:
+            keep = True
+        elif self.keeps_nothing:
+            keep = False
+        else:  # a name list or a predicate: it sees the label with its pass, the source as text
+            node.label = f"{base}:{layer.passes}"
+            node.source, node.source_code = self._source_texts(source)
+            keep = save.keeps(node)
+        if keep:
+            self.values.keep(node, outputs, versions)
         return node
 
-    def _describe_outputs(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
-        first = outputs[0]
-        node.shape = shape = tuple(first.shape)
-        node.dtype = _dtype_name(first.dtype)
-        node.device = self._device_names.get(first.device) or self._name_device(first.device)
-        if len(outputs) == 1:
-            node.shapes = (shape,)
-            node.nbytes = first.numel() * first.element_size()
-        else:
-            node.shapes = tuple(tuple(t.shape) for t in outputs)
-            node.nbytes = sum(t.numel() * t.element_size() for t in outputs)
+    @staticmethod
+    def _dtype_name(dtype: torch.dtype) -> str:
+        name = _DTYPE_NAMES.get(dtype)
+        return name if name is not None else str(dtype).removeprefix("torch.")
 
-    def _name_device(self, device: torch.device) -> str:
-        name = self._device_names[device] = str(device)
+    def _device_name(self, device: torch.device) -> str:
+        name = self._device_names.get(device)
+        if name is None:
+            name = self._device_names[device] = str(device)
         return name
+
+    def source_text(self, site: int) -> tuple[str, str]:
+        """(file:line, line text) of a call site from the pass, read once per site."""
+        return self._source_texts(site)
 
     # ---- modules ---------------------------------------------------------------------
 
-    def _on_module_output(self, address: str, pass_index: int, output: Any) -> None:
+    def _on_module_output(
+        self, address: str, pass_index: int, output: Any, entry: tuple[str, int] | None
+    ) -> None:
         """Note which nodes a module call returned. A tensor it returns untouched (an
         nn.Identity, a skipped branch) gets an "identity" op inside the module, so the
-        module is a node of the graph and the value visibly flows through it."""
+        module is a node of the graph and the value visibly flows through it.
+
+        `entry` is the module's (address, pass) on the tracker's stack, None for the root."""
         nodes = []
-        inside = (address, pass_index)
-        # Runs inside the mode: torch calls made here must not be recorded.
-        with torch._C.DisableTorchFunction():
-            for tensor in tensor_leaves(output):
-                produced = self.producer_of(tensor)
-                if inside in self.tracker.stack and (
-                    produced is None or inside not in produced[0].module_stack
+        depth = len(self.tracker.stack)
+        with self.quiet:  # runs at the user's level: nothing here may reach a mode
+            leaves = (output,) if type(output) is Tensor else tensor_leaves(output)
+            for tensor in leaves:
+                produced = self._producers.get(id(tensor))
+                node = produced[1] if produced is not None and produced[0]() is tensor else None
+                if entry is not None and (
+                    node is None
+                    or len(node.module_stack) < depth
+                    or node.module_stack[depth - 1] is not entry
                 ):
-                    inputs = self._resolve_inputs(identity, (tensor,), {})
-                    nodes.append(self._record(_IDENTITY_FACTS, inputs, (tensor,), []))
-                elif produced is not None:
-                    nodes.append(produced[0])
-        self.module_outputs[inside] = nodes
+                    replay, parent_refs, params = self._resolve_inputs(identity, (tensor,), None)
+                    # Named after the line that called the module, outside the module's body.
+                    frame = sys._getframe(0)
+                    nodes.append(
+                        self._record(
+                            IDENTITY_FACTS, replay, parent_refs, params, (tensor,), (), frame, True
+                        )
+                    )
+                elif node is not None:
+                    nodes.append(node)
+        self.module_outputs[(address, pass_index)] = nodes

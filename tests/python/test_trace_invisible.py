@@ -1,0 +1,121 @@
+"""The tracer's own bookkeeping is invisible: a user's mode or Tensor subclass around a trace
+sees exactly the calls of a plain forward, and the tracer reads no tensor values, so it
+never synchronises a device (issue 11, item 1 and "GPU-ready")."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from function_module import FunctionModule
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+import lens_widget as lw
+
+
+class CallLog(TorchFunctionMode):
+    """A user's own mode: writes down every call it sees."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        self.calls.append(getattr(func, "__qualname__", None) or repr(func))
+        return func(*args, **(kwargs or {}))
+
+
+class Logged(torch.Tensor):
+    """A user's Tensor subclass: writes down every call made on it."""
+
+    calls: list[str] = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        cls.calls.append(getattr(func, "__qualname__", None) or repr(func))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 8), nn.Tanh()).eval()
+
+
+@pytest.mark.parametrize("save", ["all", None])
+def test_an_outer_mode_sees_exactly_the_calls_of_a_plain_forward(save):
+    model, x = _mlp(), torch.randn(3, 6)
+    with CallLog() as plain:
+        model(x)
+    with CallLog() as traced:
+        log = lw.trace(model, x, save=save)
+    assert traced.calls == plain.calls
+    assert len(log.ops) == 4
+
+
+def test_a_tensor_subclass_input_sees_exactly_the_calls_of_a_plain_forward():
+    model = _mlp()
+    x = torch.randn(3, 6).as_subclass(Logged)
+    Logged.calls = []
+    model(x)
+    plain = Logged.calls
+    Logged.calls = []
+    log = lw.trace(model, x)
+    assert Logged.calls == plain
+    assert [op.func for op in log.ops] == ["linear", "relu", "linear", "tanh"]
+
+
+def test_a_nested_trace_adds_no_ops_to_the_outer_log():
+    inner_model = _mlp()
+
+    def outer_forward(x: torch.Tensor) -> torch.Tensor:
+        inner = lw.trace(inner_model, x)
+        return inner.output * 2
+
+    outer = lw.trace(FunctionModule(outer_forward), torch.randn(3, 6))
+    assert [op.func for op in outer.ops] == ["linear", "relu", "linear", "tanh", "mul"]
+
+
+# Tensor methods that wait for the device (or read values on the host).
+_SYNCING = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "nonzero")
+
+
+def test_the_tracer_itself_calls_nothing_that_synchronises_the_device(monkeypatch):
+    """Every syncing Tensor method is replaced by a spy; during a trace only the model's own
+    calls (made from its forward, listed here) may reach them."""
+    seen: list[str] = []
+
+    def spy(name: str):  # noqa: ANN202
+        original = getattr(torch.Tensor, name)
+
+        def call(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            seen.append(name)
+            return original(self, *args, **kwargs)
+
+        return call
+
+    for name in _SYNCING:
+        monkeypatch.setattr(torch.Tensor, name, spy(name))
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.bn = nn.BatchNorm1d(4)
+            self.drop = nn.Dropout(0.5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.drop(self.bn(self.fc(x)))
+            y[y > 0] = 1.0  # an in-place write through a mask
+            y = torch.softmax(y, -1) + torch.randn_like(y)
+            return y.relu_()
+
+    model, x = Model().train(), torch.randn(5, 4)
+    with torch.no_grad():
+        model(x)
+    plain = list(seen)
+    seen.clear()
+    log = lw.trace(model, x)
+    assert seen == plain
+    assert len(log.ops) > 8
+    seen.clear()
+    log.validate()  # replays may compare values: not part of the per-op path
