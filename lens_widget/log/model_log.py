@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from lens_widget.gc_pause import gc_paused
+from lens_widget.log.held_error import HeldError
 from lens_widget.log.records import OpRecord
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ class ModelLog:
     nodes: list[OpRecord]
     modules: dict[str, ModuleInfo]
     output: Any
-    error: BaseException | None
+    error: BaseException | None = HeldError()  # type: ignore[assignment]  # held weakly
     failed_op: str | None
     elapsed: float
     n_params: int
