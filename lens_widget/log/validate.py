@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -36,6 +37,7 @@ def validate_log(log: ModelLog, *, rtol: float, atol: float) -> ValidationReport
     report = ValidationReport()
     # Replays of random ops set the RNG; the user's stream must be untouched afterwards.
     rng = torch.get_rng_state()
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
     try:
         with torch.no_grad():
             for node in log.ops:
@@ -46,6 +48,8 @@ def validate_log(log: ModelLog, *, rtol: float, atol: float) -> ValidationReport
                     report.skipped[node.label] = why_not
     finally:
         torch.set_rng_state(rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state_all(cuda_rng)
     return report
 
 
@@ -64,6 +68,8 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
     if call.kwargs.get("generator") is not None:
         # Replaying would draw from (and advance) the user's own generator.
         return "draws from an explicit torch.Generator"
+    if getattr(call.func, "__module__", "").startswith("torch.autograd"):
+        return "needs the autograd graph of the forward pass, which saved values do not keep"
     tensors: list[torch.Tensor] = []
     for slot, (_, parent, output_index) in enumerate(parent_refs):
         literal = call.literals.get(slot)
@@ -76,9 +82,10 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         tensors.append(parent.activations[output_index].clone())
     args = fill_template(call.args, tensors)
     kwargs = fill_template(call.kwargs, tensors)
-    if call.rng_state is not None:
-        torch.set_rng_state(call.rng_state)
-    result = call.func(*args, **kwargs)
+    try:
+        result = _call_as_recorded(call, args, kwargs)
+    except Exception as err:  # noqa: BLE001 - a replay that cannot run is reported, not raised
+        return f"replay raised {type(err).__name__}: {_first_line(err)}"
     produced = tensor_leaves(result) if result is not None else []
     if node.func == "__setitem__":
         produced = [args[0]]
@@ -93,6 +100,33 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
     return None
 
 
+def _call_as_recorded(call: Any, args: Any, kwargs: Any) -> Any:
+    """The call, under the RNG state and autocast contexts it ran with."""
+    if call.rng_state is not None:
+        torch.set_rng_state(call.rng_state)
+    cuda_states = getattr(call, "cuda_rng_states", None)
+    if cuda_states is not None:
+        torch.cuda.set_rng_state_all(cuda_states)
+    with contextlib.ExitStack() as contexts:
+        for device_type, dtype in getattr(call, "autocast", ()):
+            contexts.enter_context(torch.autocast(device_type, dtype=dtype))
+        return call.func(*args, **kwargs)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _dense(tensor: torch.Tensor) -> torch.Tensor:
+    """Sparse values compared as dense ones (torch.equal has no sparse kernel)."""
+    if tensor.layout == torch.sparse_coo:
+        return tensor.coalesce().to_dense()
+    if tensor.layout != torch.strided:
+        return tensor.to_dense()
+    return tensor
+
+
 def _compare(
     label: str,
     i: int,
@@ -104,6 +138,7 @@ def _compare(
     values: bool,
 ) -> None:
     where = f" (output {i})" if i else ""
+    got, want = _dense(got), _dense(want)
     if got.shape != want.shape or got.dtype != want.dtype:
         raise ValidationError(
             label,
