@@ -3,7 +3,10 @@
     python -m bench.per_op [--rounds 7] [--ops 3000] [--no-gpt2]
 
 The model is a loop of tiny ops (`Linear(8,8)`, relu, add; batch 4) on one thread, so the
-time is almost all per-op overhead. Reported, as the median of interleaved rounds:
+time is almost all per-op overhead: 1,000 distinct Linear modules ("distinct", the issue's
+measurement: every op a new layer, two parameters and one module call per three ops), and
+one Linear reused 1,000 times ("reused": a loop whose layers fold into passes).
+Reported, as the median of interleaved rounds:
 - plain: the forward alone (ms);
 - floor: a bare TorchFunctionMode that keeps every output, in µs/op above plain;
 - trace None / trace all: `lw.trace(save=None)` / `save="all"`, in µs/op above plain;
@@ -47,6 +50,23 @@ class TinyLoop(nn.Module):
         return x
 
 
+class ReusedLoop(nn.Module):
+    """One Linear(8,8) applied `blocks` times (relu, add): 3 traced ops per block."""
+
+    def __init__(self, blocks: int) -> None:
+        super().__init__()
+        self.blocks = blocks
+        self.layer = nn.Linear(8, 8)
+        with torch.no_grad():
+            self.layer.weight.mul_(0.05)
+            self.layer.bias.mul_(0.05)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.blocks):
+            x = torch.relu(self.layer(x)) + x
+        return x
+
+
 class KeepOutputs(TorchFunctionMode):
     """The floor of any TorchFunctionMode tracer: see every call, keep every output."""
 
@@ -87,13 +107,13 @@ def _interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, f
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def measure_per_op(n_ops: int = 3000, rounds: int = 7) -> dict[str, float]:
+def measure_per_op(n_ops: int = 3000, rounds: int = 7, reused: bool = False) -> dict[str, float]:
     """plain ms and floor / trace None / trace all µs per op above plain, one thread."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         torch.manual_seed(0)
-        model = TinyLoop(n_ops // 3).eval()
+        model = (ReusedLoop if reused else TinyLoop)(n_ops // 3).eval()
         x = torch.randn(4, 8)
         with torch.no_grad():
             n_traced = len(lw.trace(model, (x,), save=None).ops)
@@ -145,12 +165,14 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=3000)
     parser.add_argument("--no-gpt2", action="store_true")
     args = parser.parse_args()
-    r = measure_per_op(args.ops, args.rounds)
-    print(f"tiny-op loop, {r['ops']:.0f} ops, 1 thread, median of {args.rounds} rounds")
-    print(f"  plain forward              {r['plain_ms']:8.1f} ms")
-    print(f"  floor (bare mode, keeps)   {r['floor_us']:8.1f} µs/op above plain")
-    print(f"  trace(save=None)           {r['trace_none_us']:8.1f} µs/op above plain")
-    print(f'  trace(save="all")          {r["trace_all_us"]:8.1f} µs/op above plain')
+    for reused in (False, True):
+        r = measure_per_op(args.ops, args.rounds, reused)
+        kind = "one Linear reused" if reused else "distinct Linears"
+        print(f"tiny-op loop ({kind}), {r['ops']:.0f} ops, 1 thread, median of {args.rounds}")
+        print(f"  plain forward              {r['plain_ms']:8.1f} ms")
+        print(f"  floor (bare mode, keeps)   {r['floor_us']:8.1f} µs/op above plain")
+        print(f"  trace(save=None)           {r['trace_none_us']:8.1f} µs/op above plain")
+        print(f'  trace(save="all")          {r["trace_all_us"]:8.1f} µs/op above plain')
     if not args.no_gpt2:
         g = measure_gpt2_ratio(args.rounds)
         print(

@@ -72,12 +72,16 @@ class _Rebuild:
 LEAF_TYPES = frozenset(
     {int, float, bool, str, type(None), torch.dtype, torch.device, torch.Size, torch.layout}
 )
-# Slots are immutable: the first few are shared by every template.
-_SLOTS = [TensorSlot(i) for i in range(16)]
+# Calls with up to this many positional arguments take the recorder's fast path, which
+# shares these (immutable) slots and position texts among all templates.
+MAX_FAST_ARGS = 64
+SLOTS = tuple(TensorSlot(i) for i in range(MAX_FAST_ARGS))
+ALL_SLOTS = tuple(SLOTS[:n] for n in range(MAX_FAST_ARGS + 1))  # templates of all-tensor calls
+POSITION_TEXT = tuple(str(i) for i in range(MAX_FAST_ARGS))
 
 
 def tensor_slot(index: int) -> TensorSlot:
-    return _SLOTS[index] if index < 16 else TensorSlot(index)
+    return SLOTS[index] if index < MAX_FAST_ARGS else TensorSlot(index)
 
 
 def scan_call(

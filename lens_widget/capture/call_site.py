@@ -67,6 +67,15 @@ def find_call_site(frame: FrameType | None, outside_path: bool = False) -> tuple
     Only ints are kept: holding frames would keep their locals alive.
     """
     kinds = _KINDS
+    if frame is not None and not outside_path and kinds.get(id(frame.f_code)) == USER:
+        # The common case, an op called in a forward: that line is both path and source.
+        back = frame.f_back
+        if back is not None and kinds.get(id(back.f_code)) == MODULE_CALL:
+            code = frame.f_code
+            site = id(code) * _SITE_SCALE + frame.f_lasti
+            if site not in _LINES:
+                _LINES[site] = (code.co_filename, frame.f_lineno)
+            return site, site
     first = 0
     more: list[int] | None = None
     source = 0
@@ -117,10 +126,10 @@ class SourceTexts:
     """describe_source per source site, each site read from its file once per trace."""
 
     def __init__(self) -> None:
-        self._texts: dict[int, tuple[str, str]] = {0: ("", "")}
+        self.texts: dict[int, tuple[str, str]] = {0: ("", "")}
 
     def __call__(self, site: int) -> tuple[str, str]:
-        text = self._texts.get(site)
+        text = self.texts.get(site)
         if text is None:
-            text = self._texts[site] = describe_source(source_line(site))
+            text = self.texts[site] = describe_source(source_line(site))
         return text

@@ -109,7 +109,7 @@ def _clean(name: str) -> str:
 
 
 class FuncFacts:
-    __slots__ = ("name", "clean", "metadata", "random", "mutation", "may_write")
+    __slots__ = ("name", "clean", "metadata", "random", "mutation", "special", "inplace_position")
 
     def __init__(self, func: Callable[..., Any]) -> None:
         self.name = _func_name(func)
@@ -117,8 +117,12 @@ class FuncFacts:
         self.metadata = self.name in _METADATA_CALLS
         self.random = not self.metadata and draws_random_numbers(func, self.name)
         self.mutation = MutationRule(func, self.name)
-        # Whether the call may write without an `out=` / `inplace=` keyword.
-        self.may_write = self.mutation.may_write_positionally
+        # Calls that always need more than the recorder's fast path: they draw random
+        # numbers, or write to an argument (x.add_, x[i] = v, batch_norm in training).
+        rule = self.mutation
+        self.special = self.random or rule.writes_first or rule.running_stats is not None
+        # Where an `inplace` flag sits among the positional arguments (F.relu's), if any.
+        self.inplace_position = rule.inplace_flag_position
 
 
 # Facts per torch function, kept across traces: reading a signature is slow.

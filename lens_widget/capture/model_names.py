@@ -14,7 +14,11 @@ class ModelNames:
         # id -> (qualified name, "param" | "buffer")
         self.tensors: dict[int, tuple[str, str]] = {}
         self.params: list[torch.Tensor] = []
-        for address, module in model.named_modules(remove_duplicate=False):
+        # Pre-order, as model.named_modules() walks, without its generators (one walk per
+        # trace, over every module of the model).
+        pending: list[tuple[str, torch.nn.Module]] = [("", model)]
+        while pending:
+            address, module = pending.pop()
             if id(module) in self.modules:  # shared: keep its first address
                 continue
             self.modules[id(module)] = address
@@ -25,3 +29,5 @@ class ModelNames:
                         self.tensors[id(tensor)] = (prefix + name, kind)
                         if kind == "param":
                             self.params.append(tensor)
+            children = [(prefix + name, child) for name, child in module._modules.items()]
+            pending.extend(reversed([c for c in children if c[1] is not None]))

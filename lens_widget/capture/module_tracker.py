@@ -122,16 +122,19 @@ class ModuleTracker:
         model: torch.nn.Module,
         names: ModelNames,
         on_module_output: Callable[[str, int, Any, tuple[str, int] | None], None],
+        ops: list[Any],
     ) -> None:
         self._root = model
         self._addresses = names.modules
         self._on_module_output = on_module_output
+        self._ops = ops  # the ops recorded so far: a module's n_ops is how many its calls add
         self.modules: dict[str, ModuleInfo] = {}
         self.stack: ModuleStack = ()
         # The stack without pass numbers: part of the key that folds an op's passes.
         self.path: tuple[str, ...] = ()
-        # per open module call: (stack, path) to restore, address, pass, its stack entry
-        self._open: list[tuple[ModuleStack, tuple[str, ...], str, int, Any]] = []
+        # per open module call: (stack, path) to restore, its info, pass, stack entry, ops
+        # recorded before it
+        self._open: list[tuple[ModuleStack, tuple[str, ...], ModuleInfo, int, Any, int]] = []
         self._entered = False
 
     def __enter__(self) -> ModuleTracker:
@@ -171,10 +174,10 @@ class ModuleTracker:
         n_passes = info.n_passes
         stack, path = self.stack, self.path
         if module is self._root:  # the root is the whole log, not a group inside it
-            self._open.append((stack, path, address, n_passes, None))
+            self._open.append((stack, path, info, n_passes, None, len(self._ops)))
             return
         entry = (address, n_passes)
-        self._open.append((stack, path, address, n_passes, entry))
+        self._open.append((stack, path, info, n_passes, entry, len(self._ops)))
         self.stack = (*stack, entry)
         self.path = (*path, address)
 
@@ -182,11 +185,12 @@ class ModuleTracker:
         """The module call that entered last returned `output` (None when it raised)."""
         if not self._open:
             return
-        stack, path, address, n_passes, entry = self._open[-1]
+        stack, path, info, n_passes, entry, ops_before = self._open[-1]
         try:
             # `entry` is the stack's top while the module ran (None for the root): the ops
             # inside that call are those whose module_stack holds this very tuple.
-            self._on_module_output(address, n_passes, output, entry)
+            self._on_module_output(info.address, n_passes, output, entry)
         finally:
             self._open.pop()
             self.stack, self.path = stack, path
+            info.n_ops += len(self._ops) - ops_before

@@ -57,15 +57,6 @@ class MutationRule:
             stats = [_position(names, "running_mean"), _position(names, "running_var")]
             self.running_stats = (flag, _position(names, flag), stats)
 
-    @property
-    def may_write_positionally(self) -> bool:
-        """False when only an ``out=`` or ``inplace=True`` keyword could make it write."""
-        return (
-            self.writes_first
-            or self.inplace_flag_position is not None
-            or self.running_stats is not None
-        )
-
     def targets(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
         """The tensors this call will write to (empty for pure functions)."""
         found: list[torch.Tensor] = []

@@ -4,8 +4,9 @@ A mode (rather than only a Tensor subclass) also sees factory calls such as
 ``torch.arange`` that take no tensor, and never changes the type of the user's tensors.
 
 Everything here runs once per op, so it is written for speed: per-function facts are
-cached, a call site is an int, records are built positionally, saving a value appends to
-a list, and labels, links and source text are finished after the pass (trace.py).
+cached, a call site is an int, records are built positionally and complete (labels, links,
+source text; only the first pass of a repeating layer is renamed afterwards, links.py),
+and saving a value appends to a list.
 The bookkeeping runs with torch functions disabled, so a user's own mode or Tensor
 subclass around the trace sees exactly the calls of a plain forward, and nothing here
 reads a tensor's values (no device synchronisation).
@@ -17,23 +18,26 @@ import dataclasses
 import sys
 import weakref
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from lens_widget.capture.arguments import (
+    ALL_SLOTS,
     LEAF_TYPES,
-    POSITIONS,
+    MAX_FAST_ARGS,
+    POSITION_TEXT,
+    SLOTS,
     scan_call,
     tensor_leaves,
-    tensor_slot,
 )
 from lens_widget.capture.call_site import SourceTexts, find_call_site
 from lens_widget.capture.func_facts import FACTS, IDENTITY_FACTS, FuncFacts, identity
+from lens_widget.capture.links import Layer, ParentRefs, link_parents
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
+from lens_widget.capture.replay_call import ReplayCall
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.saved_values import SavedValues
 from lens_widget.log.records import NodeKind, OpRecord, ParamUse
@@ -57,7 +61,17 @@ _DTYPE_NAMES = {
     if isinstance(dtype, torch.dtype)
 }
 _NO_KWARGS: dict[str, Any] = {}  # read only
+_any_autocast = torch._C._is_any_autocast_enabled
+_mode_stack_depth = torch._C._len_torch_function_stack
 _AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps", "hpu")
+
+
+def _may_write(facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
+    """An `out=` or `inplace=True` argument (F.relu(x, inplace=True), torch.add(a, b, out=c))."""
+    if kwargs and ("out" in kwargs or kwargs.get("inplace") is True):
+        return True
+    position = facts.inplace_position
+    return position is not None and len(args) > position and args[position] is True
 
 
 def _autocast_state() -> tuple[tuple[str, torch.dtype], ...]:
@@ -67,41 +81,6 @@ def _autocast_state() -> tuple[tuple[str, torch.dtype], ...]:
         for device in _AUTOCAST_DEVICES
         if torch.is_autocast_enabled(device)
     )
-
-
-class _Layer:
-    """One layer: an op identity that repeats across passes (loops, reused modules)."""
-
-    __slots__ = ("base", "passes")
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.passes = 0
-
-
-class ReplayCall:
-    """What validate() needs: the function, its argument templates, and the state it ran in.
-
-    Most calls set only the first three; the others read as their class defaults until set.
-    """
-
-    __slots__ = ("func", "args", "kwargs", "__dict__")
-
-    # Tensor arguments whose value no node holds (a view changed through its base):
-    # slot index -> copy of the value at call time.
-    literals: dict[int, Tensor] = MappingProxyType({})  # type: ignore[assignment]
-    # The generators' states before a random op: the CPU one, and the CUDA ones once CUDA
-    # is in use (host-side copies: no device synchronisation).
-    rng_state: Tensor | None = None
-    cuda_rng_states: list[Tensor] | None = None
-    # ((device type, dtype), ...) of the autocast contexts the op ran under
-    autocast: tuple[tuple[str, torch.dtype], ...] = ()
-
-    def __init__(self, func: Callable[..., Any], args: Any, kwargs: Any) -> None:
-        self.func, self.args, self.kwargs = func, args, kwargs
-
-
-ParentRefs = list[tuple[str, OpRecord, int]]
 
 
 class Recorder(TorchFunctionMode):
@@ -114,14 +93,15 @@ class Recorder(TorchFunctionMode):
         self.track_versions = track_versions
         self.values = SavedValues(track_versions)
         self.nodes: list[OpRecord] = []
-        # the _Layer of each op, in order: its pass count is final only after the pass
-        self.op_layers: list[_Layer] = []
+        self.ops: list[OpRecord] = []  # the nodes of kind "op", in order
         self.failed: OpRecord | None = None
         self.names = names = ModelNames(model)
-        self.tracker = ModuleTracker(model, names, self._on_module_output)
+        self.tracker = ModuleTracker(model, names, self._on_module_output, self.ops)
         # Bookkeeping runs inside this: invisible to the user's modes and Tensor subclasses.
         self.quiet = torch._C.DisableTorchFunction()
-        self._layers: dict[Any, _Layer] = {}
+        # (module path, function, call path) -> its layer; layers that ran more than once
+        self._layers: dict[Any, Layer] = {}
+        self.repeated: list[Layer] = []
         self._func_counts: dict[str, int] = {}
         # id(tensor) -> (weakref, node, output index, version when produced)
         self._producers: dict[int, tuple[Any, OpRecord, int, int]] = {}
@@ -130,13 +110,10 @@ class Recorder(TorchFunctionMode):
         self._n_consts = 0
         self._labels: set[str] = set()  # of sources and sinks; op labels cannot clash
         self._device_names: dict[torch.device, str] = {}
-        self._source_texts = SourceTexts()
-        # (module address, pass) -> nodes that produced that module call's output tensors
-        self.module_outputs: dict[tuple[str, int], list[OpRecord]] = {}
-
-    @property
-    def n_ops(self) -> int:
-        return len(self.op_layers)
+        self.source_text = SourceTexts()
+        self._texts = self.source_text.texts  # its cache: read directly on the hot path
+        # (module address, pass, the nodes that produced that module call's output tensors)
+        self.module_outputs: list[tuple[str, int, list[OpRecord]]] = []
 
     # ---- sources ---------------------------------------------------------------------
 
@@ -158,11 +135,12 @@ class Recorder(TorchFunctionMode):
         stack = self.tracker.stack
         shape = tuple(tensor.shape)
         numel = tensor.numel()
+        where, code = self.source_text(source)
         node = OpRecord(
             name, kind, name, len(self.nodes), name, 1, 1, stack[-1][0] if stack else "",
             stack, shape, self._dtype_name(tensor.dtype), self._device_name(tensor.device),
-            numel * tensor.element_size(), (shape,), (), [], [], [], False, False,
-            source, "", False, False, None, None, None,  # type: ignore[arg-type]  # a call site until the pass ends
+            numel * tensor.element_size(), (shape,), (), [], [], [], kind == "input", False,
+            where, code, False, False, None, None, None,
         )  # fmt: skip
         self.nodes.append(node)
         version = self._version(tensor)
@@ -204,90 +182,168 @@ class Recorder(TorchFunctionMode):
             facts = FACTS[func] = FuncFacts(func)
         if facts.metadata:
             return func(*args, **kwargs) if kwargs else func(*args)
-
-        with self.quiet:
-            # Inputs are resolved before the call: an in-place op changes their versions.
-            replay, parent_refs, params = self._resolve_inputs(func, args, kwargs)
-            writes = (
-                facts.mutation.targets(args, kwargs or _NO_KWARGS)
-                if facts.may_write or kwargs
-                else ()
-            )
-            if writes:
-                self.values.before_write(writes)  # type: ignore[arg-type]
-            if facts.random and not self.keeps_nothing:
-                replay.rng_state = torch.get_rng_state()
-                if torch.cuda.is_initialized():
-                    replay.cuda_rng_states = torch.cuda.get_rng_state_all()
-            if torch._C._is_any_autocast_enabled():
-                replay.autocast = _autocast_state()
-
+        frame = sys._getframe(1)
+        # The fast path: positional plain tensors and scalars, no user mode around the trace.
+        # Then no call made by the bookkeeping can reach a mode or a Tensor subclass, and it
+        # runs without DisableTorchFunction.
+        if facts.special or _mode_stack_depth() or _may_write(facts, args, kwargs):
+            return self._call_quietly(facts, func, args, kwargs, frame)
+        # Inputs are resolved before the call: an in-place op changes their versions.
+        inputs = self._resolve_plain_inputs(func, args, kwargs)
+        if inputs is None:
+            return self._call_quietly(facts, func, args, kwargs, frame)
+        if _any_autocast():
+            inputs[0].autocast = _autocast_state()
         try:
             out = func(*args, **kwargs) if kwargs else func(*args)
         except BaseException as err:
             with self.quiet:
-                node = self._record(
-                    facts, replay, parent_refs, params, (), writes, sys._getframe(1)
-                )
-                node.failed = True
-                node.error = f"{type(err).__name__}: {err}"
-                self.failed = node
+                self._record_failure(facts, inputs, (), err, frame)
             raise
+        if type(out) is not Tensor:
+            with self.quiet:
+                return self._record_result(facts, inputs, (), args, out, frame)
+        self._record(facts, inputs, (out,), (), frame)
+        return out
 
+    def _call_quietly(
+        self,
+        facts: FuncFacts,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        frame: Any,
+    ) -> Any:
+        """Any call: keywords, containers, Tensor subclasses, writes, random numbers, a
+        user's mode around the trace. The bookkeeping runs with torch functions disabled."""
+        with self.quiet:
+            # Inputs are resolved before the call: an in-place op changes their versions.
+            inputs = self._resolve_inputs(func, args, kwargs)
+            writes = self._before_call(facts, args, kwargs, inputs[0])
+            if _any_autocast():
+                inputs[0].autocast = _autocast_state()
+        try:
+            out = func(*args, **kwargs) if kwargs else func(*args)
+        except BaseException as err:
+            with self.quiet:
+                self._record_failure(facts, inputs, writes, err, frame)
+            raise
+        with self.quiet:
+            return self._record_result(facts, inputs, writes, args, out, frame)
+
+    def _record_failure(
+        self, facts: FuncFacts, inputs: Any, writes: Any, err: BaseException, frame: Any
+    ) -> None:
+        node = self._record(facts, inputs, (), writes, frame)
+        node.failed = True
+        node.error = f"{type(err).__name__}: {err}"
+        self.failed = node
+
+    def _record_result(
+        self,
+        facts: FuncFacts,
+        inputs: Any,
+        writes: Any,
+        args: tuple[Any, ...],
+        out: Any,
+        frame: Any,
+    ) -> Any:
+        """Record a call that returned `out` (if it returned tensors); give `out` back."""
         if type(out) is Tensor:
             outputs: tuple[Tensor, ...] = (out,)
         elif out is None and facts.name == "__setitem__":
             outputs = (args[0],)  # x[i] = v: the op's result is the written tensor
+        elif isinstance(out, (tuple, list, Tensor)):
+            outputs = tuple(tensor_leaves(out))
         else:
-            with self.quiet:
-                is_tensors = isinstance(out, (tuple, list, Tensor))
-                outputs = tuple(tensor_leaves(out)) if is_tensors else ()
-            if not outputs:
-                return out
-        with self.quiet:
-            self._record(facts, replay, parent_refs, params, outputs, writes, sys._getframe(1))
+            outputs = ()
+        if outputs:
+            self._record(facts, inputs, outputs, writes, frame)
         return out
+
+    def _before_call(
+        self, facts: FuncFacts, args: tuple[Any, ...], kwargs: Any, replay: ReplayCall
+    ) -> list[Tensor]:
+        """For calls that may write or draw random numbers: copy saved values about to be
+        overwritten, keep the RNG state; the tensors the call writes."""
+        writes = facts.mutation.targets(args, kwargs or _NO_KWARGS)
+        if writes:
+            self.values.before_write(writes)
+        if facts.random and not self.keeps_nothing:
+            replay.rng_state = torch.get_rng_state()
+            if torch.cuda.is_initialized():
+                replay.cuda_rng_states = torch.cuda.get_rng_state_all()
+        return writes
 
     def _resolve_inputs(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
     ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]:
-        """The call's replay template, its tensor arguments' producers, the params it reads.
+        """The call's replay template, its tensor arguments' producers, the params it reads."""
+        inputs = self._resolve_plain_inputs(func, args, kwargs)
+        return inputs if inputs is not None else self._resolve_any_inputs(func, args, kwargs)
 
-        The hot path: positional plain tensors and scalars, no keywords."""
+    def _resolve_plain_inputs(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]] | None:
+        """_resolve_inputs for positional plain tensors and scalars, keywords only scalars (the
+        hot path); None for any other call."""
+        if len(args) > MAX_FAST_ARGS:
+            return None
         if kwargs:
-            return self._resolve_any_inputs(func, args, kwargs)
+            for value in kwargs.values():
+                if type(value) not in LEAF_TYPES:
+                    return None
+            kwargs = dict(kwargs)
         producers = self._producers
         parent_refs: ParentRefs = []
         params: tuple[ParamUse, ...] = ()
-        template: list[Any] | None = None
-        literals: dict[int, Tensor] | None = None
         for i, value in enumerate(args):
             kind = type(value)
             if kind is not Tensor and kind is not Parameter:
                 if kind in LEAF_TYPES:
                     continue
-                return self._resolve_any_inputs(func, args, kwargs)
-            slot = len(parent_refs)
+                return None
             entry = producers.get(id(value))
             if entry is not None and entry[0]() is value:
                 parent = entry[1]
-                if entry[3] != self._version(value) and not self.keeps_nothing:
-                    literals = self._literal(literals, slot, value)
-                parent_refs.append((POSITIONS[i], parent, entry[2]))
+                parent_refs.append((POSITION_TEXT[i], parent, entry[2]))
             else:
                 parent = self._source_for(value)
-                parent_refs.append((POSITIONS[i], parent, 0))
+                parent_refs.append((POSITION_TEXT[i], parent, 0))
             if parent.kind != "op":
                 use = self._param_uses.get(parent)
                 if use is not None:
                     params = (*params, use)
-            if template is None:
-                template = list(args)
-            template[i] = tensor_slot(slot)
-        replay = ReplayCall(func, args if template is None else tuple(template), {})
+        n_tensors = len(parent_refs)
+        if n_tensors == len(args):  # only tensors: a shared template
+            template: tuple[Any, ...] = ALL_SLOTS[n_tensors]
+        elif n_tensors == 0:
+            template = args
+        else:
+            slots = iter(SLOTS)
+            template = tuple([v if type(v) in LEAF_TYPES else next(slots) for v in args])
+        replay = ReplayCall(func, template, kwargs or {})
+        if not self.keeps_nothing:  # a write matters only to saved values
+            self._check_unseen_writes(replay, parent_refs, args)
+        return replay, parent_refs, params
+
+    def _check_unseen_writes(
+        self, replay: ReplayCall, parent_refs: ParentRefs, tensors: tuple[Any, ...]
+    ) -> None:
+        """An argument written through another view since it was produced (its version
+        moved): no node holds its current value, so the replay keeps a copy."""
+        producers = self._producers
+        literals = None
+        slot = 0
+        for value in tensors:
+            if type(value) in LEAF_TYPES:
+                continue
+            entry = producers[id(value)]
+            if entry[3] != self._version(value):
+                literals = self._literal(literals, slot, value)
+            slot += 1
         if literals is not None:
             replay.literals = literals
-        return replay, parent_refs, params
 
     def _resolve_any_inputs(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
@@ -302,7 +358,7 @@ class Recorder(TorchFunctionMode):
             if parent_and_index is not None:
                 parent, output_index = parent_and_index
                 version = self._producers[id(tensor)][3]
-                if version != self._version(tensor) and not self.keeps_nothing:
+                if not self.keeps_nothing and version != self._version(tensor):
                     literals = self._literal(literals, slot, tensor)
             else:
                 parent, output_index = self._source_for(tensor), 0
@@ -338,26 +394,26 @@ class Recorder(TorchFunctionMode):
     def _record(
         self,
         facts: FuncFacts,
-        replay: ReplayCall,
-        parent_refs: ParentRefs,
-        params: tuple[ParamUse, ...],
+        inputs: tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]],
         outputs: tuple[Tensor, ...],
         writes: Any,
         frame: Any,
         outside_path: bool = False,
     ) -> OpRecord:
+        """The op's record, complete but for the ``:1`` of a first pass that repeats later."""
+        replay, parent_refs, params = inputs
         tracker = self.tracker
         site, source = find_call_site(frame, outside_path)
         key = (tracker.path, facts.name, site)
         layer = self._layers.get(key)
         if layer is None:
-            count = self._func_counts[facts.clean] = self._func_counts.get(facts.clean, 0) + 1
-            layer = self._layers[key] = _Layer(f"{facts.clean}_{count}_{len(self._layers) + 1}")
-        layer.passes += 1
-        self.op_layers.append(layer)
-        stack = tracker.stack
+            layer = self._new_layer(key, facts.clean)
+        passes = layer.passes = layer.passes + 1
         base = layer.base
-
+        label = base if passes == 1 else f"{base}:{passes}"
+        parents, parent_args, from_input = link_parents(label, parent_refs)
+        where, code = self._texts.get(source) or self.source_text(source)
+        stack = tracker.stack
         if outputs:
             first = outputs[0]
             shape = tuple(first.shape)
@@ -372,42 +428,56 @@ class Recorder(TorchFunctionMode):
         else:
             shape, dtype, device, shapes, nbytes = None, None, None, (), 0  # type: ignore[assignment]
 
-        # The label gets its pass and the source its text after the pass (trace.py).
         node = OpRecord(
-            base, "op", facts.name, len(self.nodes), base, layer.passes, 1,
+            label, "op", facts.name, len(self.nodes), base, passes, 1,
             stack[-1][0] if stack else "", stack, shape, dtype, device, nbytes, shapes,  # type: ignore[arg-type]
-            params, [], [], [], False, False, source, "", bool(writes), False, None, None,  # type: ignore[arg-type]
-            (replay, parent_refs),
+            params, parents, parent_args, [], from_input, False, where, code, bool(writes),  # type: ignore[arg-type]
+            False, None, None, (replay, parent_refs),
         )  # fmt: skip
         self.nodes.append(node)
-        if not outputs:
-            return node
+        self.ops.append(node)
+        if passes == 1:
+            layer.first = node
+        else:
+            if passes == 2:
+                self.repeated.append(layer)
+            layer.later.append(node)
+        if outputs:
+            self._note_outputs(node, outputs, base, passes)
+        return node
 
+    def _note_outputs(
+        self, node: OpRecord, outputs: tuple[Tensor, ...], base: str, passes: int
+    ) -> None:
+        """Producers of the op's output tensors, and the outputs kept if the policy says so."""
         if len(outputs) == 1:  # the common case, without a loop
+            tensor = outputs[0]
             try:
-                versions: int | tuple[int, ...] = first._version if self.track_versions else -1
-            except RuntimeError:
+                versions: Any = tensor._version if self.track_versions else -1
+            except RuntimeError:  # an inference tensor
                 versions = -1
-            if versions < 0:  # type: ignore[operator]
-                versions = self.values.version(first)
-            self._producers[id(first)] = (weakref.ref(first), node, 0, versions)
+            if versions < 0:
+                versions = self.values.version(tensor)
+            self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, versions)
         else:
             versions = tuple([self._version(t) for t in outputs])
             for i, tensor in enumerate(outputs):
                 self._producers[id(tensor)] = (weakref.ref(tensor), node, i, versions[i])
-
         save = self.save
         if save.keeps_all:
-            keep = True
-        elif self.keeps_nothing:
-            keep = False
-        else:  # a name list or a predicate: it sees the label with its pass, the source as text
-            node.label = f"{base}:{layer.passes}"
-            node.source, node.source_code = self._source_texts(source)
-            keep = save.keeps(node)
-        if keep:
             self.values.keep(node, outputs, versions)
-        return node
+        elif not self.keeps_nothing:
+            # A name list or a predicate sees the label with its pass, also on a first pass.
+            label, node.label = node.label, f"{base}:{passes}"
+            keep = save.keeps(node)
+            node.label = label
+            if keep:
+                self.values.keep(node, outputs, versions)
+
+    def _new_layer(self, key: Any, clean: str) -> Layer:
+        count = self._func_counts[clean] = self._func_counts.get(clean, 0) + 1
+        layer = self._layers[key] = Layer(f"{clean}_{count}_{len(self._layers) + 1}")
+        return layer
 
     @staticmethod
     def _dtype_name(dtype: torch.dtype) -> str:
@@ -420,10 +490,6 @@ class Recorder(TorchFunctionMode):
             name = self._device_names[device] = str(device)
         return name
 
-    def source_text(self, site: int) -> tuple[str, str]:
-        """(file:line, line text) of a call site from the pass, read once per site."""
-        return self._source_texts(site)
-
     # ---- modules ---------------------------------------------------------------------
 
     def _on_module_output(
@@ -433,7 +499,8 @@ class Recorder(TorchFunctionMode):
         nn.Identity, a skipped branch) gets an "identity" op inside the module, so the
         module is a node of the graph and the value visibly flows through it.
 
-        `entry` is the module's (address, pass) on the tracker's stack, None for the root."""
+        `entry` is the module's (address, pass) on the tracker's stack, None for the root:
+        the ops that ran inside this call are those whose module_stack holds that tuple."""
         nodes = []
         depth = len(self.tracker.stack)
         with self.quiet:  # runs at the user's level: nothing here may reach a mode
@@ -446,14 +513,10 @@ class Recorder(TorchFunctionMode):
                     or len(node.module_stack) < depth
                     or node.module_stack[depth - 1] is not entry
                 ):
-                    replay, parent_refs, params = self._resolve_inputs(identity, (tensor,), None)
+                    inputs = self._resolve_inputs(identity, (tensor,), None)
                     # Named after the line that called the module, outside the module's body.
                     frame = sys._getframe(0)
-                    nodes.append(
-                        self._record(
-                            IDENTITY_FACTS, replay, parent_refs, params, (tensor,), (), frame, True
-                        )
-                    )
-                elif node is not None:
+                    node = self._record(IDENTITY_FACTS, inputs, (tensor,), (), frame, True)
+                if node is not None:
                     nodes.append(node)
-        self.module_outputs[(address, pass_index)] = nodes
+        self.module_outputs.append((address, pass_index, nodes))
