@@ -17,17 +17,22 @@ class ModelNames:
         # Pre-order, as model.named_modules() walks, without its generators (one walk per
         # trace, over every module of the model).
         pending: list[tuple[str, torch.nn.Module]] = [("", model)]
+        modules, tensors, params = self.modules, self.tensors, self.params
         while pending:
             address, module = pending.pop()
-            if id(module) in self.modules:  # shared: keep its first address
+            if id(module) in modules:  # shared: keep its first address
                 continue
-            self.modules[id(module)] = address
+            modules[id(module)] = address
             prefix = f"{address}." if address else ""
-            for kind, owned in (("param", module._parameters), ("buffer", module._buffers)):
-                for name, tensor in owned.items():
-                    if tensor is not None and id(tensor) not in self.tensors:
-                        self.tensors[id(tensor)] = (prefix + name, kind)
-                        if kind == "param":
-                            self.params.append(tensor)
-            children = [(prefix + name, child) for name, child in module._modules.items()]
-            pending.extend(reversed([c for c in children if c[1] is not None]))
+            for name, tensor in module._parameters.items():
+                if tensor is not None and id(tensor) not in tensors:
+                    tensors[id(tensor)] = (prefix + name, "param")
+                    params.append(tensor)
+            for name, tensor in module._buffers.items():
+                if tensor is not None and id(tensor) not in tensors:
+                    tensors[id(tensor)] = (prefix + name, "buffer")
+            children = module._modules
+            if children:
+                pending.extend(
+                    reversed([(prefix + n, c) for n, c in children.items() if c is not None])
+                )

@@ -119,3 +119,25 @@ def test_the_tracer_itself_calls_nothing_that_synchronises_the_device(monkeypatc
     assert len(log.ops) > 8
     seen.clear()
     log.validate()  # replays may compare values: not part of the per-op path
+
+
+def test_identity_outputs_in_a_container_leave_torch_functions_enabled():
+    """The identity ops of a module that returns its inputs in a tuple are recorded with
+    torch functions disabled; the ops after it must still be seen."""
+
+    class PassThrough(nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x, y
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.through = PassThrough()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            a, b = self.through(x, x * 2)
+            return (a + b).relu()
+
+    log = lw.trace(Model(), torch.ones(2))
+    assert [op.func for op in log.ops] == ["mul", "identity", "identity", "add", "relu"]
+    assert torch._C._is_torch_function_enabled()
