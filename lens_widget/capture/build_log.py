@@ -8,6 +8,7 @@ propagated backwards from the outputs in one pass.
 from __future__ import annotations
 
 import warnings
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -17,6 +18,8 @@ from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.recorder import Recorder
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord
+
+_label_of = attrgetter("label")
 
 
 def build_log(
@@ -33,7 +36,7 @@ def build_log(
     _mark_feeds_output(nodes, sinks, partial=error is not None, failed=recorder.failed)
     modules = recorder.tracker.modules
     for address, pass_index, producers in recorder.module_outputs:
-        modules[address].outputs[pass_index] = [n.label for n in producers]
+        modules[address].outputs[pass_index] = list(map(_label_of, producers))
     if "" in modules:
         modules[""].n_ops = len(recorder.ops)
     _warn_on_unseen_writes(recorder)

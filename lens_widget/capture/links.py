@@ -9,12 +9,15 @@ the op is recorded: no pass over all nodes is needed afterwards.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from lens_widget.log.records import OpRecord, ParentArg
 
 # (position, parent node, output index) per tensor argument of an op, in argument order
 ParentRefs = list[tuple[str, OpRecord, int]]
 
 _new_tuple = tuple.__new__  # ParentArg's own __new__ is a slow Python function
+_label_of = attrgetter("label")
 
 
 class Layer:
@@ -60,7 +63,7 @@ def relabel_first_passes(repeated: list[Layer], nodes: list[OpRecord]) -> None:
     node and in every link that names it, and set n_passes on all passes of those layers."""
     if not repeated:
         return
-    by_label = {node.label: node for node in nodes}
+    by_label = dict(zip(map(_label_of, nodes), nodes, strict=True))  # a C loop, no bytecode
     for layer in repeated:
         first = layer.first
         assert first is not None

@@ -36,8 +36,13 @@ def trace(
     ``inputs`` is a tensor (or any single object) or a tuple of positional inputs.
     ``save`` picks the activations to keep: "all", None (graph only), a list of op labels /
     module addresses / function names, or a predicate on the OpRecord.
-    If the forward pass raises, the same exception is raised with the partial log
-    attached as ``err.lens_log``.
+    If the forward pass raises, the same exception object is raised, unchanged but for
+    the partial log attached as ``err.lens_log`` and a note saying so. Exceptions that take
+    no new attributes (frozen dataclasses, classes overriding ``__setattr__``) come back
+    exactly as raised; ``lens_widget.partial_log(err)`` finds the partial log of any of
+    them. The log holds its exception weakly: dropping the exception (and the log) frees
+    both at once, without the cyclic garbage collector, except for Python's built-in
+    exception classes, which cannot be referenced weakly.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(
@@ -74,7 +79,8 @@ def trace(
         elapsed = time.perf_counter() - start
         with quiet:
             log = build_log(recorder, model, output, error, elapsed)
-        promote_to_old_generation()
+        if error is None:  # a partial log may sit in a cycle with its error: leave it young
+            promote_to_old_generation()
     _warn_on_unmatched_save_names(policy, log)
     if error is None:
         return log

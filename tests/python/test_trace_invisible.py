@@ -4,6 +4,8 @@ never synchronises a device (issue 11, item 1 and "GPU-ready")."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
 from function_module import FunctionModule
@@ -141,3 +143,19 @@ def test_identity_outputs_in_a_container_leave_torch_functions_enabled():
     log = lw.trace(Model(), torch.ones(2))
     assert [op.func for op in log.ops] == ["mul", "identity", "identity", "add", "relu"]
     assert torch._C._is_torch_function_enabled()
+
+
+def test_the_garbage_collector_is_left_as_found():
+    """A trace hands its objects to gc's oldest generation (freeze + unfreeze) only when
+    nothing is frozen: a pre-fork server's frozen objects stay frozen."""
+    assert gc.isenabled()
+    lw.trace(_mlp(), torch.randn(2, 6))
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    kept = [[]]
+    gc.freeze()
+    try:
+        lw.trace(_mlp(), torch.randn(2, 6))
+        assert gc.isenabled()
+        assert not any(o is kept for o in gc.get_objects()), "a frozen object was unfrozen"
+    finally:
+        gc.unfreeze()
