@@ -5,6 +5,7 @@ never synchronises a device (issue 11, item 1 and "GPU-ready")."""
 from __future__ import annotations
 
 import gc
+import threading
 
 import pytest
 import torch
@@ -159,3 +160,37 @@ def test_the_garbage_collector_is_left_as_found():
         assert not any(o is kept for o in gc.get_objects()), "a frozen object was unfrozen"
     finally:
         gc.unfreeze()
+
+
+def test_traces_in_two_threads_record_their_own_modules_and_restore_module_call():
+    """Module calls are tracked by a stand-in for nn.Module.__call__ while any trace runs;
+    each thread's trace sees its own calls only, and the last one out puts it back."""
+    original_call = nn.Module.__call__
+    started = threading.Barrier(2)
+    logs: dict[str, lw.ModelLog] = {}
+
+    class Waits(nn.Module):
+        def __init__(self, width: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(width, width)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            started.wait(timeout=10)  # both traces are running now
+            return self.fc(x).relu()
+
+    def run(name: str, width: int) -> None:
+        logs[name] = lw.trace(Waits(width), torch.randn(2, width))
+
+    workers = [threading.Thread(target=run, args=(n, w)) for n, w in (("a", 3), ("b", 5))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=30)
+    assert nn.Module.__call__ is original_call
+    for name, width in (("a", 3), ("b", 5)):
+        log = logs[name]
+        assert [(op.func, op.module, op.shape) for op in log.ops] == [
+            ("linear", "fc", (2, width)),
+            ("relu", "", (2, width)),
+        ]
+        assert log.modules["fc"].n_passes == 1
