@@ -96,7 +96,12 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         )
     values = node.func not in _UNINITIALIZED
     for i, (got, want) in enumerate(zip(produced, expected, strict=True)):
-        _compare(node.label, i, got, want, rtol, atol, values=values)
+        try:
+            _compare(node.label, i, got, want, rtol, atol, values=values)
+        except ValidationError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a layout torch cannot compare: reported
+            return f"could not compare output {i}: {type(err).__name__}: {_first_line(err)}"
     return None
 
 
