@@ -267,7 +267,11 @@ class Recorder(TensorBook, TorchFunctionMode):
                 self._producers[id(tensor)] = (weakref.ref(tensor), node, i, versions[i])
         save = self.save
         if save.keeps_all:
-            self.values.keep(node, outputs, versions)
+            if len(outputs) == 1 and not tensor.requires_grad and type(tensor) is Tensor:
+                node.activations = outputs  # SavedValues.keep, inlined for the common case
+                self.values.saved.append((node, outputs, versions))
+            else:
+                self.values.keep(node, outputs, versions)
         else:
             # A name list or a predicate sees the label with its pass, also on a first pass.
             label, node.label = node.label, f"{base}:{passes}"

@@ -145,8 +145,11 @@ class TensorBook:
                     return None
             kwargs = dict(kwargs)
         producers = self._producers
+        check_writes = not self.keeps_nothing  # a write matters only to saved values
+        track = self.track_versions
         parent_refs: ParentRefs = []
         params: tuple[ParamUse, ...] = ()
+        literals: dict[int, Tensor] | None = None
         for i, value in enumerate(args):
             kind = type(value)
             if kind is not Tensor and kind is not Parameter:
@@ -156,6 +159,15 @@ class TensorBook:
             entry = producers.get(id(value))
             if entry is not None and entry[0]() is value:
                 parent = entry[1]
+                if check_writes:
+                    # Written through another view since it was produced (its version
+                    # moved): no node holds its current value, so the replay keeps a copy.
+                    try:
+                        moved = (value._version if track else self._version(value)) != entry[3]
+                    except RuntimeError:  # an inference tensor made outside the trace
+                        moved = self._version(value) != entry[3]
+                    if moved:
+                        literals = self._literal(literals, len(parent_refs), value)
                 parent_refs.append((POSITION_TEXT[i], parent, entry[2]))
             else:
                 parent = self._source_for(value)
@@ -173,27 +185,9 @@ class TensorBook:
             slots = iter(SLOTS)
             template = tuple([v if type(v) in LEAF_TYPES else next(slots) for v in args])
         replay = ReplayCall(func, template, kwargs or {})
-        if not self.keeps_nothing:  # a write matters only to saved values
-            self._check_unseen_writes(replay, parent_refs, args)
-        return replay, parent_refs, params
-
-    def _check_unseen_writes(
-        self, replay: ReplayCall, parent_refs: ParentRefs, tensors: tuple[Any, ...]
-    ) -> None:
-        """An argument written through another view since it was produced (its version
-        moved): no node holds its current value, so the replay keeps a copy."""
-        producers = self._producers
-        literals = None
-        slot = 0
-        for value in tensors:
-            if type(value) in LEAF_TYPES:
-                continue
-            entry = producers[id(value)]
-            if entry[3] != self._version(value):
-                literals = self._literal(literals, slot, value)
-            slot += 1
         if literals is not None:
             replay.literals = literals
+        return replay, parent_refs, params
 
     def _resolve_any_inputs(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
