@@ -98,12 +98,23 @@ class SavedValues:
         """Nodes whose saved reference (not replaced by a copy) changed version since saved:
         written by a call the tracer could not see."""
         changed = []
+        track = self.track_versions
         for node, outputs, versions in self.saved:
             now = node.activations
             if now is None:
                 continue
+            if type(versions) is int:  # one output: the common case, without a loop
+                tensor = outputs[0]
+                if versions >= 0 and now[0] is tensor:
+                    try:
+                        moved = (tensor._version if track else self.version(tensor)) != versions
+                    except RuntimeError:
+                        moved = self.version(tensor) != versions
+                    if moved:
+                        changed.append(node)
+                continue
             for i, tensor in enumerate(outputs):
-                then = versions if isinstance(versions, int) else versions[i]
+                then = versions[i]  # type: ignore[index]
                 if then >= 0 and now[i] is tensor and self.version(tensor) != then:
                     changed.append(node)
                     break
