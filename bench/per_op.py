@@ -7,7 +7,7 @@ time is almost all per-op overhead: 1,000 distinct Linear modules ("distinct", t
 measurement: every op a new layer, two parameters and one module call per three ops), and
 one Linear reused 1,000 times ("reused": a loop whose layers fold into passes).
 Reported, as the median of interleaved rounds:
-- plain: the forward alone (ms);
+- plain: the forward alone (ms of CPU time: one thread, so load elsewhere does not count);
 - floor: a bare TorchFunctionMode that keeps every output, in µs/op above plain;
 - trace None / trace all: `lw.trace(save=None)` / `save="all"`, in µs/op above plain;
 - GPT-2 6L: `trace(save="all")` time over plain forward time for a GPT-2 of 6 layers,
@@ -80,11 +80,11 @@ class KeepOutputs(TorchFunctionMode):
         return out
 
 
-def _time(fn: Callable[[], Any]) -> float:
+def _time(fn: Callable[[], Any], clock: Callable[[], float]) -> float:
     gc.collect()
-    start = time.perf_counter()
+    start = clock()
     result = fn()
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     del result
     return elapsed
 
@@ -96,14 +96,16 @@ def _floor(model: nn.Module, x: torch.Tensor) -> list[Any]:
     return mode.outputs
 
 
-def _interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+def _interleaved(
+    runs: dict[str, Callable[[], Any]], rounds: int, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, float]:
     """Median seconds per variant; one run of each per round, so load drifts hit all alike."""
     for fn in runs.values():  # warm up caches (signatures, code-object kinds)
         fn()
     times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
         for name, fn in runs.items():
-            times[name].append(_time(fn))
+            times[name].append(_time(fn, clock))
     return {name: statistics.median(values) for name, values in times.items()}
 
 
@@ -125,6 +127,9 @@ def measure_per_op(n_ops: int = 3000, rounds: int = 7, reused: bool = False) -> 
                     "all": lambda: lw.trace(model, (x,), save="all"),
                 },
                 rounds,
+                # One thread: its CPU time, which other processes on a busy machine leave alone
+                # (wall time there counts the time spent waiting for a core).
+                time.process_time,
             )
     finally:
         torch.set_num_threads(threads)
