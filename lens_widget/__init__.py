@@ -1,5 +1,6 @@
 """lens_widget: see everything a PyTorch model does in one forward pass."""
 
+from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.trace import trace
 from lens_widget.compare import LogComparison, OpDiff, compare
 from lens_widget.log.model_log import ModelLog
@@ -24,6 +25,7 @@ __all__ = [
     "ValidationReport",
     "load",
     "compare",
+    "partial_log",
     "trace",
 ]
 

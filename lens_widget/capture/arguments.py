@@ -25,7 +25,7 @@ class _Positions(dict):  # type: ignore[type-arg]
         return self[index]
 
 
-_POSITIONS = _Positions()
+POSITIONS = _Positions()
 
 
 def _scan(value: Any, position: str, found: list[tuple[str, Tensor]]) -> Any:
@@ -49,11 +49,41 @@ def _scan(value: Any, position: str, found: list[tuple[str, Tensor]]) -> Any:
     return value
 
 
+# Argument types that never hold a tensor: left in the template as they are.
+LEAF_TYPES = frozenset(
+    {int, float, bool, str, type(None), torch.dtype, torch.device, torch.Size, torch.layout}
+)
+# Calls with up to this many positional arguments take the recorder's fast path, which
+# shares these (immutable) slots and position texts among all templates.
+MAX_FAST_ARGS = 64
+SLOTS = tuple(TensorSlot(i) for i in range(MAX_FAST_ARGS))
+ALL_SLOTS = tuple(SLOTS[:n] for n in range(MAX_FAST_ARGS + 1))  # templates of all-tensor calls
+POSITION_TEXT = tuple(str(i) for i in range(MAX_FAST_ARGS))
+
+
+def tensor_slot(index: int) -> TensorSlot:
+    return SLOTS[index] if index < MAX_FAST_ARGS else TensorSlot(index)
+
+
 def scan_call(
-    args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    args: tuple[Any, ...], kwargs: Mapping[str, Any] | None
 ) -> tuple[tuple[Any, ...], dict[str, Any], list[tuple[str, Tensor]]]:
-    """(args template, kwargs template, [(position, tensor)]) for one call."""
+    """(args template, kwargs template, [(position, tensor)]) for one call.
+
+    The hot path: positional tensors and scalars are handled here without recursion.
+    """
     found: list[tuple[str, Tensor]] = []
-    args_template = tuple([_scan(a, _POSITIONS[i], found) for i, a in enumerate(args)])
+    template: list[Any] | None = None
+    for i, value in enumerate(args):
+        if type(value) in LEAF_TYPES:
+            continue
+        if template is None:
+            template = list(args)
+        if isinstance(value, Tensor):
+            template[i] = tensor_slot(len(found))
+            found.append((POSITIONS[i], value))
+        else:
+            template[i] = _scan(value, POSITIONS[i], found)
+    args_template = args if template is None else tuple(template)
     kwargs_template = {k: _scan(v, k, found) for k, v in kwargs.items()} if kwargs else {}
     return args_template, kwargs_template, found

@@ -6,13 +6,16 @@ Two answers per op:
   it exactly, while one helper called from two lines (rotate_half(q), rotate_half(k)) gives
   two paths;
 - the *source* a person wants to read: the first frame outside torch and lens_widget.
+
+This runs once per op, so a call site is one int, ``id(code) * 2**24 + bytecode offset``:
+hashing a code object rehashes its constants, an int hashes for free. Every code object
+met is kept alive here, so its id is never reused by another one.
 """
 
 from __future__ import annotations
 
 import linecache
 import os
-import sys
 from types import CodeType, FrameType
 
 import torch
@@ -27,7 +30,9 @@ _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # (part of the call path, not user code), user code, and nn.Module.__call__ (the boundary).
 SKIP, TORCH_MODULE, USER, MODULE_CALL = 0, 1, 2, 3
 
-CallPath = tuple[tuple[CodeType, int], ...]
+# A call site: id(code) * _SITE_SCALE + f_lasti. A call path: one site, or a tuple of them.
+CallPath = int | tuple[int, ...]
+_SITE_SCALE = 1 << 24
 
 
 def _classify(code: CodeType) -> int:
@@ -41,39 +46,72 @@ def _classify(code: CodeType) -> int:
     return USER
 
 
-# Kinds of code objects, classified once and kept across traces.
-_KINDS: dict[CodeType, int] = {}
+# id(code) -> kind, kept across traces; _CODES keeps those code objects (and their ids) alive.
+_KINDS: dict[int, int] = {}
+_CODES: list[CodeType] = []
+# site -> (file, line) of user code: a line number is decoded once per call site.
+_LINES: dict[int, tuple[str, int]] = {}
 
 
-def find_call_site(depth: int) -> tuple[CallPath, tuple[str, int] | None]:
-    """(call path, (file, line) of user code) from `depth` frames above the caller.
+def _learn(code: CodeType) -> int:
+    _CODES.append(code)
+    kind = _KINDS[id(code)] = _classify(code)
+    return kind
 
-    Only plain values are kept: holding frames would keep their locals alive.
+
+def find_call_site(frame: FrameType | None, outside_path: bool = False) -> tuple[CallPath, int]:
+    """(call path, source site) of an op called from `frame`; source site 0 when the op came
+    from no user code. `source_line(site)` turns a source site into (file, line).
+    `outside_path`: `frame` is already above the nearest module call (empty call path).
+
+    Only ints are kept: holding frames would keep their locals alive.
     """
     kinds = _KINDS
-    frame: FrameType | None = sys._getframe(depth + 1)
-    path: list[tuple[CodeType, int]] = []
-    source: tuple[str, int] | None = None
-    in_path = True
+    if frame is not None and not outside_path and kinds.get(id(frame.f_code)) == USER:
+        # The common case, an op called in a forward: that line is both path and source.
+        back = frame.f_back
+        if back is not None and kinds.get(id(back.f_code)) == MODULE_CALL:
+            code = frame.f_code
+            site = id(code) * _SITE_SCALE + frame.f_lasti
+            if site not in _LINES:
+                _LINES[site] = (code.co_filename, frame.f_lineno)
+            return site, site
+    first = 0
+    more: list[int] | None = None
+    source = 0
+    in_path = not outside_path
     while frame is not None:
         code = frame.f_code
-        kind = kinds.get(code)
+        kind = kinds.get(id(code))
         if kind is None:
-            kind = kinds[code] = _classify(code)
+            kind = _learn(code)
         if kind == MODULE_CALL:
-            if source is not None:
+            if source:
                 break
             in_path = False
         elif kind != SKIP:
+            # f_lasti tells apart two calls on one line (a + b + c).
+            site = id(code) * _SITE_SCALE + frame.f_lasti
             if in_path:
-                # f_lasti tells apart two calls on one line (a + b + c).
-                path.append((code, frame.f_lasti))
-            if kind == USER and source is None:
-                source = (code.co_filename, frame.f_lineno)
+                if not first:
+                    first = site
+                elif more is None:
+                    more = [first, site]
+                else:
+                    more.append(site)
+            if kind == USER and not source:
+                source = site
+                if site not in _LINES:
+                    _LINES[site] = (code.co_filename, frame.f_lineno)
                 if not in_path:
                     break
         frame = frame.f_back
-    return tuple(path), source
+    return (first if more is None else tuple(more)), source
+
+
+def source_line(site: int) -> tuple[str, int] | None:
+    """(file, line) of a source site from find_call_site; None for 0."""
+    return _LINES.get(site) if site else None
 
 
 def describe_source(where: tuple[str, int] | None) -> tuple[str, str]:
@@ -82,3 +120,16 @@ def describe_source(where: tuple[str, int] | None) -> tuple[str, str]:
         return "", ""
     filename, lineno = where
     return f"{filename}:{lineno}", linecache.getline(filename, lineno).strip()
+
+
+class SourceTexts:
+    """describe_source per source site, each site read from its file once per trace."""
+
+    def __init__(self) -> None:
+        self.texts: dict[int, tuple[str, str]] = {0: ("", "")}
+
+    def __call__(self, site: int) -> tuple[str, str]:
+        text = self.texts.get(site)
+        if text is None:
+            text = self.texts[site] = describe_source(source_line(site))
+        return text

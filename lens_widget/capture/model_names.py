@@ -6,18 +6,33 @@ import torch
 
 
 class ModelNames:
-    """The first address under which each module, parameter and buffer is reachable."""
+    """The first address under which each module, parameter and buffer is reachable, and
+    the distinct parameters (as model.parameters() has them)."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         self.modules: dict[int, str] = {}
         # id -> (qualified name, "param" | "buffer")
         self.tensors: dict[int, tuple[str, str]] = {}
-        for address, module in model.named_modules(remove_duplicate=False):
-            if id(module) in self.modules:  # shared: keep its first address
+        self.params: list[torch.Tensor] = []
+        # Pre-order, as model.named_modules() walks, without its generators (one walk per
+        # trace, over every module of the model).
+        pending: list[tuple[str, torch.nn.Module]] = [("", model)]
+        modules, tensors, params = self.modules, self.tensors, self.params
+        while pending:
+            address, module = pending.pop()
+            if id(module) in modules:  # shared: keep its first address
                 continue
-            self.modules[id(module)] = address
+            modules[id(module)] = address
             prefix = f"{address}." if address else ""
-            for kind, owned in (("param", module._parameters), ("buffer", module._buffers)):
-                for name, tensor in owned.items():
-                    if tensor is not None:
-                        self.tensors.setdefault(id(tensor), (prefix + name, kind))
+            for name, tensor in module._parameters.items():
+                if tensor is not None and id(tensor) not in tensors:
+                    tensors[id(tensor)] = (prefix + name, "param")
+                    params.append(tensor)
+            for name, tensor in module._buffers.items():
+                if tensor is not None and id(tensor) not in tensors:
+                    tensors[id(tensor)] = (prefix + name, "buffer")
+            children = module._modules
+            if children:
+                pending.extend(
+                    reversed([(prefix + n, c) for n, c in children.items() if c is not None])
+                )

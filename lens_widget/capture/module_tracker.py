@@ -1,7 +1,11 @@
-"""Which module (and which call of it) is running, via global forward hooks.
+"""Which module (and which call of it) is running.
 
-Global hooks are removed when tracing ends, so no module of the user's keeps anything.
-The hooks ignore other threads: only the tracing thread's calls are recorded.
+While a trace runs, ``nn.Module.__call__`` is replaced by `_tracked_call`, which does what
+torch's ``_wrapped_call_impl`` does (call ``_call_impl``) and tells the tracing thread's
+trackers where each module call begins and ends. Unlike global forward hooks this keeps
+``_call_impl`` on its fast path and adds no Python frame per module level, so a traced
+forward nests as deep as a plain one. The original ``__call__`` is put back when the last
+trace ends; other threads' calls go straight to it and are not recorded.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.nn.modules import module as nn_module
+from torch import nn
 
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.log.records import ModuleInfo
@@ -19,8 +23,82 @@ from lens_widget.log.records import ModuleInfo
 ModuleStack = tuple[tuple[str, int], ...]
 
 
-def _ignore_output(address: str, pass_index: int, output: Any) -> None:
+def _ignore_output(address: str, pass_index: int, output: Any, entry: Any) -> None:
     """The output callback once tracing is over."""
+
+
+class _ThreadTrackers(threading.local):
+    trackers: tuple[ModuleTracker, ...] = ()
+
+
+_THREAD = _ThreadTrackers()
+_PATCH_LOCK = threading.Lock()
+_TORCH_CALL = nn.Module._wrapped_call_impl
+
+
+class _Patch:
+    """nn.Module.__call__ as it was before the first active trace, and how many are active."""
+
+    original: Callable[..., Any] = _TORCH_CALL
+    active = 0
+
+
+def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+    trackers = _THREAD.trackers
+    if not trackers or _Patch.original is not _TORCH_CALL:
+        if trackers:  # someone else's __call__ was in place: keep it, at the cost of a frame
+            return _call_tracked(trackers, module, _Patch.original, (module, *args), kwargs)
+        return _Patch.original(module, *args, **kwargs)
+    for tracker in trackers:
+        tracker.enter(module)
+    try:
+        # torch's _wrapped_call_impl, inlined: one frame per module as in a plain forward
+        compiled = module._compiled_call_impl
+        output = (compiled if compiled is not None else module._call_impl)(*args, **kwargs)
+    except BaseException:
+        for tracker in reversed(trackers):
+            tracker.exit(None)
+        raise
+    for tracker in reversed(trackers):
+        tracker.exit(output)
+    return output
+
+
+def _call_tracked(
+    trackers: tuple[ModuleTracker, ...],
+    module: nn.Module,
+    call: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    for tracker in trackers:
+        tracker.enter(module)
+    try:
+        output = call(*args, **kwargs)
+    except BaseException:
+        for tracker in reversed(trackers):
+            tracker.exit(None)
+        raise
+    for tracker in reversed(trackers):
+        tracker.exit(output)
+    return output
+
+
+def _install() -> None:
+    with _PATCH_LOCK:
+        if _Patch.active == 0:
+            _Patch.original = nn.Module.__dict__["__call__"]
+            nn.Module.__call__ = _tracked_call  # type: ignore[method-assign]
+        _Patch.active += 1
+
+
+def _uninstall() -> None:
+    with _PATCH_LOCK:
+        _Patch.active -= 1
+        if _Patch.active == 0:
+            if nn.Module.__dict__["__call__"] is _tracked_call:
+                nn.Module.__call__ = _Patch.original  # type: ignore[method-assign]
+            _Patch.original = _TORCH_CALL
 
 
 class ModuleTracker:
@@ -30,30 +108,34 @@ class ModuleTracker:
         self,
         model: torch.nn.Module,
         names: ModelNames,
-        on_module_output: Callable[[str, int, Any], None],
+        on_module_output: Callable[[str, int, Any, tuple[str, int] | None], None],
+        ops: list[Any],
     ) -> None:
         self._root = model
         self._addresses = names.modules
         self._on_module_output = on_module_output
-        self._thread = threading.get_ident()
-        self._handles: list[Any] = []
+        self._ops = ops  # the ops recorded so far: a module's n_ops is how many its calls add
         self.modules: dict[str, ModuleInfo] = {}
         self.stack: ModuleStack = ()
         # The stack without pass numbers: part of the key that folds an op's passes.
         self.path: tuple[str, ...] = ()
-        self._open: list[tuple[ModuleStack, tuple[str, ...]]] = []
+        # per open module call: (stack, path) to restore, its info, pass, stack entry, ops
+        # recorded before it
+        self._open: list[tuple[ModuleStack, tuple[str, ...], ModuleInfo, int, Any, int]] = []
+        self._entered = False
 
     def __enter__(self) -> ModuleTracker:
-        self._handles = [
-            nn_module.register_module_forward_pre_hook(self._pre),
-            nn_module.register_module_forward_hook(self._post, always_call=True),
-        ]
+        _install()
+        self._entered = True
+        _THREAD.trackers = (*_THREAD.trackers, self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
+        if not self._entered:
+            return
+        self._entered = False
+        _THREAD.trackers = tuple(t for t in _THREAD.trackers if t is not self)
+        _uninstall()
         # The callback is a bound method of the recorder, which holds this tracker: drop it,
         # so the log's tensors are freed as soon as the log is, not at the next gc run.
         self._on_module_output = _ignore_output
@@ -67,23 +149,35 @@ class ModuleTracker:
             )
         return address
 
-    def _pre(self, module: torch.nn.Module, args: Any) -> None:
-        if threading.get_ident() != self._thread:
-            return
-        address = self._address(module)
+    def enter(self, module: torch.nn.Module) -> None:
+        address = self._addresses.get(id(module))
+        if address is None:
+            address = self._address(module)
         info = self.modules.get(address)
         if info is None:
             parent = self.stack[-1][0] if self.stack else ("" if module is not self._root else None)
             info = self.modules[address] = ModuleInfo(address, type(module).__name__, parent)
         info.n_passes += 1
-        self._open.append((self.stack, self.path))
-        if module is not self._root:  # the root is the whole log, not a group inside it
-            self.stack = (*self.stack, (address, info.n_passes))
-            self.path = (*self.path, address)
-
-    def _post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        if threading.get_ident() != self._thread or not self._open:
+        n_passes = info.n_passes
+        stack, path = self.stack, self.path
+        if module is self._root:  # the root is the whole log, not a group inside it
+            self._open.append((stack, path, info, n_passes, None, len(self._ops)))
             return
-        address = self._address(module)
-        self._on_module_output(address, self.modules[address].n_passes, output)
-        self.stack, self.path = self._open.pop()
+        entry = (address, n_passes)
+        self._open.append((stack, path, info, n_passes, entry, len(self._ops)))
+        self.stack = (*stack, entry)
+        self.path = (*path, address)
+
+    def exit(self, output: Any) -> None:
+        """The module call that entered last returned `output` (None when it raised)."""
+        if not self._open:
+            return
+        stack, path, info, n_passes, entry, ops_before = self._open[-1]
+        try:
+            # `entry` is the stack's top while the module ran (None for the root): the ops
+            # inside that call are those whose module_stack holds this very tuple.
+            self._on_module_output(info.address, n_passes, output, entry)
+        finally:
+            self._open.pop()
+            self.stack, self.path = stack, path
+            info.n_ops += len(self._ops) - ops_before

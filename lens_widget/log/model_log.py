@@ -15,6 +15,7 @@ import networkx as nx
 from lens_widget.gc_pause import gc_paused
 from lens_widget.graph.rolled import build_rolled_graph
 from lens_widget.graph.unrolled import build_unrolled_graph
+from lens_widget.log.held_error import HeldError
 from lens_widget.log.nonfinite import first_nonfinite
 from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
 from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
@@ -44,7 +45,7 @@ class ModelLog:
     nodes: list[OpRecord]
     modules: dict[str, ModuleInfo]
     output: Any
-    error: BaseException | None
+    error: BaseException | None = HeldError()  # type: ignore[assignment]  # held weakly
     failed_op: str | None
     elapsed: float
     n_params: int

@@ -6,7 +6,8 @@ validate() fills the slots with copies of the saved activations and calls the fu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -37,25 +38,31 @@ class PytreeTemplate:
 
 
 class ReplayCall:
-    """What validate() needs: the function, its argument templates, and the RNG state.
+    """What validate() needs: the function, its argument templates, and the state it ran in.
 
     The templates hold the call's own Python values (ints, strings, dtypes, ...) with
-    `TensorSlot`s and `PytreeTemplate`s where tensors were.
+    `TensorSlot`s and `PytreeTemplate`s where tensors were. Most calls set only the first
+    three fields; the others read as their class defaults until set (one object per op is made
+    while the model runs: the fewer fields set, the faster).
     """
 
-    __slots__ = ("func", "args", "kwargs", "literals", "rng_state", "unavailable")
+    __slots__ = ("func", "args", "kwargs", "__dict__")
 
-    def __init__(
-        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
+    # Tensor arguments whose value no node holds (a view changed through its base):
+    # slot index -> copy of the value at call time.
+    literals: Mapping[int, Tensor] = MappingProxyType({})
+    # The generators' states before a random op: the CPU one, and the CUDA ones once CUDA
+    # is in use (host-side copies: no device synchronisation).
+    rng_state: Tensor | None = None
+    cuda_rng_states: list[Tensor] | None = None
+    # ((device type, dtype), ...) of the autocast contexts the op ran under
+    autocast: tuple[tuple[str, torch.dtype], ...] = ()
+    # Why the call cannot be replayed (a loaded log naming a function outside torch):
+    # validate() skips the op with this reason. None: it can be.
+    unavailable: str | None = None
+
+    def __init__(self, func: Callable[..., Any], args: Any, kwargs: Any) -> None:
         self.func, self.args, self.kwargs = func, args, kwargs
-        # Tensor arguments whose value no node holds (a view changed through its base):
-        # slot index -> copy of the value at call time.
-        self.literals: dict[int, Tensor] = {}
-        self.rng_state: Tensor | None = None
-        # Why the call cannot be replayed (a loaded log naming a function outside torch):
-        # validate() skips the op with this reason. None: it can be.
-        self.unavailable: str | None = None
 
 
 def fill_template(template: Any, tensors: list[Tensor]) -> Any:

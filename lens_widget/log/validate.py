@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
 from lens_widget.log.records import OpRecord
-from lens_widget.log.replay import fill_template, tensor_leaves
+from lens_widget.log.replay import ReplayCall, tensor_leaves
+from lens_widget.log.saved_call import InputNotSaved, saved_call
 
 
 class ValidationError(AssertionError):
@@ -34,6 +37,7 @@ def validate_ops(ops: Iterable[OpRecord], *, rtol: float, atol: float) -> Valida
     report = ValidationReport()
     # Replays of random ops set the RNG; the user's stream must be untouched afterwards.
     rng = torch.get_rng_state()
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
     try:
         with torch.no_grad():
             for node in ops:
@@ -44,6 +48,8 @@ def validate_ops(ops: Iterable[OpRecord], *, rtol: float, atol: float) -> Valida
                     report.skipped[node.label] = why_not
     finally:
         torch.set_rng_state(rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state_all(cuda_rng)
     return report
 
 
@@ -60,27 +66,23 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         return "its activation was not saved"
     if node.replay is None or node.replay[0] is None:
         return "no call was recorded for it"
-    call, parent_refs = node.replay
+    call = node.replay[0]
     if call.unavailable is not None:
         return call.unavailable
     if call.kwargs.get("generator") is not None:
         # Replaying would draw from (and advance) the user's own generator.
         return "draws from an explicit torch.Generator"
-    tensors: list[torch.Tensor] = []
-    for slot, (_, parent, output_index) in enumerate(parent_refs):
-        literal = call.literals.get(slot)
-        if literal is not None:
-            tensors.append(literal.clone())
-            continue
-        if parent.activations is None:
-            return f"input {parent.label!r} was not saved"
+    if getattr(call.func, "__module__", "").startswith("torch.autograd"):
+        return "needs the autograd graph of the forward pass, which saved values do not keep"
+    try:
         # Copies: a replayed in-place op must not write into the saved values.
-        tensors.append(parent.activations[output_index].clone())
-    args = fill_template(call.args, tensors)
-    kwargs = fill_template(call.kwargs, tensors)
-    if call.rng_state is not None:
-        torch.set_rng_state(call.rng_state)
-    result = call.func(*args, **kwargs)
+        _, args, kwargs = saved_call(node, copy=True)
+    except InputNotSaved as err:
+        return str(err)
+    try:
+        result = _call_as_recorded(call, args, kwargs)
+    except Exception as err:  # noqa: BLE001 - a replay that cannot run is reported, not raised
+        return f"replay raised {type(err).__name__}: {_first_line(err)}"
     produced = tensor_leaves(result) if result is not None else []
     if node.func == "__setitem__":
         produced = [args[0]]
@@ -91,8 +93,39 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         )
     values = node.func not in _UNINITIALIZED
     for i, (got, want) in enumerate(zip(produced, expected, strict=True)):
-        _compare(node.label, i, got, want, rtol, atol, values=values)
+        try:
+            _compare(node.label, i, got, want, rtol, atol, values=values)
+        except ValidationError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a layout torch cannot compare: reported
+            return f"could not compare output {i}: {type(err).__name__}: {_first_line(err)}"
     return None
+
+
+def _call_as_recorded(call: ReplayCall, args: Any, kwargs: Any) -> Any:
+    """The call, under the RNG state and autocast contexts it ran with."""
+    if call.rng_state is not None:
+        torch.set_rng_state(call.rng_state)
+    if call.cuda_rng_states is not None:
+        torch.cuda.set_rng_state_all(call.cuda_rng_states)
+    with contextlib.ExitStack() as contexts:
+        for device_type, dtype in call.autocast:
+            contexts.enter_context(torch.autocast(device_type, dtype=dtype))
+        return call.func(*args, **kwargs)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _dense(tensor: torch.Tensor) -> torch.Tensor:
+    """Sparse values compared as dense ones (torch.equal has no sparse kernel)."""
+    if tensor.layout == torch.sparse_coo:
+        return tensor.coalesce().to_dense()
+    if tensor.layout != torch.strided:
+        return tensor.to_dense()
+    return tensor
 
 
 def _compare(
@@ -106,6 +139,7 @@ def _compare(
     values: bool,
 ) -> None:
     where = f" (output {i})" if i else ""
+    got, want = _dense(got), _dense(want)
     if got.shape != want.shape or got.dtype != want.dtype:
         raise ValidationError(
             label,

@@ -1,0 +1,191 @@
+"""Fixed cost per op of `lens_widget.trace`, above a plain forward and above the floor.
+
+    python -m bench.per_op [--rounds 7] [--ops 3000] [--no-gpt2]
+
+The model is a loop of tiny ops (`Linear(8,8)`, relu, add; batch 4) on one thread, so the
+time is almost all per-op overhead: 1,000 distinct Linear modules ("distinct", the issue's
+measurement: every op a new layer, two parameters and one module call per three ops), and
+one Linear reused 1,000 times ("reused": a loop whose layers fold into passes).
+Reported, as the median of interleaved rounds:
+- plain: the forward alone (ms of CPU time: one thread, so load elsewhere does not count);
+- floor: a bare TorchFunctionMode that keeps every output, in µs/op above plain;
+- trace None / trace all: `lw.trace(save=None)` / `save="all"`, in µs/op above plain;
+- GPT-2 6L: `trace(save="all")` time over plain forward time for a GPT-2 of 6 layers,
+  d=384, seq 128 (random weights, eval, no_grad), with torch's default threads.
+
+Self-contained (imports nothing else from bench/), so it can also be imported:
+`measure_per_op()` and `measure_gpt2_ratio()` return the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+import lens_widget as lw
+
+
+class TinyLoop(nn.Module):
+    """`blocks` x (Linear(8,8), relu, add): 3 traced ops per block, each a distinct layer."""
+
+    def __init__(self, blocks: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(blocks))
+        with torch.no_grad():  # small weights: the residual sum stays finite over 1,000 blocks
+            for layer in self.layers:
+                layer.weight.mul_(0.05)
+                layer.bias.mul_(0.05)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = torch.relu(layer(x)) + x
+        return x
+
+
+class ReusedLoop(nn.Module):
+    """One Linear(8,8) applied `blocks` times (relu, add): 3 traced ops per block."""
+
+    def __init__(self, blocks: int) -> None:
+        super().__init__()
+        self.blocks = blocks
+        self.layer = nn.Linear(8, 8)
+        with torch.no_grad():
+            self.layer.weight.mul_(0.05)
+            self.layer.bias.mul_(0.05)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.blocks):
+            x = torch.relu(self.layer(x)) + x
+        return x
+
+
+class KeepOutputs(TorchFunctionMode):
+    """The floor of any TorchFunctionMode tracer: see every call, keep every output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outputs: list[Any] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.outputs.append(out)
+        return out
+
+
+def _time(fn: Callable[[], Any], clock: Callable[[], float]) -> float:
+    gc.collect()
+    start = clock()
+    result = fn()
+    elapsed = clock() - start
+    del result
+    return elapsed
+
+
+def _floor(model: nn.Module, x: torch.Tensor) -> list[Any]:
+    mode = KeepOutputs()
+    with mode:
+        model(x)
+    return mode.outputs
+
+
+def _interleaved(
+    runs: dict[str, Callable[[], Any]], rounds: int, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, float]:
+    """Median seconds per variant; one run of each per round, so load drifts hit all alike."""
+    for fn in runs.values():  # warm up caches (signatures, code-object kinds)
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            times[name].append(_time(fn, clock))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def measure_per_op(n_ops: int = 3000, rounds: int = 7, reused: bool = False) -> dict[str, float]:
+    """plain ms and floor / trace None / trace all µs per op above plain, one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(0)
+        model = (ReusedLoop if reused else TinyLoop)(n_ops // 3).eval()
+        x = torch.randn(4, 8)
+        with torch.no_grad():
+            n_traced = len(lw.trace(model, (x,), save=None).ops)
+            med = _interleaved(
+                {
+                    "plain": lambda: model(x),
+                    "floor": lambda: _floor(model, x),
+                    "none": lambda: lw.trace(model, (x,), save=None),
+                    "all": lambda: lw.trace(model, (x,), save="all"),
+                },
+                rounds,
+                # One thread: its CPU time, which other processes on a busy machine leave alone
+                # (wall time there counts the time spent waiting for a core).
+                time.process_time,
+            )
+    finally:
+        torch.set_num_threads(threads)
+    per_op = {k: (v - med["plain"]) / n_traced * 1e6 for k, v in med.items() if k != "plain"}
+    return {
+        "ops": n_traced,
+        "plain_ms": med["plain"] * 1e3,
+        "floor_us": per_op["floor"],
+        "trace_none_us": per_op["none"],
+        "trace_all_us": per_op["all"],
+    }
+
+
+def measure_gpt2_ratio(rounds: int = 7) -> dict[str, float]:
+    """trace(save="all") / plain forward on a 6-layer GPT-2, d=384, seq 128."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=6, n_embd=384, n_head=6)).eval()
+    ids = torch.randint(
+        0, model.config.vocab_size, (1, 128), generator=torch.Generator().manual_seed(1)
+    )
+    with torch.no_grad():
+        med = _interleaved(
+            {"plain": lambda: model(ids), "all": lambda: lw.trace(model, (ids,), save="all")},
+            rounds,
+        )
+    return {
+        "plain_ms": med["plain"] * 1e3,
+        "trace_all_ms": med["all"] * 1e3,
+        "ratio": med["all"] / med["plain"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--ops", type=int, default=3000)
+    parser.add_argument("--no-gpt2", action="store_true")
+    args = parser.parse_args()
+    for reused in (False, True):
+        r = measure_per_op(args.ops, args.rounds, reused)
+        kind = "one Linear reused" if reused else "distinct Linears"
+        print(f"tiny-op loop ({kind}), {r['ops']:.0f} ops, 1 thread, median of {args.rounds}")
+        print(f"  plain forward              {r['plain_ms']:8.1f} ms")
+        print(f"  floor (bare mode, keeps)   {r['floor_us']:8.1f} µs/op above plain")
+        print(f"  trace(save=None)           {r['trace_none_us']:8.1f} µs/op above plain")
+        print(f'  trace(save="all")          {r["trace_all_us"]:8.1f} µs/op above plain')
+    if not args.no_gpt2:
+        g = measure_gpt2_ratio(args.rounds)
+        print(
+            f"GPT-2 6L d=384 seq 128, {torch.get_num_threads()} threads: plain "
+            f'{g["plain_ms"]:.1f} ms, trace(save="all") {g["trace_all_ms"]:.1f} ms, '
+            f"ratio {g['ratio']:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Turn what the recorder collected during the pass into a ModelLog.
+
+Records are complete when made (links.py); what is known only at the end is done here:
+output sinks, the ``:1`` label of first passes of layers that repeated, and feeds_output,
+propagated backwards from the outputs in one pass.
+"""
+
+from __future__ import annotations
+
+import warnings
+from operator import attrgetter
+from typing import Any
+
+import torch
+
+from lens_widget.capture.links import link_parents, relabel_first_passes
+from lens_widget.capture.named_leaves import named_tensor_leaves
+from lens_widget.capture.recorder import Recorder
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import OpRecord
+
+_label_of = attrgetter("label")
+
+
+def build_log(
+    recorder: Recorder,
+    model: torch.nn.Module,
+    output: Any,
+    error: BaseException | None,
+    elapsed: float,
+) -> ModelLog:
+    """Run with torch functions disabled (nothing here may reach a user's mode)."""
+    nodes = recorder.nodes
+    sinks = _add_output_sinks(recorder, output) if error is None else []
+    relabel_first_passes(recorder.repeated, nodes)
+    _mark_feeds_output(nodes, sinks, partial=error is not None, failed=recorder.failed)
+    modules = recorder.tracker.modules
+    for address, pass_index, producers in recorder.module_outputs:
+        modules[address].outputs[pass_index] = list(map(_label_of, producers))
+    if "" in modules:
+        modules[""].n_ops = len(recorder.ops)
+    _warn_on_unseen_writes(recorder)
+
+    params = recorder.names.params  # sized now: a lazy module's are made by the forward
+    return ModelLog(
+        model_class=type(model).__name__,
+        nodes=nodes,
+        modules=modules,
+        output=output,
+        error=error,
+        failed_op=recorder.failed.label if recorder.failed is not None else None,
+        elapsed=elapsed,
+        n_params=sum([p.numel() for p in params]),
+        param_bytes=sum([p.numel() * p.element_size() for p in params]),
+    )
+
+
+def _add_output_sinks(recorder: Recorder, output: Any) -> list[OpRecord]:
+    nodes = recorder.nodes
+    sinks = []
+    for name, tensor in named_tensor_leaves(output, "output"):
+        produced = recorder.producer_of(tensor)
+        parent = produced[0] if produced is not None else recorder.add_source(tensor, "const", name)
+        label = recorder.unique_label(name)
+        parent_refs = [("0", parent, produced[1] if produced else 0)]
+        parents, parent_args, from_input = link_parents(label, parent_refs)
+        sink = OpRecord(
+            label=label, kind="output", func=name, index=len(nodes), layer=label,
+            shape=parent.shape, dtype=parent.dtype, device=parent.device,
+            nbytes=tensor.numel() * tensor.element_size(), shapes=(tuple(tensor.shape),),
+            parents=parents, parent_args=parent_args, from_input=from_input,
+            activations=None if recorder.keeps_nothing else (tensor.detach(),),
+            replay=(None, parent_refs),
+        )  # fmt: skip
+        nodes.append(sink)
+        sinks.append(sink)
+    return sinks
+
+
+def _mark_feeds_output(
+    nodes: list[OpRecord], sinks: list[OpRecord], *, partial: bool, failed: OpRecord | None
+) -> None:
+    """Backwards from the outputs, each node once. A partial trace has no outputs: what leads
+    to the op that raised counts as feeding the output, and where no torch op raised,
+    nothing is known to be unused."""
+    if partial and failed is None:
+        for node in nodes:
+            node.feeds_output = True
+        return
+    pending = list(sinks) if failed is None else [failed]
+    for node in pending:
+        node.feeds_output = True
+    while pending:
+        replay = pending.pop().replay
+        if replay is not None:
+            for _, parent, _ in replay[1]:
+                if not parent.feeds_output:
+                    parent.feeds_output = True
+                    pending.append(parent)
+
+
+def _warn_on_unseen_writes(recorder: Recorder) -> None:
+    """A saved reference whose version moved was overwritten by a call we could not see."""
+    changed = sorted(
+        {n.label for n in recorder.values.overwritten_unseen() if n.kind in ("op", "input")}
+    )
+    if changed:
+        warnings.warn(
+            f"lens_widget: saved activations of {', '.join(changed[:5])}"
+            f"{' and others' if len(changed) > 5 else ''} were overwritten in place by a call "
+            "the tracer could not see; their saved values may be later than when produced",
+            stacklevel=4,
+        )

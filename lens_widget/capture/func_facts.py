@@ -1,0 +1,130 @@
+"""What the recorder needs to know about a torch function, worked out once per function.
+
+Per function: its name, whether it only reads metadata (passed straight through), whether
+it draws random numbers (the RNG state before it is kept for replay), and what it writes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from types import CodeType, FunctionType
+from typing import Any
+
+import torch
+
+from lens_widget.capture.mutation import MutationRule
+
+# Calls that read metadata and never return a tensor: passed straight through.
+_METADATA_CALLS = frozenset(
+    {
+        "dim", "size", "numel", "stride", "storage_offset", "is_contiguous", "element_size",
+        "data_ptr", "is_floating_point", "is_complex", "get_device", "item", "tolist",
+        "__len__", "__bool__", "__format__", "__repr__", "__hash__", "__index__", "__int__",
+        "__float__", "__array__", "untyped_storage", "has_names", "nelement", "ndimension",
+        "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout", "names",
+        "is_leaf", "grad_fn", "is_sparse", "is_quantized", "is_meta", "__reduce_ex__",
+        "equal", "allclose", "is_nonzero", "is_same_size", "__contains__", "is_set_to",
+    }
+)  # fmt: skip
+
+# Random calls that torch's own tags do not mark (Python-level wrappers, ops with a dropout
+# argument). Everything else is derived: see `draws_random_numbers`.
+_RANDOM_CALLS = frozenset(
+    {
+        "dropout", "dropout_", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+        "feature_alpha_dropout", "rrelu", "rrelu_", "gumbel_softmax", "fractional_max_pool2d",
+        "fractional_max_pool3d", "multi_head_attention_forward", "rnn_tanh", "rnn_relu",
+        "transformer_encoder_layer_fwd", "_native_multi_head_attention",
+    }
+)  # fmt: skip
+
+# How deep `draws_random_numbers` follows the Python functions a Python function calls.
+_MAX_CALL_DEPTH = 3
+
+
+@functools.cache
+def _aten_op_is_random(name: str) -> bool:
+    """An aten op of this name that torch tags as drawing from the RNG (uniform_, bernoulli,
+    randn_like, native_dropout, scaled_dot_product_attention...)."""
+    packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
+    if packet is None or not hasattr(packet, "overloads"):
+        return False
+    tag = torch.Tag.nondeterministic_seeded
+    return any(tag in getattr(packet, overload).tags for overload in packet.overloads())
+
+
+def _name_is_random(name: str) -> bool:
+    return name in _RANDOM_CALLS or _aten_op_is_random(name)
+
+
+def _code_is_random(code: CodeType, globals_: dict[str, Any], depth: int) -> bool:
+    """A Python function that calls a random op by name (``tensor.uniform_(...)`` in
+    ``nn.init.kaiming_uniform_``), itself or through the Python functions it calls."""
+    for name in code.co_names:
+        if _name_is_random(name):
+            return True
+        called = globals_.get(name)
+        if (
+            depth < _MAX_CALL_DEPTH
+            and isinstance(called, FunctionType)
+            and _code_is_random(called.__code__, called.__globals__, depth + 1)
+        ):
+            return True
+    return any(
+        _code_is_random(const, globals_, depth)
+        for const in code.co_consts
+        if isinstance(const, CodeType)
+    )
+
+
+def draws_random_numbers(func: Callable[..., Any], name: str) -> bool:
+    """Whether a call may draw from the global RNG (derived, not a hand-kept list only).
+
+    A false positive only costs a copy of the RNG state per call.
+    """
+    if _name_is_random(name):
+        return True
+    function = getattr(func, "__wrapped__", func)
+    if isinstance(function, FunctionType):
+        return _code_is_random(function.__code__, function.__globals__, 0)
+    return False
+
+
+def identity(tensor: torch.Tensor) -> torch.Tensor:
+    """Stands for a module that returned its input unchanged (replays as itself)."""
+    return tensor
+
+
+def _func_name(func: Callable[..., Any]) -> str:
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if name == "__get__":  # a property getter such as Tensor.T: name it after the property
+        name = getattr(getattr(func, "__self__", None), "__name__", name)
+    return name
+
+
+def _clean(name: str) -> str:
+    """Label-friendly function name: __add__ -> add, __getitem__ -> getitem."""
+    return name.strip("_") or name
+
+
+class FuncFacts:
+    __slots__ = ("name", "clean", "metadata", "random", "mutation", "special", "inplace_position")
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.name = _func_name(func)
+        self.clean = _clean(self.name)
+        self.metadata = self.name in _METADATA_CALLS
+        self.random = not self.metadata and draws_random_numbers(func, self.name)
+        self.mutation = MutationRule(func, self.name)
+        # Calls that always need more than the recorder's fast path: they draw random
+        # numbers, or write to an argument (x.add_, x[i] = v, batch_norm in training).
+        rule = self.mutation
+        self.special = self.random or rule.writes_first or rule.running_stats is not None
+        # Where an `inplace` flag sits among the positional arguments (F.relu's), if any.
+        self.inplace_position = rule.inplace_flag_position
+
+
+# Facts per torch function, kept across traces: reading a signature is slow.
+FACTS: dict[Any, FuncFacts] = {}
+IDENTITY_FACTS = FuncFacts(identity)

@@ -1,0 +1,121 @@
+"""Saved activations are references; a saved value is copied only before a write to it.
+
+Saving is the common case and writes are rare, so saving only appends to a list: which
+storage each saved tensor lives in is looked up on the first write of the trace, and
+from then on as new values are saved. A model without in-place writes never pays for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from lens_widget.log.records import OpRecord
+
+Tensor = torch.Tensor
+Parameter = torch.nn.Parameter
+
+
+def storage_key(tensor: Tensor) -> int | None:
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # sparse / meta tensors have no storage
+        return None
+
+
+class SavedValues:
+    """Versions of tensors, the saved references, and copies before writes.
+
+    Every method here must run with torch functions disabled (the recorder's bookkeeping),
+    so a user's mode or Tensor subclass sees none of these calls.
+    """
+
+    def __init__(self, track_versions: bool) -> None:
+        self.track_versions = track_versions
+        # (node, the outputs as saved, their versions then): by reference, not yet copied
+        self.saved: list[tuple[OpRecord, tuple[Tensor, ...], int | tuple[int, ...]]] = []
+        self._n_indexed = 0
+        # storage pointer -> [(node, output index)] of saved tensors that share it
+        self._by_storage: dict[int, list[tuple[OpRecord, int]]] = {}
+        # storage pointer -> writes seen, for tensors without a version counter
+        self._storage_writes: dict[int, int] = {}
+
+    def version(self, tensor: Tensor) -> int:
+        """The tensor's write counter (>= 0), or where torch keeps none (inference tensors)
+        a negative count of the writes this trace saw to its storage."""
+        if self.track_versions:
+            try:
+                return tensor._version
+            except RuntimeError:
+                pass
+        storage = storage_key(tensor)
+        return -1 - self._storage_writes.get(storage, 0) if storage is not None else -1
+
+    def keep(
+        self, node: OpRecord, outputs: tuple[Tensor, ...], versions: int | tuple[int, ...]
+    ) -> None:
+        # Saved values are plain tensors without autograd history (a detached view shares
+        # storage: no copy); a Parameter output (p.float() returns p) becomes one too.
+        for t in outputs:
+            if t.requires_grad or type(t) is Parameter:
+                outputs = tuple([t.detach() for t in outputs])
+                break
+        node.activations = outputs
+        self.saved.append((node, outputs, versions))
+
+    def _index_new(self) -> None:
+        saved, by_storage = self.saved, self._by_storage
+        for k in range(self._n_indexed, len(saved)):
+            node, outputs, _ = saved[k]
+            for i, tensor in enumerate(outputs):
+                storage = storage_key(tensor)
+                if storage is not None:
+                    by_storage.setdefault(storage, []).append((node, i))
+        self._n_indexed = len(saved)
+
+    def before_write(self, targets: list[Tensor]) -> None:
+        """Count the write; saved tensors sharing storage with a target get copied first."""
+        self._index_new()
+        for target in targets:
+            storage = storage_key(target)
+            if storage is None:
+                continue
+            self._storage_writes[storage] = self._storage_writes.get(storage, 0) + 1
+            copies: dict[int, Tensor] = {}  # nodes saving the same tensor share one copy
+            for node, i in self._by_storage.pop(storage, ()):
+                saved = node.activations
+                if saved is None:
+                    continue
+                copy = copies.get(id(saved[i]))
+                if copy is None:
+                    with torch.no_grad():
+                        copy = copies[id(saved[i])] = saved[i].detach().clone()
+                node.activations = (*saved[:i], copy, *saved[i + 1 :])
+
+    def overwritten_unseen(self) -> list[OpRecord]:
+        """Nodes whose saved reference (not replaced by a copy) changed version since saved:
+        written by a call the tracer could not see."""
+        changed = []
+        track = self.track_versions
+        for node, outputs, versions in self.saved:
+            now = node.activations
+            if now is None:
+                continue
+            if type(versions) is int:  # one output: the common case, without a loop
+                tensor = outputs[0]
+                if versions >= 0 and now[0] is tensor:
+                    try:
+                        moved = (tensor._version if track else self.version(tensor)) != versions
+                    except RuntimeError:
+                        moved = self.version(tensor) != versions
+                    if moved:
+                        changed.append(node)
+                continue
+            for i, tensor in enumerate(outputs):
+                then = versions[i]  # type: ignore[index]
+                if then >= 0 and now[i] is tensor and self.version(tensor) != then:
+                    changed.append(node)
+                    break
+        return changed

@@ -1,0 +1,248 @@
+"""Which node produced each tensor: sources made on first use, producers, the inputs of a
+call resolved to their producers, and the names of dtypes and devices.
+
+The first half of the recorder (recorder.py), kept apart for size. Everything here runs
+inside the recorder's bookkeeping, where no torch function reaches a user's mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from lens_widget.capture.arguments import (
+    ALL_SLOTS,
+    LEAF_TYPES,
+    MAX_FAST_ARGS,
+    POSITION_TEXT,
+    SLOTS,
+    scan_call,
+)
+from lens_widget.capture.call_site import SourceTexts, find_call_site
+from lens_widget.capture.links import ParentRefs
+from lens_widget.capture.model_names import ModelNames
+from lens_widget.capture.module_tracker import ModuleTracker
+from lens_widget.capture.saved_values import SavedValues
+from lens_widget.log.records import NodeKind, OpRecord, ParamUse
+from lens_widget.log.replay import ReplayCall
+
+Tensor = torch.Tensor
+Parameter = torch.nn.Parameter
+
+# Records are built with positional arguments (twice as fast as keywords): in this order.
+RECORD_FIELDS = (
+    "label", "kind", "func", "index", "layer", "pass_index", "n_passes", "module",
+    "module_stack", "shape", "dtype", "device", "nbytes", "requires_grad", "shapes", "params",
+    "parents", "parent_args", "children", "from_input", "feeds_output", "source",
+    "source_code", "inplace", "failed", "error", "time_ms", "activations", "replay",
+)  # fmt: skip
+if tuple(f.name for f in dataclasses.fields(OpRecord) if f.init) != RECORD_FIELDS:
+    raise ImportError("lens_widget: OpRecord's fields changed; update RECORD_FIELDS")
+
+DTYPE_NAMES = {
+    dtype: str(dtype).removeprefix("torch.")
+    for dtype in vars(torch).values()
+    if isinstance(dtype, torch.dtype)
+}
+
+
+class TensorBook:
+    """The tensor -> node bookkeeping of a trace."""
+
+    tracker: ModuleTracker  # set by the recorder: where sources are first used
+
+    def __init__(self, names: ModelNames, keeps_nothing: bool, track_versions: bool) -> None:
+        self.keeps_nothing = keeps_nothing
+        self.track_versions = track_versions
+        self.values = SavedValues(track_versions)
+        self.nodes: list[OpRecord] = []
+        # id(tensor) -> (weakref, node, output index, version when produced)
+        self._producers: dict[int, tuple[Any, OpRecord, int, int]] = {}
+        self._params = names.tensors
+        self._param_uses: dict[OpRecord, ParamUse] = {}
+        self._n_consts = 0
+        self._labels: set[str] = set()  # of sources and sinks; op labels cannot clash
+        self._device_names: dict[torch.device, str] = {}
+        self.source_text = SourceTexts()
+        self._texts = self.source_text.texts  # its cache: read directly on the hot path
+
+    def unique_label(self, name: str) -> str:
+        """`name`, or `name#2`, `name#3`... when a node already has it (a param named "output")."""
+        label, n = name, 1
+        while label in self._labels:
+            n += 1
+            label = f"{name}#{n}"
+        self._labels.add(label)
+        return label
+
+    def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
+        labels = self._labels
+        if name in labels:
+            name = self.unique_label(name)
+        else:
+            labels.add(name)
+        stack = self.tracker.stack
+        shape = tuple(tensor.shape)
+        numel = tensor.numel()
+        where, code = self._texts.get(source) or self.source_text(source)
+        dtype = DTYPE_NAMES.get(tensor.dtype) or self._dtype_name(tensor.dtype)
+        device = self._device_names.get(tensor.device) or self._device_name(tensor.device)
+        node = OpRecord(
+            name, kind, name, len(self.nodes), name, 1, 1, stack[-1][0] if stack else "",
+            stack, shape, dtype, device, numel * tensor.element_size(), tensor.requires_grad,
+            (shape,), (), [], [], [], kind == "input", False, where, code, False, False, None,
+            None, None, None,
+        )  # fmt: skip
+        self.nodes.append(node)
+        if self.keeps_nothing:
+            self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, -1)
+        else:  # sources are references: free to keep
+            version = self._version(tensor)
+            self.values.keep(node, (tensor,), version)
+            self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
+        if kind == "param" or kind == "buffer":
+            # ParamUse's generated __new__ is slow Python; the tuple is built directly.
+            self._param_uses[node] = tuple.__new__(ParamUse, (name, shape, numel))
+        return node
+
+    def _source_for(self, tensor: Tensor) -> OpRecord:
+        known = self._params.get(id(tensor))
+        if known is not None:
+            return self.add_source(tensor, known[1], known[0])  # type: ignore[arg-type]
+        # Made where no mode sees it (torch.Tensor([...]), torch.from_numpy, a tensor kept
+        # from outside the forward): named after the user line that first uses it.
+        self._n_consts += 1
+        _, site = find_call_site(sys._getframe(0))
+        return self.add_source(tensor, "const", f"const_{self._n_consts}", site)
+
+    def producer_of(self, tensor: Tensor) -> tuple[OpRecord, int] | None:
+        entry = self._producers.get(id(tensor))
+        if entry is not None and entry[0]() is tensor:
+            return entry[1], entry[2]
+        return None
+
+    def _resolve_inputs(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]:
+        """The call's replay template, its tensor arguments' producers, the params it reads."""
+        inputs = self._resolve_plain_inputs(func, args, kwargs)
+        return inputs if inputs is not None else self._resolve_any_inputs(func, args, kwargs)
+
+    def _resolve_plain_inputs(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]] | None:
+        """_resolve_inputs for positional plain tensors and scalars, keywords only scalars (the
+        hot path); None for any other call."""
+        if len(args) > MAX_FAST_ARGS:
+            return None
+        if kwargs:
+            for value in kwargs.values():
+                if type(value) not in LEAF_TYPES:
+                    return None
+            kwargs = dict(kwargs)
+        producers = self._producers
+        check_writes = not self.keeps_nothing  # a write matters only to saved values
+        track = self.track_versions
+        parent_refs: ParentRefs = []
+        params: tuple[ParamUse, ...] = ()
+        literals: dict[int, Tensor] | None = None
+        for i, value in enumerate(args):
+            kind = type(value)
+            if kind is not Tensor and kind is not Parameter:
+                if kind in LEAF_TYPES:
+                    continue
+                return None
+            entry = producers.get(id(value))
+            if entry is not None and entry[0]() is value:
+                parent = entry[1]
+                if check_writes:
+                    # Written through another view since it was produced (its version
+                    # moved): no node holds its current value, so the replay keeps a copy.
+                    try:
+                        moved = (value._version if track else self._version(value)) != entry[3]
+                    except RuntimeError:  # an inference tensor made outside the trace
+                        moved = self._version(value) != entry[3]
+                    if moved:
+                        literals = self._literal(literals, len(parent_refs), value)
+                parent_refs.append((POSITION_TEXT[i], parent, entry[2]))
+            else:
+                parent = self._source_for(value)
+                parent_refs.append((POSITION_TEXT[i], parent, 0))
+            if parent.kind != "op":
+                use = self._param_uses.get(parent)
+                if use is not None:
+                    params = (*params, use)
+        n_tensors = len(parent_refs)
+        if n_tensors == len(args):  # only tensors: a shared template
+            template: tuple[Any, ...] = ALL_SLOTS[n_tensors]
+        elif n_tensors == 0:
+            template = args
+        else:
+            slots = iter(SLOTS)
+            template = tuple([v if type(v) in LEAF_TYPES else next(slots) for v in args])
+        replay = ReplayCall(func, template, kwargs or {})
+        if literals is not None:
+            replay.literals = literals
+        return replay, parent_refs, params
+
+    def _resolve_any_inputs(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]:
+        """_resolve_inputs for any call: nested containers, keywords, Tensor subclasses."""
+        args_template, kwargs_template, found = scan_call(args, kwargs)
+        parent_refs: ParentRefs = []
+        params: tuple[ParamUse, ...] = ()
+        literals: dict[int, Tensor] | None = None
+        for slot, (position, tensor) in enumerate(found):
+            parent_and_index = self.producer_of(tensor)
+            if parent_and_index is not None:
+                parent, output_index = parent_and_index
+                version = self._producers[id(tensor)][3]
+                if not self.keeps_nothing and version != self._version(tensor):
+                    literals = self._literal(literals, slot, tensor)
+            else:
+                parent, output_index = self._source_for(tensor), 0
+            use = self._param_uses.get(parent) if parent.kind != "op" else None
+            if use is not None:
+                params = (*params, use)
+            parent_refs.append((position, parent, output_index))
+        replay = ReplayCall(func, args_template, kwargs_template)
+        if literals is not None:
+            replay.literals = literals
+        return replay, parent_refs, params
+
+    def _version(self, tensor: Tensor) -> int:
+        if self.track_versions:
+            try:
+                return tensor._version
+            except RuntimeError:  # an inference tensor made outside the trace
+                pass
+        return self.values.version(tensor)
+
+    @staticmethod
+    def _literal(
+        literals: dict[int, Tensor] | None, slot: int, tensor: Tensor
+    ) -> dict[int, Tensor]:
+        """Written through another view since it was produced: keep its value now."""
+        with torch.no_grad():
+            copy = tensor.detach().clone()
+        if literals is None:
+            return {slot: copy}
+        literals[slot] = copy
+        return literals
+
+    @staticmethod
+    def _dtype_name(dtype: torch.dtype) -> str:
+        name = DTYPE_NAMES.get(dtype)
+        return name if name is not None else str(dtype).removeprefix("torch.")
+
+    def _device_name(self, device: torch.device) -> str:
+        name = self._device_names.get(device)
+        if name is None:
+            name = self._device_names[device] = str(device)
+        return name
