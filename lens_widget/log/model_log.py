@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import difflib
 import operator
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -18,6 +20,17 @@ from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
 from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
 from lens_widget.log.summary import summarize
 from lens_widget.log.validate import ValidationReport, validate_ops
+
+# The page `ModelLog.to_html` writes embeds the widget, a layer above the log: the package
+# (lens_widget/__init__.py) registers the widget's writer here, so the log never imports it.
+DEFAULT_HTML_BYTES = 20_000_000
+HtmlWriter = Callable[["ModelLog", "str | os.PathLike[str]", int], Path]
+_html_writers: list[HtmlWriter] = []
+
+
+def register_html_writer(writer: HtmlWriter) -> None:
+    """Make `writer(log, path, max_bytes)` the one `ModelLog.to_html` calls."""
+    _html_writers[:] = [writer]
 
 
 @dataclass(eq=False)
@@ -190,6 +203,15 @@ class ModelLog:
     def validate(self, *, rtol: float = 1e-5, atol: float = 1e-6) -> ValidationReport:
         """Replay every op from its saved inputs; raise on the first that differs."""
         return validate_ops(self.ops, rtol=rtol, atol=atol)
+
+    def to_html(self, path: str | os.PathLike[str], max_bytes: int = DEFAULT_HTML_BYTES) -> Path:
+        """Write one self-contained HTML page of this trace to `path`: the interactive graph
+        and activation plots, no Jupyter and no network needed to open it. Activations are
+        pooled (or, past that, left out) so the file stays under `max_bytes`; see
+        `LensWidget.save_html`. Returns the path written."""
+        if not _html_writers:
+            raise RuntimeError("no HTML writer registered: `import lens_widget` registers it")
+        return _html_writers[0](self, path, max_bytes)
 
     def __str__(self) -> str:
         return summarize(self)

@@ -20,7 +20,7 @@ export interface InspectorDeps {
   unrolledNode: (id: string) => NodeInfo | undefined;
 }
 
-type ActState = "idle" | "loading" | "slow" | "done" | "error" | "unsaved";
+type ActState = "idle" | "loading" | "slow" | "done" | "error" | "unsaved" | "unavailable";
 
 export class Inspector {
   readonly el: HTMLElement;
@@ -233,6 +233,8 @@ export class Inspector {
       (e: Error) => {
         if (token !== this.token) return;
         this.clearPlots();
+        // no kernel to ask (or not in this saved page): say so, a retry would not help
+        if (e instanceof RequestError && e.unavailable) return this.setState("unavailable", e.message);
         const msg = e instanceof RequestError && e.timedOut ? `${e.message} — is the kernel busy or gone?` : `error: ${e.message}`;
         this.setState("error", msg);
         const retry = h("button", "lens-btn", "Retry");
