@@ -30,6 +30,7 @@ _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "standalone.html"
 BUNDLE = _HERE.parent / "static" / "widget.js"
 _MARKER = re.compile(r"@@(TITLE|NOTE|BUNDLE|STATE|VIEWS|VALUES)@@")
+_BLOCK = re.compile(r'<script type="application/octet-stream" id="lens-(\w+)">([^<]*)</script>')
 # Room left for what the views' estimate does not count (offsets, gzip headers, the note).
 _SLACK = 0.99
 
@@ -131,6 +132,15 @@ def write_html(
     out = pathlib.Path(path)
     out.write_bytes(page)
     return out
+
+
+def page_blocks(page: str) -> dict[str, bytes]:
+    """The data blocks of a page this module wrote, unpacked: "bundle", "state" (JSON),
+    "views" (JSON) and "values" (float32 little-endian)."""
+    return {
+        name: gzip.decompress(base64.b64decode(text)) if text else b""
+        for name, text in _BLOCK.findall(page)
+    }
 
 
 def write_log_html(

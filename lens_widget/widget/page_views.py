@@ -4,12 +4,13 @@ Each saved tensor output gets the view the inspector asks for first (batch item 
 channels), made by the kernel's own `tensor_view`, so the page plots exactly what the notebook
 would. When they do not all fit, the large views are mean-pooled further, all to one common
 cap (every op keeps a smaller plot; statistics and histogram stay those of the full tensor);
-only when even views of MIN_VALUES values do not fit are views left out, parameters and
-buffers first, then the largest.
+only when even views of MIN_VALUES values do not fit are views left out: parameters,
+buffers and constants first, then the largest.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from collections.abc import Iterator
@@ -41,12 +42,8 @@ class PageView:
     values: torch.Tensor
     is_source: bool
 
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.result["id"], self.result["output"]
-
-    def result_bytes(self) -> int:
-        return len(json.dumps(self.result, separators=(",", ":")))
+    def result_json(self) -> bytes:
+        return json.dumps(self.result, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -60,7 +57,7 @@ class PageViews:
     def fit(self, budget: float) -> None:
         """Leave out and pool views (in place, only ever further) to fit `budget` bytes."""
         self.views = _keep_within(self.views, budget)
-        value_budget = budget - sum(v.result_bytes() * 4 / 3 for v in self.views)
+        value_budget = budget - sum(_result_costs(self.views))
         cap = _water_level(self.views, value_budget) if self.views else None
         if cap is not None and any(v.values.numel() > cap for v in self.views):
             for v in self.views:
@@ -166,21 +163,35 @@ def page_views(log: ModelLog, budget: float) -> PageViews:
     return page
 
 
+def _result_costs(views: list[PageView]) -> list[float]:
+    """Bytes each view's result takes in the page (gzipped JSON, base64), estimated from the
+    compression ratio of all of them together."""
+    texts = [v.result_json() for v in views]
+    raw = sum(len(t) for t in texts)
+    if raw == 0:
+        return []
+    ratio = len(gzip.compress(b",".join(texts), compresslevel=6)) * 4 / 3 / raw
+    return [len(t) * ratio for t in texts]
+
+
 def _keep_within(views: list[PageView], budget: float) -> list[PageView]:
-    """All views if each fits at MIN_VALUES; else as many as fit, ops first, smallest first."""
-
-    def least(v: PageView) -> float:
-        shape = _pooled_shape(v.result["dataShape"], v.result["plot"], MIN_VALUES)
-        return v.result_bytes() * 4 / 3 + math.prod(shape) * VALUE_BYTES
-
-    costs = [least(v) for v in views]
+    """All views if each fits at MIN_VALUES; else the ops' views that fit, smallest first,
+    and the sources' (parameters, buffers, constants) only once every op's is in."""
+    result_costs = _result_costs(views)
+    costs = [
+        result_costs[i]
+        + math.prod(_pooled_shape(v.result["dataShape"], v.result["plot"], MIN_VALUES))
+        * VALUE_BYTES
+        for i, v in enumerate(views)
+    ]
     if sum(costs) <= budget:
         return views
     order = sorted(range(len(views)), key=lambda i: (views[i].is_source, costs[i]))
     keep: set[int] = set()
     spent = 0.0
     for i in order:
-        if spent + costs[i] <= budget:
-            keep.add(i)
-            spent += costs[i]
+        if spent + costs[i] > budget:
+            break  # the rest cost more, or are sources while an op is left out
+        keep.add(i)
+        spent += costs[i]
     return [v for i, v in enumerate(views) if i in keep]
