@@ -40,10 +40,12 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("frontend bundle not built")
     work = tmp_path_factory.mktemp("nbconvert")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL)])
-    with pytest.MonkeyPatch.context() as mp:  # the kernel imports this checkout's lens_widget
-        mp.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-        mp.setenv("JUPYTER_CONFIG_DIR", str(work / "config"))
-        NotebookClient(nb, kernel_name="python3", timeout=300, store_widget_state=True).execute()
+    env = {  # the kernel imports this checkout's lens_widget
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "JUPYTER_CONFIG_DIR": str(work / "config"),
+    }
+    NotebookClient(nb, kernel_name="python3", timeout=300, store_widget_state=True).execute(env=env)
     nbformat.write(nb, work / "widget.ipynb")
     body, _ = HTMLExporter().from_notebook_node(nb)
     out = work / "widget.html"
