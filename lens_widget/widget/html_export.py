@@ -107,8 +107,10 @@ def write_html(
         raise FileNotFoundError(f"{BUNDLE} is missing: build the frontend (`npm run build`)")
     bundle = _packed(BUNDLE.read_bytes())
     state_text = _state_text(state)
-    empty = PageViews([], 0, None)
+    # the page with no view at all, its note in its longest form ("0 of N ... left out ...")
+    empty = PageViews([], len(log.nodes) * 8, 0)
     base = len(_page(log.model_class, _note(log, empty, max_bytes), bundle, state_text, ("", "")))
+    base += len(_views_text(empty, max_bytes)[0]) + 64
     if base > max_bytes:
         raise ValueError(
             f"max_bytes={max_bytes:,} is below the size of the page without activations "
@@ -126,6 +128,8 @@ def write_html(
         ).encode("utf-8")
         if len(page) <= max_bytes:
             break
+        if not views.views:  # cannot happen: `base` counted the page without views
+            raise RuntimeError(f"the page without activations exceeds max_bytes={max_bytes:,}")
         # The estimate was short (JSON and offsets): fit into what is left again.
         budget -= (len(page) - max_bytes) * 1.1 + 1024
         views.fit(max(0.0, budget))
