@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import difflib
 import operator
-import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -20,6 +19,9 @@ from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
 from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
 from lens_widget.log.summary import summarize
 from lens_widget.log.validate import ValidationReport, validate_ops
+
+if TYPE_CHECKING:
+    import os
 
 # The page `ModelLog.to_html` writes embeds the widget, a layer above the log: the package
 # (lens_widget/__init__.py) registers the widget's writer here, so the log never imports it.
