@@ -24,11 +24,11 @@ __all__ = [
 ]
 
 
-def _write_html(log: ModelLog, path: str | os.PathLike[str], max_bytes: int) -> Path:
+def _write_html(log: ModelLog, path: str | os.PathLike[str], max_bytes: int, weights: bool) -> Path:
     # ModelLog.to_html: the page embeds the widget, imported only when a page is written.
     from lens_widget.widget.html_export import write_log_html
 
-    return write_log_html(log, path, max_bytes=max_bytes)
+    return write_log_html(log, path, max_bytes=max_bytes, weights=weights)
 
 
 register_html_writer(_write_html)

@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 # The page `ModelLog.to_html` writes embeds the widget, a layer above the log: the package
 # (lens_widget/__init__.py) registers the widget's writer here, so the log never imports it.
 DEFAULT_HTML_BYTES = 20_000_000
-HtmlWriter = Callable[["ModelLog", "str | os.PathLike[str]", int], Path]
+HtmlWriter = Callable[["ModelLog", "str | os.PathLike[str]", int, bool], Path]
 _html_writers: list[HtmlWriter] = []
 
 
 def register_html_writer(writer: HtmlWriter) -> None:
-    """Make `writer(log, path, max_bytes)` the one `ModelLog.to_html` calls."""
+    """Make `writer(log, path, max_bytes, weights)` the one `ModelLog.to_html` calls."""
     _html_writers[:] = [writer]
 
 
@@ -206,14 +206,20 @@ class ModelLog:
         """Replay every op from its saved inputs; raise on the first that differs."""
         return validate_ops(self.ops, rtol=rtol, atol=atol)
 
-    def to_html(self, path: str | os.PathLike[str], max_bytes: int = DEFAULT_HTML_BYTES) -> Path:
+    def to_html(
+        self,
+        path: str | os.PathLike[str],
+        max_bytes: int = DEFAULT_HTML_BYTES,
+        *,
+        weights: bool = False,
+    ) -> Path:
         """Write one self-contained HTML page of this trace to `path`: the interactive graph
         and activation plots, no Jupyter and no network needed to open it. Activations are
-        pooled (or, past that, left out) so the file stays under `max_bytes`; see
-        `LensWidget.save_html`. Returns the path written."""
+        pooled (or, past that, left out) so the file stays under `max_bytes`; `weights=True`
+        adds plots of parameters and buffers (slower). See `LensWidget.save_html`."""
         if not _html_writers:
             raise RuntimeError("no HTML writer registered: `import lens_widget` registers it")
-        return _html_writers[0](self, path, max_bytes)
+        return _html_writers[0](self, path, max_bytes, weights)
 
     def __str__(self) -> str:
         return summarize(self)

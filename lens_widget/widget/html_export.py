@@ -33,6 +33,9 @@ _MARKER = re.compile(r"@@(TITLE|NOTE|BUNDLE|STATE|VIEWS|VALUES)@@")
 _BLOCK = re.compile(r'<script type="application/octet-stream" id="lens-(\w+)">([^<]*)</script>')
 # Room left for what the views' estimate does not count (offsets, gzip headers, the note).
 _SLACK = 0.99
+# Re-fits of the views to the budget, and how full a page may stop at.
+_FIT_ROUNDS = 4
+_FULL = 0.95
 
 
 def log_state(log: ModelLog) -> dict[str, Any]:
@@ -63,7 +66,13 @@ def _views_text(views: PageViews, max_bytes: int) -> tuple[str, str]:
         index.append({"result": view.result, "offset": offset, "length": int(values.size)})
         chunks.append(values.tobytes())
         offset += int(values.size)
-    meta = {"views": index, "total": views.total, "maxBytes": max_bytes, "cap": views.cap}
+    meta = {
+        "views": index,
+        "total": views.total,
+        "maxBytes": max_bytes,
+        "cap": views.cap,
+        "noWeights": views.no_weights,
+    }
     return _packed(_json(meta)), _packed(b"".join(chunks))
 
 
@@ -73,8 +82,11 @@ def _note(log: ModelLog, views: PageViews, max_bytes: int) -> str:
     if views.total == 0:
         return text + "No activations were saved in the trace."
     text += f"{kept:,} of {views.total:,} activations are in this page"
-    if kept < views.total:
-        text += f"; the rest were left out to keep it under {max_bytes / 1e6:.3g} MB"
+    left = views.total - kept - len(views.no_weights)
+    if left:
+        text += f"; {left:,} were left out to keep it under {max_bytes / 1e6:.3g} MB"
+    if views.no_weights:
+        text += f"; {len(views.no_weights):,} parameters and buffers are not (weights=False)"
     if views.cap is not None:
         text += f"; large ones pooled to at most {views.cap:,} values"
     return text + "."
@@ -98,8 +110,10 @@ def write_html(
     state: Mapping[str, Any],
     *,
     max_bytes: int = DEFAULT_HTML_BYTES,
+    weights: bool = False,
 ) -> pathlib.Path:
-    """Write the page of `log` with the widget `state` (its synced traits) to `path`.
+    """Write the page of `log` with the widget `state` (its synced traits) to `path`; with
+    `weights`, parameters and buffers get views too.
 
     Raises ValueError when `max_bytes` cannot hold even the page without activations.
     """
@@ -107,34 +121,40 @@ def write_html(
         raise FileNotFoundError(f"{BUNDLE} is missing: build the frontend (`npm run build`)")
     bundle = _packed(BUNDLE.read_bytes())
     state_text = _state_text(state)
+
+    def page_of(views: PageViews) -> bytes:
+        note = _note(log, views, max_bytes)
+        texts = _views_text(views, max_bytes)
+        return _page(log.model_class, note, bundle, state_text, texts).encode("utf-8")
+
     # the page with no view at all, its note in its longest form ("0 of N ... left out ...")
-    empty = PageViews([], len(log.nodes) * 8, 0)
-    base = len(_page(log.model_class, _note(log, empty, max_bytes), bundle, state_text, ("", "")))
-    base += len(_views_text(empty, max_bytes)[0]) + 64
+    weight_labels = [r.label for r in log.nodes if r.kind in ("param", "buffer")]
+    empty = PageViews([], len(log.nodes) * 8, weight_labels, cap=0)
+    base = len(page_of(empty))
     if base > max_bytes:
         raise ValueError(
             f"max_bytes={max_bytes:,} is below the size of the page without activations "
             f"({base:,} bytes: the widget bundle and the graph)"
         )
+    # The budget is an estimate (gzip shrinks views by an amount known only once packed):
+    # fit, pack, and scale it by what the views really took, keeping the best page that fits.
     budget = (max_bytes - base) * _SLACK
-    views = page_views(log, budget)
-    while True:
-        page = _page(
-            log.model_class,
-            _note(log, views, max_bytes),
-            bundle,
-            state_text,
-            _views_text(views, max_bytes),
-        ).encode("utf-8")
-        if len(page) <= max_bytes:
+    views = page_views(log, budget, weights=weights)
+    best = b""
+    for _ in range(_FIT_ROUNDS):
+        page = page_of(views)
+        fits = len(page) <= max_bytes
+        if fits and len(page) > len(best):
+            best = page
+        if fits and (views.complete or len(page) >= _FULL * max_bytes):
             break
-        if not views.views:  # cannot happen: `base` counted the page without views
-            raise RuntimeError(f"the page without activations exceeds max_bytes={max_bytes:,}")
-        # The estimate was short (JSON and offsets): fit into what is left again.
-        budget -= (len(page) - max_bytes) * 1.1 + 1024
-        views.fit(max(0.0, budget))
+        budget *= (max_bytes - base) * _SLACK / max(1, len(page) - base)
+        views.fit(budget)
+    if not best:  # not reached: `base` counted the page without views
+        views.fit(0.0)
+        best = page_of(views)
     out = pathlib.Path(path)
-    out.write_bytes(page)
+    out.write_bytes(best)
     return out
 
 
@@ -148,7 +168,11 @@ def page_blocks(page: str) -> dict[str, bytes]:
 
 
 def write_log_html(
-    log: ModelLog, path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_HTML_BYTES
+    log: ModelLog,
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int = DEFAULT_HTML_BYTES,
+    weights: bool = False,
 ) -> pathlib.Path:
     """`ModelLog.to_html`: the page of a fresh widget showing `log`."""
-    return write_html(path, log, log_state(log), max_bytes=max_bytes)
+    return write_html(path, log, log_state(log), max_bytes=max_bytes, weights=weights)

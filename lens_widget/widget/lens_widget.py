@@ -88,15 +88,23 @@ class LensWidget(anywidget.AnyWidget):
         return self._model_log
 
     def save_html(
-        self, path: str | os.PathLike[str], max_bytes: int = DEFAULT_HTML_BYTES
+        self,
+        path: str | os.PathLike[str],
+        max_bytes: int = DEFAULT_HTML_BYTES,
+        *,
+        weights: bool = False,
     ) -> pathlib.Path:
         """Write this widget as one self-contained HTML page: it opens in any browser with no
         Jupyter and no network, as interactive as here (expand, collapse, rolled/unrolled,
         search), in the view, expansion and selection shown now. Clicking an op plots its
         activation from views embedded in the page, pooled (or, past that, left out, which
-        the page says) so that the file stays under `max_bytes`. Returns the path written."""
+        the page says) so that the file stays under `max_bytes`. `weights=True` adds plots of
+        parameters and buffers (slower: their statistics read every weight). Returns the path.
+        """
         state = self.get_state(["graph", "view", "selected", "expanded"])
-        return html_export.write_html(path, self._model_log, state, max_bytes=max_bytes)
+        return html_export.write_html(
+            path, self._model_log, state, max_bytes=max_bytes, weights=weights
+        )
 
     # ---- tracing ----
 

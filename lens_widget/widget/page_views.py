@@ -4,8 +4,9 @@ Each saved tensor output gets the view the inspector asks for first (batch item 
 channels), made by the kernel's own `tensor_view`, so the page plots exactly what the notebook
 would. When they do not all fit, the large views are mean-pooled further, all to one common
 cap (every op keeps a smaller plot; statistics and histogram stay those of the full tensor);
-only when even views of MIN_VALUES values do not fit are views left out: parameters,
-buffers and constants first, then the largest.
+only when even views of MIN_VALUES values do not fit are views left out: constants first,
+then the largest. Parameters and buffers get views only when asked (`weights=True`): their
+statistics read every weight, most of the time a page takes to write.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import gzip
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -25,16 +26,17 @@ from lens_widget.widget.tensor_view import tensor_view
 
 # The smallest a pooled view gets (a 16x16 heatmap, a 256-point line).
 MIN_VALUES = 256
-# Bytes a float32 value costs in the page (base64 of its 4 bytes).
+# Bytes a float32 value costs in the page at most (base64 of its 4 bytes; gzip only helps).
 VALUE_BYTES = 4 * 4 / 3
 # Views are pooled to this many times the budget's even share as they are made, so the
 # views waiting for the final cap take a bounded amount of memory.
 _HEADROOM = 4
+_WEIGHTS = frozenset({"param", "buffer"})
 # Sources come after ops, inputs and outputs when views have to be left out.
-_SOURCES = frozenset({"param", "buffer", "const"})
+_SOURCES = _WEIGHTS | {"const"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class PageView:
     """One output's view: its ActivationResult and its float32 values (dataShape)."""
 
@@ -45,24 +47,53 @@ class PageView:
     def result_json(self) -> bytes:
         return json.dumps(self.result, separators=(",", ":")).encode()
 
+    def pooled(self, cap: int) -> PageView:
+        """This view mean-pooled to at most `cap` values, saying so in its note."""
+        result = self.result
+        shape = result["dataShape"]
+        new = _pooled_shape(shape, result["plot"], cap)
+        if new == shape:
+            return self
+        if len(shape) == 1:
+            values = F.adaptive_avg_pool1d(self.values.reshape(1, -1), new[0]).reshape(new)
+            how = f"points {shape[0]} -> {new[0]}"
+        else:
+            flat = self.values.reshape(-1, shape[-2], shape[-1])
+            values = F.adaptive_avg_pool2d(flat, (new[-2], new[-1])).reshape(new)
+            how = f"{shape[-2]}x{shape[-1]} -> {new[-2]}x{new[-1]}"
+        note = f"pooled to fit this page: {how}"
+        pooled: protocol.ActivationResult = {
+            **result,
+            "dataShape": new,
+            "reduced": True,
+            "note": f"{result['note']}; {note}" if result["note"] else note,
+        }
+        return PageView(pooled, values.contiguous(), self.is_source)
+
 
 @dataclass
 class PageViews:
-    """What the page carries: the kept views, and how many outputs had a view at all."""
+    """Every view made for a page, and the ones it carries after fitting a budget."""
 
-    views: list[PageView]
+    made: list[PageView]
     total: int  # saved tensor outputs of the log
-    cap: int | None  # values per view after pooling; None when nothing was pooled
+    no_weights: list[str]  # parameters and buffers left without a view (weights=False)
+    views: list[PageView] = field(default_factory=list)
+    cap: int | None = None  # values per view after pooling; None when nothing was pooled
+
+    @property
+    def complete(self) -> bool:
+        """Every view made is carried, unpooled: a larger budget would change nothing."""
+        return len(self.views) == len(self.made) and self.cap is None
 
     def fit(self, budget: float) -> None:
-        """Leave out and pool views (in place, only ever further) to fit `budget` bytes."""
-        self.views = _keep_within(self.views, budget)
-        value_budget = budget - sum(_result_costs(self.views))
-        cap = _water_level(self.views, value_budget) if self.views else None
-        if cap is not None and any(v.values.numel() > cap for v in self.views):
-            for v in self.views:
-                _pool(v, cap)
-            self.cap = cap if self.cap is None else min(cap, self.cap)
+        """Choose and pool the views (from those made) to fit `budget` bytes of the page."""
+        kept = _keep_within(self.made, budget)
+        cap = _water_level(kept, budget - sum(_result_costs(kept))) if kept else None
+        if cap is not None and any(v.values.numel() > cap for v in kept):
+            self.views, self.cap = [v.pooled(cap) for v in kept], cap
+        else:
+            self.views, self.cap = kept, None
 
 
 def _rounded(value: object) -> object:
@@ -92,36 +123,14 @@ def _pooled_shape(shape: list[int], plot: str, cap: int) -> list[int]:
     return [*keep, r, c]
 
 
-def _pool(view: PageView, cap: int) -> None:
-    """Mean-pool `view` in place to at most `cap` values, saying so in its note."""
-    result = view.result
-    shape = result["dataShape"]
-    new = _pooled_shape(shape, result["plot"], cap)
-    if new == shape:
-        return
-    x = view.values
-    if len(shape) == 1:
-        pooled = F.adaptive_avg_pool1d(x.reshape(1, -1), new[0]).reshape(new)
-        how = f"points {shape[0]} -> {new[0]}"
-    else:
-        flat = x.reshape(-1, shape[-2], shape[-1])
-        pooled = F.adaptive_avg_pool2d(flat, (new[-2], new[-1])).reshape(new)
-        how = f"{shape[-2]}x{shape[-1]} -> {new[-2]}x{new[-1]}"
-    view.values = pooled.contiguous()
-    result["dataShape"] = new
-    result["reduced"] = True
-    note = f"pooled to fit this page: {how}"
-    result["note"] = f"{result['note']}; {note}" if result["note"] else note
-
-
-def _tensor_outputs(log: ModelLog) -> Iterator[tuple[str, bool, int, int, torch.Tensor]]:
+def _tensor_outputs(log: ModelLog) -> Iterator[tuple[str, str, int, int, torch.Tensor]]:
     for record in log.nodes:
         outputs = record.activations
         if outputs is None:
             continue
         for i, t in enumerate(outputs):
             if isinstance(t, torch.Tensor):
-                yield record.label, record.kind in _SOURCES, i, len(outputs), t
+                yield record.label, record.kind, i, len(outputs), t
 
 
 def _total_bytes(views: list[PageView], cap: int) -> float:
@@ -145,20 +154,23 @@ def _water_level(views: list[PageView], budget: float) -> int | None:
     return lo
 
 
-def page_views(log: ModelLog, budget: float) -> PageViews:
-    """The views of `log`'s saved outputs that fit in `budget` bytes of the page."""
+def page_views(log: ModelLog, budget: float, *, weights: bool = False) -> PageViews:
+    """The views of `log`'s saved outputs, fitted to `budget` bytes of the page; parameters
+    and buffers only with `weights`."""
     outputs = list(_tensor_outputs(log))
+    no_weights = [] if weights else sorted({o[0] for o in outputs if o[1] in _WEIGHTS})
+    if not weights:
+        outputs = [o for o in outputs if o[1] not in _WEIGHTS]
     share = budget / max(1, len(outputs)) / VALUE_BYTES
     first_cap = max(MIN_VALUES, int(_HEADROOM * share))
-    views: list[PageView] = []
-    for label, is_source, index, n_outputs, tensor in outputs:
+    made: list[PageView] = []
+    for label, kind, index, n_outputs, tensor in outputs:
         result, data = tensor_view(tensor, node_id=label, output=index, n_outputs=n_outputs)
         values = torch.frombuffer(bytearray(data), dtype=torch.float32) if data else torch.zeros(0)
         rounded: protocol.ActivationResult = _rounded(result)  # type: ignore[assignment]
-        view = PageView(rounded, values.reshape(result["dataShape"]), is_source)
-        _pool(view, first_cap)
-        views.append(view)
-    page = PageViews(views, len(outputs), None)
+        view = PageView(rounded, values.reshape(result["dataShape"]), kind in _SOURCES)
+        made.append(view.pooled(first_cap))
+    page = PageViews(made, len(outputs) + len(no_weights), no_weights)
     page.fit(budget)
     return page
 
@@ -169,14 +181,14 @@ def _result_costs(views: list[PageView]) -> list[float]:
     texts = [v.result_json() for v in views]
     raw = sum(len(t) for t in texts)
     if raw == 0:
-        return []
+        return [0.0] * len(views)
     ratio = len(gzip.compress(b",".join(texts), compresslevel=6)) * 4 / 3 / raw
     return [len(t) * ratio for t in texts]
 
 
 def _keep_within(views: list[PageView], budget: float) -> list[PageView]:
     """All views if each fits at MIN_VALUES; else the ops' views that fit, smallest first,
-    and the sources' (parameters, buffers, constants) only once every op's is in."""
+    and the constants' only once every op's is in."""
     result_costs = _result_costs(views)
     costs = [
         result_costs[i]

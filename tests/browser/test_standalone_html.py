@@ -111,14 +111,28 @@ def test_page_says_which_activations_it_left_out(gpt2_log, page, tmp_path):
     note = page.locator("#lens-page-note").inner_text()
     assert f"{len(kept)} of " in note and "left out" in note
 
-    left_out = first_visible(page, lambda i: gpt2_log[i].saved and i not in kept)
-    click_item(page, left_out)
     status = page.locator("[data-testid=activation-status]")
-    page.wait_for_function(
-        "() => document.querySelector('[data-testid=activation]')?.dataset.state === 'unavailable'"
+
+    def unavailable(item: str) -> str:
+        click_item(page, item)
+        page.wait_for_function(
+            """(id) => document.querySelector('[data-testid=inspector-id]')?.textContent === id
+                 && document.querySelector('[data-testid=activation]')?.dataset.state
+                    === 'unavailable'""",
+            arg=item,
+        )
+        assert page.locator("[data-testid=activation] button").count() == 0  # no vain Retry
+        return status.inner_text()
+
+    left_out = first_visible(page, lambda i: gpt2_log[i].kind == "op" and i not in kept)
+    assert "left out of this page" in unavailable(left_out)
+    # parameters have no view unless the page was written with weights=True
+    page.click("[data-testid=toggle-params]")
+    wait_idle(page)
+    weight = first_visible(page, lambda i: gpt2_log[i].kind == "param")
+    assert unavailable(weight) == (
+        "parameter and buffer values are not in this page: write it with weights=True"
     )
-    assert "left out of this page" in status.inner_text()
-    assert page.locator("[data-testid=activation] button").count() == 0  # no useless Retry
 
     in_page = first_visible(page, lambda i: i in kept and gpt2_log[i].kind == "op")
     click_item(page, in_page)

@@ -33,6 +33,7 @@ const META: PageViews = {
   total: 5,
   maxBytes: 2_000_000,
   cap: null,
+  noWeights: ["a.w"],
 };
 const VALUES = new Float32Array([1, 2, 3, 10, 11, 12, 13]);
 
@@ -63,6 +64,7 @@ describe("ViewStore", () => {
     expect(store.lookup({ id: "y_1" })).toBe("activation left out of this page to keep it under 2 MB (max_bytes): 2 of 5 are in it");
     expect(store.lookup({ id: "x_1", batch: 1 })).toBe("this page holds batch item 1 of 2 only");
     expect(store.lookup({ id: "act_1", output: 1 })).toBe("output 1 of this op was left out of this page");
+    expect(store.lookup({ id: "a.w" })).toBe("parameter and buffer values are not in this page: write it with weights=True");
   });
 
   it("gates requests: views in the page go through, the rest never reach the model", () => {

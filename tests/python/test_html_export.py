@@ -48,7 +48,7 @@ def saved_outputs(log):
 
 
 def test_page_holds_the_bundle_the_traits_and_every_view(cnn_widget, tmp_path):
-    path = cnn_widget.save_html(tmp_path / "cnn.html")
+    path = cnn_widget.save_html(tmp_path / "cnn.html", weights=True)
     text, blocks, views, values = read(path)
     assert blocks["bundle"] == BUNDLE.read_bytes()
     state = json.loads(blocks["state"])
@@ -59,6 +59,7 @@ def test_page_holds_the_bundle_the_traits_and_every_view(cnn_widget, tmp_path):
     # every saved output has the view the inspector asks for first, exactly tensor_view's
     outputs = saved_outputs(cnn_widget.model_log)
     assert views["total"] == len(outputs) == len(views["views"]) and views["cap"] is None
+    assert views["noWeights"] == []
     by_key = {(v["result"]["id"], v["result"]["output"]): v for v in views["views"]}
     for label, index, tensor in outputs:
         view = by_key[(label, index)]
@@ -74,6 +75,18 @@ def test_page_holds_the_bundle_the_traits_and_every_view(cnn_widget, tmp_path):
     outside = re.sub(r'<script type="application/octet-stream"[^>]*>[^<]*</script>', "", text)
     assert not re.search(r"\b(src|href)=|https?:", outside)
     assert "SmallCNN" in outside and f"{len(outputs)} of {len(outputs)} activations" in outside
+
+
+def test_weights_are_left_out_unless_asked_for(cnn_widget, tmp_path):
+    log = cnn_widget.model_log
+    text, _, views, _ = read(log.to_html(tmp_path / "no_weights.html"))
+    weights = sorted(r.label for r in log.nodes if r.kind in ("param", "buffer") and r.saved)
+    assert weights and views["noWeights"] == weights
+    kept = {v["result"]["id"] for v in views["views"]}
+    assert not kept & set(weights)
+    assert kept == {r.label for r in log.nodes if r.saved and r.kind not in ("param", "buffer")}
+    assert views["total"] == len(kept) + len(weights)
+    assert f"{len(weights)} parameters and buffers are not (weights=False)" in text
 
 
 def test_page_opens_in_the_view_the_widget_shows(cnn_widget, tmp_path):
@@ -105,13 +118,15 @@ def base_size(log, tmp_path) -> int:
     return int(re.search(r"\(([\d,]+) bytes", str(err.value)).group(1).replace(",", ""))
 
 
-def test_a_tight_budget_pools_every_view_to_one_cap(gpt2_log, tmp_path):
-    full = read(gpt2_log.to_html(tmp_path / "full.html"))[2]
+def test_a_tight_budget_pools_every_view_to_one_cap_and_fills_the_page(gpt2_log, tmp_path):
+    full_path = gpt2_log.to_html(tmp_path / "full.html", weights=True)
+    full = read(full_path)[2]
     assert full["cap"] is None and len(full["views"]) == full["total"]
-    budget = base_size(gpt2_log, tmp_path) + 400_000
-    path = gpt2_log.to_html(tmp_path / "pooled.html", max_bytes=budget)
+    base = base_size(gpt2_log, tmp_path)
+    budget = base + (full_path.stat().st_size - base) * 6 // 10
+    path = gpt2_log.to_html(tmp_path / "pooled.html", max_bytes=budget, weights=True)
     text, _, views, values = read(path)
-    assert path.stat().st_size <= budget
+    assert 0.9 * budget <= path.stat().st_size <= budget  # the budget is used, not exceeded
     assert len(views["views"]) == views["total"]  # every op keeps a (smaller) plot
     cap = views["cap"]
     assert MIN_VALUES <= cap < max(v["length"] for v in full["views"])
@@ -123,20 +138,24 @@ def test_a_tight_budget_pools_every_view_to_one_cap(gpt2_log, tmp_path):
     assert np.isfinite(values).all()
 
 
-def test_a_budget_too_small_for_all_leaves_out_sources_first_and_says_so(gpt2_log, tmp_path):
+def test_a_budget_too_small_for_all_leaves_out_constants_first_and_says_so(gpt2_log, tmp_path):
     budget = base_size(gpt2_log, tmp_path) + 60_000
     path = gpt2_log.to_html(tmp_path / "small.html", max_bytes=budget)
     text, _, views, _ = read(path)
     assert path.stat().st_size <= budget
     kept = {v["result"]["id"] for v in views["views"]}
-    assert 0 < len(kept) < views["total"]
+    assert 0 < len(kept) < views["total"] - len(views["noWeights"])
     kinds = {r.label: r.kind for r in gpt2_log.nodes}
-    kept_kinds = {kinds[k] for k in kept}
-    left_kinds = {r.kind for r in gpt2_log.nodes if r.saved and r.label not in kept}
-    # parameters go before any op does
-    assert "param" not in kept_kinds or "op" not in left_kinds
+    left = {
+        r.kind
+        for r in gpt2_log.nodes
+        if r.saved and r.label not in kept and r.label not in views["noWeights"]
+    }
+    # constants go before any op does
+    assert "const" not in {kinds[k] for k in kept} or "op" not in left
+    left_out = views["total"] - len(kept) - len(views["noWeights"])
     assert f"{len(kept)} of {views['total']} activations are in this page" in text
-    assert f"left out to keep it under {budget / 1e6:.3g} MB" in text
+    assert f"{left_out} were left out to keep it under {budget / 1e6:.3g} MB" in text
 
 
 def test_a_log_without_activations_still_has_its_graph(tmp_path):

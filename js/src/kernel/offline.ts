@@ -19,6 +19,7 @@ export interface PageViews {
   total: number; // saved tensor outputs of the trace
   maxBytes: number; // the page's size budget
   cap: number | null; // values per view after pooling, null when none was pooled
+  noWeights: string[]; // parameters and buffers written without a view (weights=False)
 }
 
 /** The page's "lens-state" block: the traits, binary buffers split out as ipywidgets sends them. */
@@ -61,11 +62,13 @@ const fmtMB = (bytes: number): string => `${+(bytes / 1e6).toPrecision(3)} MB`;
 export class ViewStore {
   private byKey = new Map<string, EmbeddedView>();
   private ids = new Set<string>();
+  private noWeights: Set<string>;
 
   constructor(
     readonly meta: PageViews,
     private values: ArrayBuffer,
   ) {
+    this.noWeights = new Set(meta.noWeights ?? []);
     for (const v of meta.views) {
       this.byKey.set(`${v.result.id}\u0000${v.result.output}`, v);
       this.ids.add(v.result.id);
@@ -79,6 +82,7 @@ export class ViewStore {
   /** The view answering `params`, or why the page has none. */
   lookup(params: ActivationRequest["params"]): EmbeddedView | string {
     const m = this.meta;
+    if (this.noWeights.has(params.id)) return "parameter and buffer values are not in this page: write it with weights=True";
     if (!this.ids.has(params.id)) {
       return `activation left out of this page to keep it under ${fmtMB(m.maxBytes)} (max_bytes): ${this.size} of ${m.total} are in it`;
     }
