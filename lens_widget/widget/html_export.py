@@ -61,11 +61,15 @@ def _state_text(state: Mapping[str, Any]) -> str:
 
 def _views_text(views: PageViews, max_bytes: int) -> tuple[str, str]:
     index, chunks, offset = [], [], 0
+    written: dict[bytes, int] = {}  # views sharing values point at one copy
     for view in views.views:
-        values = view.values.to(torch.float32).contiguous().numpy().astype("<f4", copy=False)
-        index.append({"result": view.result, "offset": offset, "length": int(values.size)})
-        chunks.append(values.tobytes())
-        offset += int(values.size)
+        length = view.values.numel()
+        if view.digest not in written:
+            values = view.values.to(torch.float32).contiguous().numpy().astype("<f4", copy=False)
+            chunks.append(values.tobytes())
+            written[view.digest] = offset
+            offset += length
+        index.append({"result": view.result, "offset": written[view.digest], "length": length})
     meta = {
         "views": index,
         "total": views.total,

@@ -5,13 +5,15 @@ channels), made by the kernel's own `tensor_view`, so the page plots exactly wha
 would. When they do not all fit, the large views are mean-pooled further, all to one common
 cap (every op keeps a smaller plot; statistics and histogram stay those of the full tensor);
 only when even views of MIN_VALUES values do not fit are views left out: constants first,
-then the largest. Parameters and buffers get views only when asked (`weights=True`): their
+then the largest. Views with the same values (a reshape, a dropout in eval mode, ...) share
+them in the page. Parameters and buffers get views only when asked (`weights=True`): their
 statistics read every weight, most of the time a page takes to write.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 from collections.abc import Iterator
@@ -43,24 +45,32 @@ class PageView:
     result: protocol.ActivationResult
     values: torch.Tensor
     is_source: bool
+    digest: bytes  # of the values as made: views with one digest share their values
 
     def result_json(self) -> bytes:
         return json.dumps(self.result, separators=(",", ":")).encode()
 
-    def pooled(self, cap: int) -> PageView:
-        """This view mean-pooled to at most `cap` values, saying so in its note."""
+    def pooled(self, cap: int, done: dict[bytes, torch.Tensor]) -> PageView:
+        """This view mean-pooled to at most `cap` values, saying so in its note; values with
+        this view's digest found in `done` are reused (and put there when pooled here)."""
         result = self.result
         shape = result["dataShape"]
         new = _pooled_shape(shape, result["plot"], cap)
         if new == shape:
             return self
-        if len(shape) == 1:
-            values = F.adaptive_avg_pool1d(self.values.reshape(1, -1), new[0]).reshape(new)
-            how = f"points {shape[0]} -> {new[0]}"
-        else:
-            flat = self.values.reshape(-1, shape[-2], shape[-1])
-            values = F.adaptive_avg_pool2d(flat, (new[-2], new[-1])).reshape(new)
-            how = f"{shape[-2]}x{shape[-1]} -> {new[-2]}x{new[-1]}"
+        values = done.get(self.digest)
+        if values is None:
+            if len(shape) == 1:
+                values = F.adaptive_avg_pool1d(self.values.reshape(1, -1), new[0])
+            else:
+                flat = self.values.reshape(-1, shape[-2], shape[-1])
+                values = F.adaptive_avg_pool2d(flat, (new[-2], new[-1]))
+            values = done[self.digest] = values.reshape(new).contiguous()
+        how = (
+            f"points {shape[0]} -> {new[0]}"
+            if len(shape) == 1
+            else (f"{shape[-2]}x{shape[-1]} -> {new[-2]}x{new[-1]}")
+        )
         note = f"pooled to fit this page: {how}"
         pooled: protocol.ActivationResult = {
             **result,
@@ -68,7 +78,7 @@ class PageView:
             "reduced": True,
             "note": f"{result['note']}; {note}" if result["note"] else note,
         }
-        return PageView(pooled, values.contiguous(), self.is_source)
+        return PageView(pooled, values, self.is_source, self.digest)
 
 
 @dataclass
@@ -91,7 +101,8 @@ class PageViews:
         kept = _keep_within(self.made, budget)
         cap = _water_level(kept, budget - sum(_result_costs(kept))) if kept else None
         if cap is not None and any(v.values.numel() > cap for v in kept):
-            self.views, self.cap = [v.pooled(cap) for v in kept], cap
+            done: dict[bytes, torch.Tensor] = {}
+            self.views, self.cap = [v.pooled(cap, done) for v in kept], cap
         else:
             self.views, self.cap = kept, None
 
@@ -133,16 +144,21 @@ def _tensor_outputs(log: ModelLog) -> Iterator[tuple[str, str, int, int, torch.T
                 yield record.label, record.kind, i, len(outputs), t
 
 
+def _unique(views: list[PageView]) -> list[PageView]:
+    """One view per set of shared values."""
+    return list({v.digest: v for v in views}.values())
+
+
 def _total_bytes(views: list[PageView], cap: int) -> float:
     return sum(
         math.prod(_pooled_shape(v.result["dataShape"], v.result["plot"], cap)) * VALUE_BYTES
-        for v in views
+        for v in _unique(views)
     )
 
 
 def _water_level(views: list[PageView], budget: float) -> int | None:
     """The largest cap (>= MIN_VALUES) at which every view fits in `budget`; None if none."""
-    lo, hi = MIN_VALUES, max(MIN_VALUES, *(v.values.numel() for v in views))
+    lo, hi = MIN_VALUES, max([MIN_VALUES, *(v.values.numel() for v in views)])
     if _total_bytes(views, lo) > budget:
         return None
     while lo < hi:
@@ -164,12 +180,15 @@ def page_views(log: ModelLog, budget: float, *, weights: bool = False) -> PageVi
     share = budget / max(1, len(outputs)) / VALUE_BYTES
     first_cap = max(MIN_VALUES, int(_HEADROOM * share))
     made: list[PageView] = []
+    shared: dict[bytes, torch.Tensor] = {}
     for label, kind, index, n_outputs, tensor in outputs:
         result, data = tensor_view(tensor, node_id=label, output=index, n_outputs=n_outputs)
         values = torch.frombuffer(bytearray(data), dtype=torch.float32) if data else torch.zeros(0)
         rounded: protocol.ActivationResult = _rounded(result)  # type: ignore[assignment]
-        view = PageView(rounded, values.reshape(result["dataShape"]), kind in _SOURCES)
-        made.append(view.pooled(first_cap))
+        digest = hashlib.blake2b(data + str(result["dataShape"]).encode(), digest_size=16)
+        values = values.reshape(result["dataShape"])
+        view = PageView(rounded, values, kind in _SOURCES, digest.digest())
+        made.append(view.pooled(first_cap, shared))
     page = PageViews(made, len(outputs) + len(no_weights), no_weights)
     page.fit(budget)
     return page
@@ -188,22 +207,25 @@ def _result_costs(views: list[PageView]) -> list[float]:
 
 def _keep_within(views: list[PageView], budget: float) -> list[PageView]:
     """All views if each fits at MIN_VALUES; else the ops' views that fit, smallest first,
-    and the constants' only once every op's is in."""
+    and the constants' only once every op's is in. Shared values are paid for once."""
     result_costs = _result_costs(views)
-    costs = [
-        result_costs[i]
-        + math.prod(_pooled_shape(v.result["dataShape"], v.result["plot"], MIN_VALUES))
-        * VALUE_BYTES
-        for i, v in enumerate(views)
-    ]
-    if sum(costs) <= budget:
+
+    def least(v: PageView) -> float:
+        shape = _pooled_shape(v.result["dataShape"], v.result["plot"], MIN_VALUES)
+        return math.prod(shape) * VALUE_BYTES
+
+    if sum(result_costs) + sum(least(v) for v in _unique(views)) <= budget:
         return views
-    order = sorted(range(len(views)), key=lambda i: (views[i].is_source, costs[i]))
+    order = sorted(range(len(views)), key=lambda i: (views[i].is_source, least(views[i])))
     keep: set[int] = set()
+    paid: set[bytes] = set()
     spent = 0.0
     for i in order:
-        if spent + costs[i] > budget:
+        v = views[i]
+        cost = result_costs[i] + (0.0 if v.digest in paid else least(v))
+        if spent + cost > budget:
             break  # the rest cost more, or are sources while an op is left out
         keep.add(i)
-        spent += costs[i]
+        paid.add(v.digest)
+        spent += cost
     return [v for i, v in enumerate(views) if i in keep]
