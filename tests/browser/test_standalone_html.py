@@ -47,9 +47,8 @@ def open_from_disk(page, path: Path) -> list[str]:  # noqa: ANN001
     return aborted
 
 
-def embedded_ids(path: Path) -> set[str]:
-    views = json.loads(page_blocks(path.read_text())["views"])
-    return {v["result"]["id"] for v in views["views"]}
+def embedded_views(path: Path) -> dict:
+    return json.loads(page_blocks(path.read_text())["views"])
 
 
 def first_visible(page, want: Callable[[str], bool]) -> str:  # noqa: ANN001
@@ -106,10 +105,11 @@ def test_page_says_which_activations_it_left_out(gpt2_log, page, tmp_path):
         gpt2_log.to_html(tmp_path / "x.html", max_bytes=1)
     base = int(re.search(r"\(([\d,]+) bytes", str(err.value)).group(1).replace(",", ""))
     path = gpt2_log.to_html(tmp_path / "small.html", max_bytes=base + 60_000)
-    kept = embedded_ids(path)
+    views = embedded_views(path)
+    kept = {v["result"]["id"] for v in views["views"]}
     open_from_disk(page, path)
     note = page.locator("#lens-page-note").inner_text()
-    assert f"{len(kept)} of " in note and "left out" in note
+    assert f"{len(views['views'])} of {views['total']} activations" in note and "left out" in note
 
     status = page.locator("[data-testid=activation-status]")
 
