@@ -121,23 +121,34 @@ def _saved_notebook(n_ops: int, widgets: int, out: pathlib.Path) -> pathlib.Path
 
 def notebook_growth(n_ops: int, out: pathlib.Path) -> dict[str, Any]:
     sizes = {n: _saved_notebook(n_ops, n, out).stat().st_size for n in (0, 1, 2)}
-    nb = json.loads((out / "widgets1.ipynb").read_text())
-    states = nb["metadata"]["widgets"][STATE_MIME]["state"]
+    nb = nbformat.read(out / "widgets1.ipynb", as_version=4)
+    states = nb.metadata["widgets"][STATE_MIME]["state"]
     lens_state = next(s["state"] for s in states.values() if "graph" in s["state"])
-    # as nbformat writes it: indent=1, so nested JSON pays for its indentation
-    on_disk = {k: len(json.dumps(v, indent=1)) for k, v in lens_state.items()}
+    graph = lens_state["graph"]
+
+    def without(key: str) -> int:
+        """Bytes the saved notebook takes with the trait `key` emptied (nbformat's indent)."""
+        kept = lens_state[key]
+        lens_state[key] = type(kept)()
+        try:
+            return len(nbformat.writes(nb).encode())
+        finally:
+            lens_state[key] = kept
+
+    whole = len(nbformat.writes(nb).encode())
+    esm, graph_bytes = whole - without("_esm"), whole - without("graph")
     return {
         "model": f"chain({n_ops}): {nb_ops(lens_state)} ops, "
-        f"{len(lens_state['graph']['unrolled']['nodes']):,} nodes",
+        f"{len(graph['unrolled']['nodes']):,} nodes",
         "notebook_bytes": sizes,
         "per_widget_bytes": (sizes[2] - sizes[0]) // 2,
         "first_widget_bytes": sizes[1] - sizes[0],
         "state_parts_bytes": {
-            "_esm (bundle)": on_disk["_esm"],
-            "graph": on_disk["graph"],
-            "other traits": sum(v for k, v in on_disk.items() if k not in ("_esm", "graph")),
+            "_esm (bundle)": esm,
+            "graph": graph_bytes,
+            "the rest": sizes[1] - sizes[0] - esm - graph_bytes,
         },
-        "graph_compact_json_bytes": len(json.dumps(lens_state["graph"], separators=(",", ":"))),
+        "graph_compact_json_bytes": len(json.dumps(graph, separators=(",", ":"))),
     }
 
 

@@ -30,4 +30,5 @@ def test_quick_share_bench(tmp_path, capsys):
     # one widget's state holds the bundle and the graph
     assert nb["state_parts_bytes"]["_esm (bundle)"] > BUNDLE.stat().st_size
     assert nb["state_parts_bytes"]["graph"] > nb["graph_compact_json_bytes"] > 0
+    assert nb["state_parts_bytes"]["the rest"] >= 0
     assert "grows by" in capsys.readouterr().out
