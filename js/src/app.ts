@@ -1,12 +1,14 @@
 // The widget controller: owns the state (view, expansion, selection) and runs the pipeline
 // kernel traits -> model -> layout -> render, wiring the toolbar, search box, canvas input
-// and inspector to it. Trait sync rules live in kernel/traitSync.ts.
+// and inspector to it. Trait sync rules live in kernel/traitSync.ts; whether a kernel can
+// answer requests, in kernel/kernelLink.ts.
 import { Banner } from "./controls/banner";
 import { bindCanvasInput } from "./controls/canvasInput";
 import { OverlayControl } from "./controls/overlayControl";
 import { SearchBox } from "./controls/searchBox";
 import { Toolbar } from "./controls/toolbar";
 import { exposeDebug } from "./debugHook";
+import { type KernelLink, notebookLink } from "./kernel/kernelLink";
 import { RequestClient } from "./kernel/messages";
 import { type Origin, resolveSelection, selectionAfterSwitch, TraitSync } from "./kernel/traitSync";
 import type { WidgetModel } from "./kernel/widgetModel";
@@ -28,9 +30,15 @@ import { GraphPane } from "./render/graphPane";
 import type { Hit } from "./render/hitTest";
 import type { Renderer } from "./render/renderer";
 import { injectStyles } from "./render/styles";
+import { canvasMeasure, downloadSvg, frameToSvg } from "./render/svgExport";
 import { pickTheme, type Theme, watchTheme } from "./render/theme";
 
 const GRAPH_HEIGHT = 620;
+
+export interface AppOptions {
+  /** Who answers requests; by default the kernel of the widget's notebook (see notebookLink). */
+  link?: KernelLink;
+}
 
 export class LensApp {
   readonly root: HTMLElement;
@@ -63,8 +71,9 @@ export class LensApp {
   private unwatchTheme: () => void;
   private unbindInput: () => void;
   private overlay: OverlayControl;
+  private link: KernelLink;
 
-  constructor(model: WidgetModel, el: HTMLElement) {
+  constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
     injectStyles(el.ownerDocument);
     this.theme = pickTheme(el);
     this.root = h("div", "lens-root");
@@ -92,6 +101,7 @@ export class LensApp {
           this.showParams = on;
           this.refresh();
         },
+        exportSvg: () => this.exportSvg(),
       },
       searchBox.el,
     );
@@ -126,7 +136,9 @@ export class LensApp {
     this.root.append(this.toolbar.el, this.overlay.picker.el, this.banner.el, main);
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
 
-    this.requests = new RequestClient(model);
+    this.link = opts.link ?? notebookLink(el);
+    this.link.onChange(() => this.updateStatus());
+    this.requests = new RequestClient(model, this.link.gate);
     this.unbindInput = bindCanvasInput(this.pane.canvas, this.renderer, (hit) => this.click(hit), this.pane.wheelHint);
     this.root.classList.toggle("lens-dark", this.theme.dark);
     this.unwatchTheme = watchTheme(el, (t) => this.setTheme(t));
@@ -407,10 +419,30 @@ export class LensApp {
     else this.focusGroup(hit.id);
   }
 
+  /** Downloads what the canvas shows now as an SVG. */
+  private exportSvg(): void {
+    const r = this.renderer;
+    if (!r.frame) return;
+    const title = `${this.views?.payload.modelClass ?? "graph"} (${this.viewName})`;
+    const svg = frameToSvg({
+      frame: r.frame,
+      cam: r.cam,
+      width: r.width,
+      height: r.height,
+      theme: this.theme,
+      selected: r.selected,
+      showShapes: r.showShapes,
+      overlay: r.overlay,
+      measure: canvasMeasure(this.root.ownerDocument),
+      title,
+    });
+    downloadSvg(svg, `${title.replace(/[^\w.-]+/g, "_").replace(/_+$/, "")}.svg`, this.root);
+  }
+
   // ---- status ----
 
   private updateStatus(): void {
-    this.toolbar.showStatus(this.kernelStatus);
+    this.toolbar.showStatus(this.kernelStatus || this.link.status());
     this.pane.showBusy(this.layouts.busy > 0);
     this.root.dataset.layout = this.layouts.busy ? "running" : "idle";
   }
@@ -419,6 +451,7 @@ export class LensApp {
     this.unwatchTheme();
     this.unbindInput();
     this.sync.dispose();
+    this.link.dispose();
     this.pane.dispose();
     this.requests.dispose();
     this.layouts.dispose();

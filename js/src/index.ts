@@ -1,7 +1,9 @@
-// anywidget entry point.
+// anywidget entry point; also the standalone HTML page's (renderPage).
 import type { RenderProps } from "@anywidget/types";
 import { LensApp } from "./app";
 import type { WidgetTraits } from "./model/protocol";
+
+export { renderPage } from "./page";
 
 export default {
   render({ model, el }: RenderProps<WidgetTraits>): () => void {

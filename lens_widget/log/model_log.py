@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import operator
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -30,6 +30,20 @@ if TYPE_CHECKING:
     import os
 
     import pandas as pd
+
+if TYPE_CHECKING:
+    import os
+
+# The page `ModelLog.to_html` writes embeds the widget, a layer above the log: the package
+# (lens_widget/__init__.py) registers the widget's writer here, so the log never imports it.
+DEFAULT_HTML_BYTES = 20_000_000
+HtmlWriter = Callable[["ModelLog", "str | os.PathLike[str]", int, bool], Path]
+_html_writers: list[HtmlWriter] = []
+
+
+def register_html_writer(writer: HtmlWriter) -> None:
+    """Make `writer(log, path, max_bytes, weights)` the one `ModelLog.to_html` calls."""
+    _html_writers[:] = [writer]
 
 
 @dataclass(eq=False)
@@ -261,6 +275,21 @@ class ModelLog:
         dtype, device, bytes, params, parents, children, source, ... Needs
         `pip install lens_widget[pandas]`."""
         return nodes_table(self.nodes)
+
+    def to_html(
+        self,
+        path: str | os.PathLike[str],
+        max_bytes: int = DEFAULT_HTML_BYTES,
+        *,
+        weights: bool = False,
+    ) -> Path:
+        """Write one self-contained HTML page of this trace to `path`: the interactive graph
+        and activation plots, no Jupyter and no network needed to open it. Activations are
+        pooled (or, past that, left out) so the file stays under `max_bytes`; `weights=True`
+        adds plots of parameters and buffers (slower). See `LensWidget.save_html`."""
+        if not _html_writers:
+            raise RuntimeError("no HTML writer registered: `import lens_widget` registers it")
+        return _html_writers[0](self, path, max_bytes, weights)
 
     def __str__(self) -> str:
         return summarize(self)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import warnings
 from collections.abc import Mapping
@@ -16,10 +17,10 @@ from lens_widget.capture.save_policy import SaveSpec
 from lens_widget.capture.trace import trace
 from lens_widget.compare.comparison import LogComparison, OpDiff, compare
 from lens_widget.log.attention import has_attention_map
-from lens_widget.log.model_log import ModelLog
+from lens_widget.log.model_log import DEFAULT_HTML_BYTES, ModelLog
 from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.records import OpRecord
-from lens_widget.widget import requests
+from lens_widget.widget import html_export, requests
 from lens_widget.widget.checks import cut, quote
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.group_keys import is_group_address, output_groups
@@ -110,6 +111,25 @@ class LensWidget(anywidget.AnyWidget):
     def model_log(self) -> ModelLog:
         """The ModelLog currently shown."""
         return self._model_log
+
+    def save_html(
+        self,
+        path: str | os.PathLike[str],
+        max_bytes: int = DEFAULT_HTML_BYTES,
+        *,
+        weights: bool = False,
+    ) -> pathlib.Path:
+        """Write this widget as one self-contained HTML page: it opens in any browser with no
+        Jupyter and no network, as interactive as here (expand, collapse, rolled/unrolled,
+        search), in the view, expansion and selection shown now. Clicking an op plots its
+        activation from views embedded in the page, pooled (or, past that, left out, which
+        the page says) so that the file stays under `max_bytes`. `weights=True` adds plots of
+        parameters and buffers (slower: their statistics read every weight). Returns the path.
+        """
+        state = self.get_state(["graph", "view", "selected", "expanded"])
+        return html_export.write_html(
+            path, self._model_log, state, max_bytes=max_bytes, weights=weights
+        )
 
     # ---- tracing ----
 

@@ -1,5 +1,5 @@
 // The toolbar: title, fit / expand all / collapse all, the view switch, the shapes and
-// parameters toggles, the search box, and the kernel's status.
+// parameters toggles, the search box, the SVG download, and the kernel's status.
 import type { ViewName } from "../model/protocol";
 import { h } from "../render/dom";
 
@@ -10,6 +10,7 @@ export interface ToolbarActions {
   setView(view: ViewName): void;
   showShapes(on: boolean): void;
   showParams(on: boolean): void;
+  exportSvg(): void;
 }
 
 export class Toolbar {
@@ -40,6 +41,8 @@ export class Toolbar {
       checkbox("parameters", "toggle-params", false, actions.showParams, "params"),
       h("span", "lens-sep"),
       searchBox,
+      button("SVG", "export-svg", "Download what is on screen as an SVG (vector, labels as text)", actions.exportSvg),
+      h("span", "lens-spacer"),
       this.status,
     );
   }

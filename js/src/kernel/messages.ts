@@ -60,10 +60,15 @@ export class RequestError extends Error {
   constructor(
     message: string,
     readonly timedOut: boolean,
+    // no kernel can answer it (none is running, or this is a saved page): retrying will not help
+    readonly unavailable = false,
   ) {
     super(message);
   }
 }
+
+/** Why a request cannot be answered here (no kernel, not in the saved page), or null to send it. */
+export type RequestGate = (req: Request) => string | null;
 
 export interface RequestOptions {
   timeoutMs?: number;
@@ -84,11 +89,16 @@ export class RequestClient {
     this.handle(msg, buffers ?? []);
   };
 
-  constructor(private model: MessageChannel) {
+  constructor(
+    private model: MessageChannel,
+    private gate: RequestGate = () => null,
+  ) {
     model.on("msg:custom", this.onMsg);
   }
 
   request(req: Request, opts: RequestOptions = {}): Promise<{ result: unknown; buffers: BufferLike[] }> {
+    const why = this.gate(req);
+    if (why !== null) return Promise.reject(new RequestError(why, false, true));
     const id = this.next++;
     const timeoutMs = opts.timeoutMs ?? 20000;
     return new Promise((resolve, reject) => {

@@ -5,7 +5,7 @@ import { RequestError } from "../kernel/messages";
 import { h } from "../render/dom";
 import { ensurePlots } from "./plots";
 
-export type SectionState = "idle" | "loading" | "slow" | "done" | "error" | "unsaved";
+export type SectionState = "idle" | "loading" | "slow" | "done" | "error" | "unsaved" | "unavailable";
 
 export interface SectionHooks<T> {
   /** Asks the kernel; `onSlow` fires when it has not answered within a second. */
@@ -71,6 +71,8 @@ export class Section<T> {
       (e: Error) => {
         if (token !== this.token) return;
         this.hooks.clear();
+        // no kernel to ask (or not in this saved page): say so, a retry would not help
+        if (e instanceof RequestError && e.unavailable) return this.setState("unavailable", e.message);
         // the kernel says when inputs were not saved: offer the re-run that saves them
         if (/not saved|re-run/.test(e.message) && !(e instanceof RequestError && e.timedOut)) {
           return this.offerRerun(token, e.message);

@@ -91,7 +91,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-select{font:inherit;font-size:11px;padding:1px 4px;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg);text-transform:none;letter-spacing:0;max-width:100%;min-width:0}
 .lens-act-status:empty{display:none}
 .lens-act-status{padding:4px 0;color:var(--lens-muted)}
-.lens-act-error{color:#e03131}.lens-act-slow{color:#e67700}.lens-act-unsaved{color:var(--lens-fg);font-weight:500}
+.lens-act-error{color:#e03131}.lens-act-slow{color:#e67700}.lens-act-unsaved,.lens-act-unavailable{color:var(--lens-fg);font-weight:500}
 .lens-act-controls{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:2px 0 4px}
 .lens-act-controls:empty{display:none}
 .lens-slider{display:inline-flex;gap:6px;align-items:center;max-width:100%}

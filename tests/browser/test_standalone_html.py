@@ -1,0 +1,141 @@
+"""The standalone HTML page opened from disk (file://) with every network request blocked:
+the graph is interactive, a click plots the embedded activation, and the page says what it
+left out to stay within its size budget."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from lens_harness import click_item, lens, wait_idle
+
+import lens_widget as lw
+from bench.zoo import TEST_MODELS
+from lens_widget.widget.html_export import BUNDLE, page_blocks
+
+pytestmark = pytest.mark.skipif(not BUNDLE.exists(), reason="frontend bundle not built")
+LOCAL = ("file://", "blob:", "data:")
+
+
+@pytest.fixture(scope="module")
+def gpt2_log() -> lw.ModelLog:
+    case = TEST_MODELS["gpt2"]()
+    return lw.trace(case.model, case.args, case.kwargs)
+
+
+def open_from_disk(page, path: Path) -> list[str]:  # noqa: ANN001
+    """Opens `path` as file://, aborting every other request; returns the aborted URLs."""
+    url = path.resolve().as_uri()
+    aborted: list[str] = []
+
+    def only_the_file(route) -> None:  # noqa: ANN001
+        if route.request.url == url:
+            route.continue_()
+        else:
+            aborted.append(route.request.url)
+            route.abort()
+
+    page.route("**", only_the_file)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(url)
+    page.wait_for_function("() => !!document.getElementById('lens-app').__lens", timeout=30_000)
+    page.evaluate("() => { window.__el = document.getElementById('lens-app'); }")
+    wait_idle(page)
+    return aborted
+
+
+def embedded_views(path: Path) -> dict:
+    return json.loads(page_blocks(path.read_text())["views"])
+
+
+def first_visible(page, want: Callable[[str], bool]) -> str:  # noqa: ANN001
+    return next(i for i in lens(page, "visibleIds") if not i.startswith("@") and want(i))
+
+
+def test_page_from_disk_with_network_blocked_is_interactive(gpt2_log, page, tmp_path, artifacts):
+    path = gpt2_log.to_html(tmp_path / "gpt2.html")
+    aborted = open_from_disk(page, path)
+
+    # expand a module by clicking it
+    page.click("[data-testid=collapse-all]")
+    wait_idle(page)
+    assert "@transformer:1" in lens(page, "visibleIds")
+    click_item(page, "@transformer:1")
+    wait_idle(page)
+    assert "transformer" in lens(page, "expanded")
+    assert "@transformer.h.0:1" in lens(page, "visibleIds")
+
+    # click an op: its facts, then its plot from the page's own data
+    kinds = {r.label: r.kind for r in gpt2_log.nodes}
+    op = first_visible(page, lambda i: kinds.get(i) == "op" and gpt2_log[i].saved)
+    click_item(page, op)
+    assert page.locator("[data-testid=inspector-id]").inner_text().strip() == op
+    page.locator("[data-testid=plot-main] .main-svg").first.wait_for(timeout=20_000)
+    page.locator("[data-testid=stats]").wait_for()
+    numel = gpt2_log[op].activation.numel()
+    assert f"{numel:,}" in page.locator("[data-testid=stats]").inner_text()
+    page.screenshot(path=str(artifacts / "standalone_html.png"))
+
+    # rolled view and search work as in the notebook
+    page.click("[data-testid=view-rolled]")
+    wait_idle(page)
+    assert lens(page, "view") == "rolled"
+    page.fill("[data-testid=search]", "layer_norm")
+    page.locator("[data-testid=search-result]").first.wait_for()
+    page.keyboard.press("Enter")
+    wait_idle(page)
+    layer = lens(page, "selected")
+    assert gpt2_log.rolled_graph.nodes[layer]["records"][0].func == "layer_norm"
+    assert page.locator("[data-testid=inspector-id]").inner_text().strip() == layer
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=activation]')?.dataset.state === 'done'"
+    )
+
+    # nothing but the file itself (and blob:/data: URLs made in the page) was requested
+    assert aborted == []
+    assert page.request_urls and all(u.startswith(LOCAL) for u in page.request_urls)
+    assert page.errors == []
+
+
+def test_page_says_which_activations_it_left_out(gpt2_log, page, tmp_path):
+    with pytest.raises(ValueError, match=r"\(([\d,]+) bytes") as err:
+        gpt2_log.to_html(tmp_path / "x.html", max_bytes=1)
+    base = int(re.search(r"\(([\d,]+) bytes", str(err.value)).group(1).replace(",", ""))
+    path = gpt2_log.to_html(tmp_path / "small.html", max_bytes=base + 60_000)
+    views = embedded_views(path)
+    kept = {v["result"]["id"] for v in views["views"]}
+    open_from_disk(page, path)
+    note = page.locator("#lens-page-note").inner_text()
+    assert f"{len(views['views'])} of {views['total']} activations" in note and "left out" in note
+
+    status = page.locator("[data-testid=activation-status]")
+
+    def unavailable(item: str) -> str:
+        click_item(page, item)
+        page.wait_for_function(
+            """(id) => document.querySelector('[data-testid=inspector-id]')?.textContent === id
+                 && document.querySelector('[data-testid=activation]')?.dataset.state
+                    === 'unavailable'""",
+            arg=item,
+        )
+        assert page.locator("[data-testid=activation] button").count() == 0  # no vain Retry
+        return status.inner_text()
+
+    left_out = first_visible(page, lambda i: gpt2_log[i].kind == "op" and i not in kept)
+    assert "left out of this page" in unavailable(left_out)
+    # parameters have no view unless the page was written with weights=True
+    page.click("[data-testid=toggle-params]")
+    wait_idle(page)
+    weight = first_visible(page, lambda i: gpt2_log[i].kind == "param")
+    assert unavailable(weight) == (
+        "parameter and buffer values are not in this page: write it with weights=True"
+    )
+
+    in_page = first_visible(page, lambda i: i in kept and gpt2_log[i].kind == "op")
+    click_item(page, in_page)
+    page.locator("[data-testid=plot-main] .main-svg").first.wait_for(timeout=20_000)
+    assert all(u.startswith(LOCAL) for u in page.request_urls)
+    assert page.errors == []

@@ -1,0 +1,185 @@
+"""The standalone HTML page: what it holds (bundle, traits, activation views), its size budget."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import lens_widget as lw
+from bench.zoo import TEST_MODELS
+from lens_widget.widget import LensWidget
+from lens_widget.widget.html_export import BUNDLE, page_blocks
+from lens_widget.widget.page_views import MIN_VALUES, _pooled_shape
+from lens_widget.widget.tensor_view import tensor_view
+
+pytestmark = pytest.mark.skipif(not BUNDLE.exists(), reason="frontend bundle not built")
+
+
+@pytest.fixture(scope="module")
+def cnn_widget():
+    case = TEST_MODELS["small_cnn"]()
+    return LensWidget(case.model, case.args, case.kwargs)
+
+
+@pytest.fixture(scope="module")
+def gpt2_log():
+    case = TEST_MODELS["gpt2"]()
+    return lw.trace(case.model, case.args, case.kwargs)
+
+
+def read(path):
+    text = path.read_text(encoding="utf-8")
+    blocks = page_blocks(text)
+    views = json.loads(blocks["views"])
+    values = np.frombuffer(blocks["values"], dtype="<f4")
+    return text, blocks, views, values
+
+
+def saved_outputs(log):
+    return [
+        (r.label, i, t)
+        for r in log.nodes
+        if r.activations is not None
+        for i, t in enumerate(r.activations)
+        if isinstance(t, torch.Tensor)
+    ]
+
+
+def test_page_holds_the_bundle_the_traits_and_every_view(cnn_widget, tmp_path):
+    path = cnn_widget.save_html(tmp_path / "cnn.html", weights=True)
+    text, blocks, views, values = read(path)
+    assert blocks["bundle"] == BUNDLE.read_bytes()
+    state = json.loads(blocks["state"])
+    assert state["buffers"] == []
+    assert state["state"]["graph"] == json.loads(json.dumps(cnn_widget.graph))
+    assert state["state"]["status"] == ""
+
+    # every saved output has the view the inspector asks for first, exactly tensor_view's
+    outputs = saved_outputs(cnn_widget.model_log)
+    assert views["total"] == len(outputs) == len(views["views"]) and views["cap"] is None
+    assert views["noWeights"] == []
+    by_key = {(v["result"]["id"], v["result"]["output"]): v for v in views["views"]}
+    for label, index, tensor in outputs:
+        view = by_key[(label, index)]
+        result, data = tensor_view(tensor, node_id=label, output=index, n_outputs=1)
+        assert view["result"]["dataShape"] == result["dataShape"]
+        assert view["result"]["plot"] == result["plot"]
+        assert view["result"]["stats"]["numel"] == result["stats"]["numel"]
+        got = values[view["offset"] : view["offset"] + view["length"]]
+        assert got.tobytes() == data
+    # views of equal values (a reshape, dropout in eval mode) share one copy of them
+    spans = {(v["offset"], v["length"]) for v in views["views"]}
+    assert len(values) == sum(length for _, length in spans) and len(spans) < len(outputs)
+
+    # nothing outside the data blocks points anywhere: no src, no href, no URL
+    outside = re.sub(r'<script type="application/octet-stream"[^>]*>[^<]*</script>', "", text)
+    assert not re.search(r"\b(src|href)=|https?:", outside)
+    assert "SmallCNN" in outside and f"{len(outputs)} of {len(outputs)} activations" in outside
+
+
+def test_weights_are_left_out_unless_asked_for(cnn_widget, tmp_path):
+    log = cnn_widget.model_log
+    text, _, views, _ = read(log.to_html(tmp_path / "no_weights.html"))
+    weights = sorted(r.label for r in log.nodes if r.kind in ("param", "buffer") and r.saved)
+    assert weights and views["noWeights"] == weights
+    kept = {v["result"]["id"] for v in views["views"]}
+    assert not kept & set(weights)
+    assert kept == {r.label for r in log.nodes if r.saved and r.kind not in ("param", "buffer")}
+    assert views["total"] == len(kept) + len(weights)
+    assert f"{len(weights)} parameters and buffers are not (weights=False)" in text
+
+
+def test_page_opens_in_the_view_the_widget_shows(cnn_widget, tmp_path):
+    w = LensWidget.from_log(cnn_widget.model_log)
+    w.view = "rolled"
+    w.expanded = [m["address"] for m in w.graph["modules"] if m["address"]][:1]
+    w.selected = next(n["id"] for n in w.graph["rolled"]["nodes"] if n["kind"] == "op")
+    state = json.loads(page_blocks(w.save_html(tmp_path / "w.html").read_text())["state"])["state"]
+    assert (state["view"], state["selected"], state["expanded"]) == (
+        "rolled",
+        w.selected,
+        w.expanded,
+    )
+
+
+def test_log_to_html_is_the_page_of_a_fresh_widget(gpt2_log, tmp_path):
+    path = gpt2_log.to_html(tmp_path / "log.html")
+    state = json.loads(page_blocks(path.read_text())["state"])["state"]
+    fresh = LensWidget.from_log(gpt2_log)
+    assert state["graph"] == json.loads(json.dumps(fresh.graph))
+    assert (state["view"], state["selected"], state["expanded"]) == ("unrolled", "", [])
+
+
+def base_size(log, tmp_path) -> int:
+    """The page's size without activations, from the error a too-small budget raises."""
+    with pytest.raises(ValueError, match=r"max_bytes=1 is below the size of the page") as err:
+        log.to_html(tmp_path / "tiny.html", max_bytes=1)
+    assert not (tmp_path / "tiny.html").exists()
+    return int(re.search(r"\(([\d,]+) bytes", str(err.value)).group(1).replace(",", ""))
+
+
+def test_a_tight_budget_pools_every_view_to_one_cap_and_fills_the_page(gpt2_log, tmp_path):
+    full_path = gpt2_log.to_html(tmp_path / "full.html", weights=True)
+    full = read(full_path)[2]
+    assert full["cap"] is None and len(full["views"]) == full["total"]
+    base = base_size(gpt2_log, tmp_path)
+    budget = base + (full_path.stat().st_size - base) * 6 // 10
+    path = gpt2_log.to_html(tmp_path / "pooled.html", max_bytes=budget, weights=True)
+    text, _, views, values = read(path)
+    assert 0.9 * budget <= path.stat().st_size <= budget  # the budget is used, not exceeded
+    assert len(views["views"]) == views["total"]  # every op keeps a (smaller) plot
+    cap = views["cap"]
+    assert MIN_VALUES <= cap < max(v["length"] for v in full["views"])
+    pooled = [v for v in views["views"] if "pooled to fit this page" in v["result"]["note"]]
+    assert pooled and all(v["length"] <= cap and v["result"]["reduced"] for v in pooled)
+    for v in views["views"]:
+        assert v["length"] == int(np.prod(v["result"]["dataShape"]))
+    assert f"large ones pooled to at most {cap:,} values" in text
+    assert np.isfinite(values).all()
+
+
+def test_a_budget_too_small_for_all_leaves_out_constants_first_and_says_so(gpt2_log, tmp_path):
+    budget = base_size(gpt2_log, tmp_path) + 60_000
+    path = gpt2_log.to_html(tmp_path / "small.html", max_bytes=budget)
+    text, _, views, _ = read(path)
+    assert path.stat().st_size <= budget
+    kept = {v["result"]["id"] for v in views["views"]}
+    assert 0 < len(kept) < views["total"] - len(views["noWeights"])
+    kinds = {r.label: r.kind for r in gpt2_log.nodes}
+    left = {
+        r.kind
+        for r in gpt2_log.nodes
+        if r.saved and r.label not in kept and r.label not in views["noWeights"]
+    }
+    # constants go before any op does
+    assert "const" not in {kinds[k] for k in kept} or "op" not in left
+    left_out = views["total"] - len(views["views"]) - len(views["noWeights"])
+    assert f"{len(views['views'])} of {views['total']} activations are in this page" in text
+    assert f"{left_out} were left out to keep it under {budget / 1e6:.3g} MB" in text
+
+
+def test_a_log_without_activations_still_has_its_graph(tmp_path):
+    case = TEST_MODELS["small_cnn"]()
+    log = lw.trace(case.model, case.args, case.kwargs, save=None)
+    text, blocks, views, values = read(log.to_html(tmp_path / "none.html"))
+    assert views["views"] == [] and views["total"] == 0 and len(values) == 0
+    assert json.loads(blocks["state"])["state"]["graph"]["nOps"] == len(log.ops)
+    assert "No activations were saved in the trace." in text
+
+
+@pytest.mark.parametrize(
+    ("shape", "plot", "cap", "expected"),
+    [
+        ([5000], "line", 1000, [1000]),
+        ([300], "line", 1000, [300]),
+        ([128, 256], "heatmap", 2048, [32, 64]),
+        ([1, 4096], "sequence", 1024, [1, 1024]),
+        ([16, 64, 64], "images", 4096, [16, 16, 16]),
+        ([1], "scalar", 256, [1]),
+    ],
+)
+def test_pooled_shapes_keep_under_the_cap_and_keep_channels(shape, plot, cap, expected):
+    assert _pooled_shape(shape, plot, cap) == expected
+    assert np.prod(expected) <= max(cap, np.prod(shape) if plot == "scalar" else cap)
