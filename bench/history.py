@@ -63,9 +63,11 @@ def _dump(obj: Any, depth: int = 0) -> str:
     return json.dumps(obj)
 
 
-def run_file_name(started_utc: str, commit: str, quick: bool) -> str:
-    """`started_utc` as `YYYY-MM-DDTHHMMSSZ`; quick smoke runs are marked."""
-    return f"{started_utc}-{commit}{'-quick' if quick else ''}.json"
+def run_file_name(started_utc: str, commit: str, quick: bool, device: str = "cpu") -> str:
+    """`started_utc` as `YYYY-MM-DDTHHMMSSZ`; quick smoke runs and GPU runs are marked.
+    The run's meta also records the device (`meta["device"]`: "cpu" or "cuda (<GPU name>)")."""
+    on = "" if device == "cpu" else f"-{device}"
+    return f"{started_utc}-{commit}{on}{'-quick' if quick else ''}.json"
 
 
 def write_run(results: dict[str, Any], folder: pathlib.Path, name: str) -> pathlib.Path:

@@ -60,11 +60,14 @@ def peak_rss_delta(fn: Callable[[], Any]) -> tuple[int, int, Any]:
     return max(0, peak - start) * 1024, max(0, held) * 1024, result
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """Seconds one call of fn takes (after a gc.collect so each run starts from a clean heap)."""
+def timed(fn: Callable[[], Any], sync: Callable[[], None] = lambda: None) -> tuple[float, Any]:
+    """Seconds one call of fn takes (after a gc.collect so each run starts from a clean heap).
+    `sync` runs before each clock read: on CUDA it waits for the queued kernels."""
     gc.collect()
+    sync()
     t0 = time.perf_counter()
     result = fn()
+    sync()
     return time.perf_counter() - t0, result
 
 

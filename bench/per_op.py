@@ -1,6 +1,6 @@
 """Fixed cost per op of `lens_widget.trace`, above a plain forward and above the floor.
 
-    python -m bench.per_op [--rounds 7] [--ops 3000] [--no-gpt2]
+    python -m bench.per_op [--rounds 7] [--ops 3000] [--no-gpt2] [--device cuda] [--quick]
 
 The model is a loop of tiny ops (`Linear(8,8)`, relu, add; batch 4) on one thread, so the
 time is almost all per-op overhead: 1,000 distinct Linear modules ("distinct", the issue's
@@ -13,8 +13,11 @@ Reported, as the median of interleaved rounds:
 - GPT-2 6L: `trace(save="all")` time over plain forward time for a GPT-2 of 6 layers,
   d=384, seq 128 (random weights, eval, no_grad), with torch's default threads.
 
-Self-contained (imports nothing else from bench/), so it can also be imported:
-`measure_per_op()` and `measure_gpt2_ratio()` return the numbers.
+On `--device cuda` the models and inputs live on the GPU, every clock read waits for the
+device (torch.cuda.synchronize), and times are wall time (CPU time would miss the GPU's).
+Imports only bench.device from bench/, and nothing of the widget, so it runs where only
+torch and transformers are installed; `measure_per_op()` and `measure_gpt2_ratio()` return
+the numbers.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 import lens_widget as lw
+
+from .device import DEVICES, device_name, pick_device, synchronizer
 
 
 class TinyLoop(nn.Module):
@@ -80,10 +85,12 @@ class KeepOutputs(TorchFunctionMode):
         return out
 
 
-def _time(fn: Callable[[], Any], clock: Callable[[], float]) -> float:
+def _time(fn: Callable[[], Any], clock: Callable[[], float], sync: Callable[[], None]) -> float:
     gc.collect()
+    sync()
     start = clock()
     result = fn()
+    sync()
     elapsed = clock() - start
     del result
     return elapsed
@@ -97,7 +104,10 @@ def _floor(model: nn.Module, x: torch.Tensor) -> list[Any]:
 
 
 def _interleaved(
-    runs: dict[str, Callable[[], Any]], rounds: int, clock: Callable[[], float] = time.perf_counter
+    runs: dict[str, Callable[[], Any]],
+    rounds: int,
+    clock: Callable[[], float] = time.perf_counter,
+    sync: Callable[[], None] = lambda: None,
 ) -> dict[str, float]:
     """Median seconds per variant; one run of each per round, so load drifts hit all alike."""
     for fn in runs.values():  # warm up caches (signatures, code-object kinds)
@@ -105,18 +115,21 @@ def _interleaved(
     times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
         for name, fn in runs.items():
-            times[name].append(_time(fn, clock))
+            times[name].append(_time(fn, clock, sync))
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def measure_per_op(n_ops: int = 3000, rounds: int = 7, reused: bool = False) -> dict[str, float]:
+def measure_per_op(
+    n_ops: int = 3000, rounds: int = 7, reused: bool = False, device: str = "cpu"
+) -> dict[str, float]:
     """plain ms and floor / trace None / trace all µs per op above plain, one thread."""
+    where = torch.device(device)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         torch.manual_seed(0)
-        model = (ReusedLoop if reused else TinyLoop)(n_ops // 3).eval()
-        x = torch.randn(4, 8)
+        model = (ReusedLoop if reused else TinyLoop)(n_ops // 3).eval().to(where)
+        x = torch.randn(4, 8).to(where)
         with torch.no_grad():
             n_traced = len(lw.trace(model, (x,), save=None).ops)
             med = _interleaved(
@@ -128,8 +141,10 @@ def measure_per_op(n_ops: int = 3000, rounds: int = 7, reused: bool = False) -> 
                 },
                 rounds,
                 # One thread: its CPU time, which other processes on a busy machine leave alone
-                # (wall time there counts the time spent waiting for a core).
-                time.process_time,
+                # (wall time there counts the time spent waiting for a core). On CUDA, wall
+                # time: the GPU's work is not this process's CPU time.
+                time.process_time if where.type == "cpu" else time.perf_counter,
+                synchronizer(where),
             )
     finally:
         torch.set_num_threads(threads)
@@ -143,19 +158,21 @@ def measure_per_op(n_ops: int = 3000, rounds: int = 7, reused: bool = False) -> 
     }
 
 
-def measure_gpt2_ratio(rounds: int = 7) -> dict[str, float]:
+def measure_gpt2_ratio(rounds: int = 7, device: str = "cpu") -> dict[str, float]:
     """trace(save="all") / plain forward on a 6-layer GPT-2, d=384, seq 128."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
+    where = torch.device(device)
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(n_layer=6, n_embd=384, n_head=6)).eval()
+    model = GPT2LMHeadModel(GPT2Config(n_layer=6, n_embd=384, n_head=6)).eval().to(where)
     ids = torch.randint(
         0, model.config.vocab_size, (1, 128), generator=torch.Generator().manual_seed(1)
-    )
+    ).to(where)
     with torch.no_grad():
         med = _interleaved(
             {"plain": lambda: model(ids), "all": lambda: lw.trace(model, (ids,), save="all")},
             rounds,
+            sync=synchronizer(where),
         )
     return {
         "plain_ms": med["plain"] * 1e3,
@@ -164,22 +181,37 @@ def measure_gpt2_ratio(rounds: int = 7) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--ops", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=None, help="default 7 (quick: 2)")
+    parser.add_argument("--ops", type=int, default=None, help="default 3000 (quick: 300)")
     parser.add_argument("--no-gpt2", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--device", choices=DEVICES, default="cpu", help="where models run")
+    parser.add_argument("--quick", action="store_true", help="300 ops, 2 rounds: a smoke run")
+    args = parser.parse_args(argv)
+    args.rounds = args.rounds or (2 if args.quick else 7)
+    args.ops = args.ops or (300 if args.quick else 3000)
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    device = pick_device(args.device)
+    print(f"device: {device_name(device)}")
     for reused in (False, True):
-        r = measure_per_op(args.ops, args.rounds, reused)
+        r = measure_per_op(args.ops, args.rounds, reused, args.device)
         kind = "one Linear reused" if reused else "distinct Linears"
-        print(f"tiny-op loop ({kind}), {r['ops']:.0f} ops, 1 thread, median of {args.rounds}")
+        clock = "CPU time" if device.type == "cpu" else "wall time, synchronised"
+        print(
+            f"tiny-op loop ({kind}), {r['ops']:.0f} ops, 1 thread, median of {args.rounds} "
+            f"({clock})"
+        )
         print(f"  plain forward              {r['plain_ms']:8.1f} ms")
         print(f"  floor (bare mode, keeps)   {r['floor_us']:8.1f} µs/op above plain")
         print(f"  trace(save=None)           {r['trace_none_us']:8.1f} µs/op above plain")
         print(f'  trace(save="all")          {r["trace_all_us"]:8.1f} µs/op above plain')
     if not args.no_gpt2:
-        g = measure_gpt2_ratio(args.rounds)
+        g = measure_gpt2_ratio(args.rounds, args.device)
         print(
             f"GPT-2 6L d=384 seq 128, {torch.get_num_threads()} threads: plain "
             f'{g["plain_ms"]:.1f} ms, trace(save="all") {g["trace_all_ms"]:.1f} ms, '

@@ -2,6 +2,7 @@
 
     python -m bench.run            # full run (about 15 min on 2 busy cores)
     python -m bench.run --quick    # tiny models, 2 repeats: checks the harness, not speed
+    python -m bench.run --device cuda   # the tracing table on a GPU (no graph/widget/memory)
 
 Each run writes its figures to --out/results/<UTC time>-<commit>.json (quick runs end in
 -quick) and renders them into --out/RESULTS.md (default --out: bench/).
@@ -17,14 +18,21 @@ from typing import Any
 
 import torch
 
+from .device import DEVICES, device_name, pick_device, synchronizer
 from .environment import LoadMeter, machine_info
 from .graph_bench import bench_graph
 from .history import git_commit, run_file_name, write_run
 from .report import write_report
 from .trace_bench import bench_case
 from .tracers import Mode, TorchLens, all_modes
-from .widget_bench import bench_widget
 from .zoo import BENCH_MODELS
+
+# What a CUDA run leaves out, and why (the report prints these).
+CUDA_SKIPS = {
+    "memory": "peak RSS (VmHWM) measures host memory, not the GPU's",
+    "graph": "graph building runs on the host; measured by CPU runs",
+    "widget": "the widget bench runs in a browser on the host; measured by CPU runs",
+}
 
 BENCH_DIR = pathlib.Path(__file__).resolve().parent
 
@@ -32,6 +40,12 @@ BENCH_DIR = pathlib.Path(__file__).resolve().parent
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true", help="tiny models and sizes (smoke test)")
+    p.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where models run (cuda: the tracing table only; graph, widget, memory skipped)",
+    )
     p.add_argument("--out", type=pathlib.Path, default=BENCH_DIR, help="where results go")
     p.add_argument(
         "--threads",
@@ -54,11 +68,23 @@ def _say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def _trace_rows(args: argparse.Namespace, modes: list[Mode], repeats: int) -> dict[str, Any]:
+def _trace_rows(
+    args: argparse.Namespace,
+    modes: list[Mode],
+    repeats: int,
+    device: torch.device,
+    skipped: dict[str, str],
+) -> dict[str, Any]:
     max_rounds = repeats if args.quick or args.repeats else 30
+    sync = synchronizer(device)
     rows: dict[str, Any] = {"trace": [], "trace_grad": []}
     for name in [m for m in args.models.split(",") if m]:
-        case = BENCH_MODELS[name]("tiny" if args.quick else "bench")
+        try:
+            case = BENCH_MODELS[name]("tiny" if args.quick else "bench").to(device)
+        except Exception as err:  # e.g. a transformers without this model class: skip the row
+            skipped[f"model {name}"] = f"could not build: {type(err).__name__}: {err}"
+            _say(f"  {name}: SKIPPED ({skipped[f'model {name}']})")
+            continue
         rows["trace"].append(
             bench_case(
                 case,
@@ -68,6 +94,7 @@ def _trace_rows(args: argparse.Namespace, modes: list[Mode], repeats: int) -> di
                 memory=not args.no_memory,
                 max_rounds=max_rounds,
                 log=_say,
+                sync=sync,
             )
         )
         if name == args.grad_model:
@@ -81,6 +108,7 @@ def _trace_rows(args: argparse.Namespace, modes: list[Mode], repeats: int) -> di
                     memory=False,
                     max_rounds=max_rounds,
                     log=_say,
+                    sync=sync,
                 )
             )
         del case
@@ -89,6 +117,11 @@ def _trace_rows(args: argparse.Namespace, modes: list[Mode], repeats: int) -> di
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parse(argv)
+    device = pick_device(args.device)
+    skipped: dict[str, str] = {}
+    if device.type == "cuda":
+        args.no_memory = args.no_graph = args.no_widget = True
+        skipped |= CUDA_SKIPS
     warnings.filterwarnings("ignore", message=".*TorchLens observed.*")
     warnings.filterwarnings("ignore", category=UserWarning, module="torchlens")
     torch.set_num_threads(args.threads)
@@ -97,13 +130,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     meter.start()
     now = time.gmtime()
     commit, dirty = git_commit()
-    _say(f"bench: threads={torch.get_num_threads()} repeats={repeats} quick={args.quick}")
+    _say(
+        f"bench: device={device_name(device)} threads={torch.get_num_threads()} "
+        f"repeats={repeats} quick={args.quick}"
+    )
+    for what, why in skipped.items():
+        _say(f"  not run: {what} ({why})")
 
     modes = [m for m in all_modes() if not (args.no_torchlens and isinstance(m, TorchLens))]
     _say("tracing:")
-    results: dict[str, Any] = _trace_rows(args, modes, repeats)
+    results: dict[str, Any] = _trace_rows(args, modes, repeats, device, skipped)
     results |= {"graph": [], "widget": {}}
-    skipped: dict[str, str] = {}
 
     if not args.no_graph:
         _say("graphs:")
@@ -119,6 +156,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not args.no_widget:
         _say("widget:")
         try:
+            # Imported here: it needs playwright and the widget (anywidget), which a
+            # tracing-only run (--no-widget, --device cuda) must not require.
+            from .widget_bench import bench_widget
+
             results["widget"] = bench_widget(quick=args.quick, log=_say)
         except Exception as err:
             results["widget"] = {"skipped": f"{type(err).__name__}: {err}"}
@@ -129,6 +170,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "commit": commit,
         "dirty": dirty,
         "quick": args.quick,
+        "device": device_name(device),
         "threads": torch.get_num_threads(),
         "repeats": repeats,
         "grad": False,
@@ -136,7 +178,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "load": meter.stop(),
         "skipped": skipped,
     }
-    name = run_file_name(time.strftime("%Y-%m-%dT%H%M%SZ", now), commit, args.quick)
+    name = run_file_name(time.strftime("%Y-%m-%dT%H%M%SZ", now), commit, args.quick, device.type)
     run_file = write_run(results, args.out, name)
     report = write_report(run_file, args.out)
     _say(f"wrote {run_file} and {report}")

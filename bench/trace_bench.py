@@ -18,10 +18,10 @@ from .tracers import Mode
 from .zoo import ZooCase
 
 
-def _run(mode: Mode, case: ZooCase, grad: bool) -> tuple[float, Any]:
+def _run(mode: Mode, case: ZooCase, grad: bool, sync: Callable[[], None]) -> tuple[float, Any]:
     mode.before()
     with torch.set_grad_enabled(grad):
-        seconds, result = timed(lambda: mode.call(case))
+        seconds, result = timed(lambda: mode.call(case), sync)
     mode.after(result)
     return seconds, result
 
@@ -34,7 +34,10 @@ def bench_case(
     max_rounds: int = 30,
     memory: bool = True,
     log: Callable[[str], None] = print,
+    sync: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
+    """One row of the tracing table. `case` already lives on the device it runs on; `sync`
+    waits for that device before each clock read (bench.device.synchronizer)."""
     t_start = time.perf_counter()
     usable: list[Mode] = []
     row: dict[str, Any] = {"model": case.name, "size": case.description, "grad": grad, "modes": {}}
@@ -47,7 +50,7 @@ def bench_case(
 
     for mode in usable:  # warm-up, and facts about what each produced
         try:
-            seconds, result = _run(mode, case, grad)
+            seconds, result = _run(mode, case, grad, sync)
         except Exception as err:
             row["modes"][mode.name] = {"error": f"{type(err).__name__}: {err}"}
             log(f"    {mode.name}: FAILED {type(err).__name__}: {err}")
@@ -70,7 +73,7 @@ def bench_case(
     for r in range(rounds):
         shift = r % max(1, len(usable))
         for mode in usable[shift:] + usable[:shift]:
-            seconds, result = _run(mode, case, grad)
+            seconds, result = _run(mode, case, grad, sync)
             samples[mode.name].append(seconds * 1e3)
             del result
     plain = median(samples["plain"]) if "plain" in samples else float("nan")

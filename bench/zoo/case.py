@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import torch
 from torch import nn
+from torch.utils._pytree import tree_map
 
 # "tiny": a few ops wide, for tests and the bench's --quick smoke run.
 # "bench": realistic sizes (GPT-2 small, bert-base, ResNet-50 ...) for the timing rows.
@@ -41,6 +42,14 @@ class ZooCase:
     train_ops: tuple[str, ...] = ()
     # Whether train mode draws random numbers (dropout, drop-path), so seeds matter.
     random_in_train: bool = True
+
+    def to(self, device: torch.device) -> ZooCase:
+        """Move the model and every input tensor to `device` (in place; returns self)."""
+        self.model.to(device)
+        self.args, self.kwargs = tree_map(
+            lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, (self.args, self.kwargs)
+        )
+        return self
 
 
 def generator(seed: int) -> torch.Generator:
