@@ -5,7 +5,6 @@
 import { Banner } from "./controls/banner";
 import { bindCanvasInput } from "./controls/canvasInput";
 import { OverlayControl } from "./controls/overlayControl";
-import { SearchBox } from "./controls/searchBox";
 import { Toolbar } from "./controls/toolbar";
 import { exposeDebug } from "./debugHook";
 import { type KernelLink, notebookLink } from "./kernel/kernelLink";
@@ -20,17 +19,17 @@ import { GraphViews } from "./model/graphViews";
 import type { GraphPayload, ViewName } from "./model/protocol";
 import { search, type SearchHit } from "./model/search";
 import { type GraphModel, ROOT } from "./model/tree";
-import { closedAbove, closedAround, GROUP_PREFIX, computeVisible, type Visible } from "./model/visibility";
+import { closedAbove, closedAround, computeVisible, type Visible } from "./model/visibility";
 import { Inspector } from "./panel/inspector";
 import { preloadPlots } from "./panel/plots";
-import { type Anchor, pickAnchor, placeAnchor } from "./render/anchor";
-import { FitSearch, mayFitHeight } from "./render/camera";
+import { pickAnchor } from "./render/anchor";
+import { FitSearch } from "./render/camera";
+import { CameraPlan } from "./render/cameraPlan";
 import { h } from "./render/dom";
 import { GraphPane } from "./render/graphPane";
-import type { Hit } from "./render/hitTest";
 import type { Renderer } from "./render/renderer";
 import { injectStyles } from "./render/styles";
-import { canvasMeasure, downloadSvg, frameToSvg } from "./render/svgExport";
+import { downloadViewSvg } from "./render/svgExport";
 import { pickTheme, type Theme, watchTheme } from "./render/theme";
 
 const GRAPH_HEIGHT = 620;
@@ -53,9 +52,7 @@ export class LensApp {
   private vis: Visible | null = null;
   private sizes: SizeCache | null = null;
   private layoutCount = 0;
-  private firstPaint = true; // fit the camera on the next layout
-  private fitSearch: FitSearch | null = null; // a first view looking for the expansion that fits
-  private anchor: Anchor | null = null; // after a view switch: what keeps its place on screen
+  private camPlan = new CameraPlan();
   private painted = false;
   private layouts = new LayoutRunner(
     () => this.updateStatus(),
@@ -80,31 +77,23 @@ export class LensApp {
     this.root.dataset.testid = "lens-root";
     el.appendChild(this.root);
 
-    const searchBox = new SearchBox(
-      (query) => {
-        const m = this.current;
-        return m ? search(m, query, 30, this.showParams) : [];
+    this.toolbar = new Toolbar({
+      fit: () => this.fit(),
+      expandAll: () => this.expandAll(),
+      collapseAll: () => this.collapseAll(),
+      setView: (view) => this.setView(view, "user"),
+      showShapes: (on) => {
+        this.renderer.showShapes = on;
+        this.renderer.request();
       },
-      (hit) => this.jump(hit),
-    );
-    this.toolbar = new Toolbar(
-      {
-        fit: () => this.fit(),
-        expandAll: () => this.expandAll(),
-        collapseAll: () => this.collapseAll(),
-        setView: (view) => this.setView(view, "user"),
-        showShapes: (on) => {
-          this.renderer.showShapes = on;
-          this.renderer.request();
-        },
-        showParams: (on) => {
-          this.showParams = on;
-          this.refresh();
-        },
-        exportSvg: () => this.exportSvg(),
+      showParams: (on) => {
+        this.showParams = on;
+        this.refresh();
       },
-      searchBox.el,
-    );
+      exportSvg: () => this.exportSvg(),
+      search: (query) => (this.current ? search(this.current, query, 30, this.showParams) : []),
+      jump: (hit) => this.jump(hit),
+    });
 
     const main = h("div", "lens-main");
     main.style.height = `${GRAPH_HEIGHT}px`;
@@ -139,7 +128,12 @@ export class LensApp {
     this.link = opts.link ?? notebookLink(el);
     this.link.onChange(() => this.updateStatus());
     this.requests = new RequestClient(model, this.link.gate);
-    this.unbindInput = bindCanvasInput(this.pane.canvas, this.renderer, (hit) => this.click(hit), this.pane.wheelHint);
+    this.unbindInput = bindCanvasInput(
+      this.pane.canvas,
+      this.renderer,
+      { toggleGroup: (key, expand) => this.toggleGroup(key, expand), select: (id) => this.select(id, {}) },
+      this.pane.wheelHint,
+    );
     this.root.classList.toggle("lens-dark", this.theme.dark);
     this.unwatchTheme = watchTheme(el, (t) => this.setTheme(t));
 
@@ -149,7 +143,7 @@ export class LensApp {
       selected: (id) => this.select(id, { center: true, origin: "kernel" }),
       expanded: (next) => {
         this.expanded = next;
-        this.fitSearch = null;
+        this.camPlan.search = null;
         this.refresh();
       },
       status: (text) => {
@@ -157,10 +151,7 @@ export class LensApp {
         this.updateStatus();
       },
     });
-    this.viewName = this.sync.view;
-    this.expanded = this.sync.expanded;
-    this.selected = this.sync.selected;
-    this.kernelStatus = this.sync.status;
+    ({ view: this.viewName, expanded: this.expanded, selected: this.selected, status: this.kernelStatus } = this.sync);
     this.toolbar.showView(this.viewName);
     this.pane.fitCanvas({ w: 800, h: GRAPH_HEIGHT });
     this.setGraph(this.sync.graph, true);
@@ -211,16 +202,16 @@ export class LensApp {
       this.select(this.mapId(op, "unrolled", this.viewName), { center: true }),
     );
     const sel = this.selected && m.nodes.has(this.selected) ? this.selected : "";
-    this.fitSearch = null;
+    this.camPlan.search = null;
     if (initial && this.expanded.size === 0) {
       const { levels, lowest } = expansionLevels(m, this.showParams);
       // with a selection the view opens on it: no need to look for a whole view
-      if (!sel) this.fitSearch = new FitSearch(levels, lowest);
+      if (!sel) this.camPlan.search = new FitSearch(levels, lowest);
       this.expanded = new Set(levels[levels.length - 1]);
       if (sel) this.sync.writeExpanded(this.expanded);
     }
-    this.firstPaint = true;
-    this.anchor = null;
+    this.camPlan.fitNext = true;
+    this.camPlan.anchor = null;
     this.selected = "";
     if (sel) this.select(sel, { center: true, origin: "kernel" });
     else {
@@ -239,7 +230,7 @@ export class LensApp {
     if (view === this.viewName) return;
     const f = this.renderer.frame;
     const r = this.renderer;
-    const anchor = f && !this.fitSearch ? pickAnchor(f, r.cam, r.width, r.height, r.selected) : null;
+    const anchor = f && !this.camPlan.search ? pickAnchor(f, r.cam, r.width, r.height, r.selected) : null;
     const from = this.viewName;
     const kernelSelected = origin === "kernel" ? this.sync.selected : "";
     const kernelInView = !!kernelSelected && !!this.getModel(view)?.nodes.has(kernelSelected);
@@ -253,12 +244,12 @@ export class LensApp {
     // a block open in the rolled view shows in the unrolled one: open the stack that holds it
     const stacks = view === "unrolled" ? (this.views?.stacksToOpen(this.expanded) ?? []) : [];
     if (stacks.length) this.sync.writeExpanded((this.expanded = new Set([...this.expanded, ...stacks])));
-    this.anchor = anchor && { ...anchor, node: this.mapId(anchor.node, from, view) };
-    this.firstPaint = !this.anchor;
+    this.camPlan.anchor = anchor && { ...anchor, node: this.mapId(anchor.node, from, view) };
+    this.camPlan.fitNext = !this.camPlan.anchor;
     this.selected = "";
     this.vis = null; // the other view's visible set: select() must lay out the new view
     // the switched-to selection is written even when the kernel switched: it may be a mapped id the kernel lacks
-    if (sel) this.select(sel, { center: !this.anchor });
+    if (sel) this.select(sel, { center: !this.camPlan.anchor });
     else {
       this.inspector.show(m, null);
       if (origin === "user") this.sync.writeSelected("");
@@ -278,20 +269,11 @@ export class LensApp {
     const m = this.current;
     const g = m?.groups.get(key);
     if (!m || !g) return;
-    // keep the clicked module where it was on screen
-    const r = this.renderer;
-    const before = r.frame?.scene.items.get(GROUP_PREFIX + key) ?? r.frame?.scene.boxes.get(key);
-    const anchor = before ? r.toScreen(before.x + before.w / 2, before.y) : null;
+    const restore = this.renderer.holdOnScreen(key); // keep the clicked module where it was on screen
     const next = new Set(this.expanded);
     if (expand) next.add(g.address);
     else for (const a of [g.address, ...g.aliases]) next.delete(a);
-    this.setExpanded(next, () => {
-      const after = r.frame?.scene.boxes.get(key) ?? r.frame?.scene.items.get(GROUP_PREFIX + key);
-      if (anchor && after) {
-        const [sx, sy] = r.toScreen(after.x + after.w / 2, after.y);
-        r.cam = { ...r.cam, tx: r.cam.tx + anchor[0] - sx, ty: r.cam.ty + anchor[1] - sy };
-      }
-    });
+    this.setExpanded(next, restore);
   }
 
   private expandAll(): void {
@@ -299,12 +281,12 @@ export class LensApp {
     if (!m) return;
     const all = new Set<string>();
     for (const g of m.groups.values()) if (g.key !== ROOT) all.add(g.address);
-    this.firstPaint = true;
+    this.camPlan.fitNext = true;
     this.setExpanded(all);
   }
 
   private collapseAll(): void {
-    this.firstPaint = true;
+    this.camPlan.fitNext = true;
     this.setExpanded(new Set());
   }
 
@@ -322,28 +304,21 @@ export class LensApp {
   }
 
   private apply(m: GraphModel, vis: Visible, laid: Laid, after?: () => void): void {
-    if (this.fitSearch) {
-      const { width, height } = this.renderer;
-      const floor = (e: string[]): number => heightFloor(computeVisible(m, { expanded: new Set(e), showParams: this.showParams }), this.sizes!);
-      const next = this.fitSearch.next(laid.scene.bounds, width, height, (e) => mayFitHeight(floor(e), height));
+    if (this.camPlan.search) {
+      const floor = (e: string[]): number =>
+        heightFloor(computeVisible(m, { expanded: new Set(e), showParams: this.showParams }), this.sizes!);
+      const next = this.camPlan.nextExpansion(laid.scene.bounds, this.renderer, floor);
       if (next) {
         this.expanded = new Set(next);
-        this.refresh(after);
-        return;
+        return this.refresh(after);
       }
-      this.fitSearch = null;
       this.sync.writeExpanded(this.expanded);
     }
     this.vis = vis;
     this.renderer.frame = { model: m, vis, ...laid };
     this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : null;
     this.layoutCount++;
-    const anchored = this.anchor && vis.rep.get(this.anchor.node);
-    const anchorRect = anchored ? laid.scene.items.get(anchored) : undefined;
-    if (this.anchor && anchorRect) this.renderer.cam = placeAnchor(this.anchor, anchorRect);
-    else if (this.firstPaint || this.anchor) this.renderer.fitReadable(laid.scene.bounds);
-    this.firstPaint = false;
-    this.anchor = null;
+    this.camPlan.place(this.renderer, vis, laid.scene);
     after?.();
     if (!this.painted) {
       // the first frame is drawn now, not on the next animation frame, so it can be timed
@@ -373,14 +348,7 @@ export class LensApp {
     if (next.write) this.sync.writeSelected(id);
     this.inspector.show(m, id || null);
     const focus = (): void => {
-      const f = this.renderer.frame;
-      this.renderer.selected = id ? (f?.vis.rep.get(id) ?? null) : null;
-      const r = id && this.renderer.selected ? f?.scene.items.get(this.renderer.selected) : undefined;
-      if (opts.center && r) {
-        this.firstPaint = false;
-        this.renderer.centerOn(r);
-      }
-      this.renderer.request();
+      if (this.renderer.focusNode(id, !!opts.center)) this.camPlan.fitNext = false;
     };
     const need = id ? closedAround(m, id, this.expanded) : [];
     if (need.length) this.setExpanded(new Set([...this.expanded, ...need]), focus);
@@ -393,25 +361,10 @@ export class LensApp {
     if (!m) return;
     const need = closedAbove(m, key, this.expanded);
     const focus = (): void => {
-      const f = this.renderer.frame;
-      const r = f?.scene.boxes.get(key) ?? f?.scene.items.get(GROUP_PREFIX + key);
-      if (r) {
-        this.firstPaint = false;
-        this.renderer.hover = GROUP_PREFIX + key;
-        if (r.w * this.renderer.cam.scale > this.renderer.width * 0.9) this.renderer.fit(r);
-        else this.renderer.centerOn(r);
-      }
+      if (this.renderer.focusGroup(key)) this.camPlan.fitNext = false;
     };
     if (need.length) this.setExpanded(new Set([...this.expanded, ...need]), focus);
     else focus();
-  }
-
-  /** A click on the canvas: a header collapses its module, a collapsed module opens, a node is selected. */
-  private click(hit: Hit): void {
-    if (!hit) return;
-    if (hit.type === "header") return this.toggleGroup(hit.box, false);
-    if (hit.id.startsWith(GROUP_PREFIX)) return this.toggleGroup(hit.id.slice(GROUP_PREFIX.length), true);
-    this.select(hit.id, {});
   }
 
   private jump(hit: SearchHit): void {
@@ -421,22 +374,8 @@ export class LensApp {
 
   /** Downloads what the canvas shows now as an SVG. */
   private exportSvg(): void {
-    const r = this.renderer;
-    if (!r.frame) return;
     const title = `${this.views?.payload.modelClass ?? "graph"} (${this.viewName})`;
-    const svg = frameToSvg({
-      frame: r.frame,
-      cam: r.cam,
-      width: r.width,
-      height: r.height,
-      theme: this.theme,
-      selected: r.selected,
-      showShapes: r.showShapes,
-      overlay: r.overlay,
-      measure: canvasMeasure(this.root.ownerDocument),
-      title,
-    });
-    downloadSvg(svg, `${title.replace(/[^\w.-]+/g, "_").replace(/_+$/, "")}.svg`, this.root);
+    downloadViewSvg(this.renderer, this.theme, title, this.root);
   }
 
   // ---- status ----

@@ -25,7 +25,20 @@ export function wheelZoom(deltaY: number, deltaMode: number, ctrlKey: boolean): 
 }
 
 /** Binds the listeners; returns what removes the one it puts on the document. */
-export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, onClick: (hit: Hit) => void, hint?: HTMLElement): () => void {
+/** What a click on the canvas does: a header closes its module, a collapsed module opens, a node is selected. */
+export interface CanvasActions {
+  toggleGroup(key: string, expand: boolean): void;
+  select(id: string): void;
+}
+
+function dispatchClick(hit: Hit, actions: CanvasActions): void {
+  if (!hit) return;
+  if (hit.type === "header") return actions.toggleGroup(hit.box, false);
+  if (hit.id.startsWith(GROUP_PREFIX)) return actions.toggleGroup(hit.id.slice(GROUP_PREFIX.length), true);
+  actions.select(hit.id);
+}
+
+export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, actions: CanvasActions, hint?: HTMLElement): () => void {
   let engaged = false;
   const engage = (on: boolean): void => {
     engaged = on;
@@ -82,7 +95,7 @@ export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, o
     down = null;
     if (wasDrag) return;
     const [x, y] = local(ev);
-    onClick(renderer.hitTest(x, y));
+    dispatchClick(renderer.hitTest(x, y), actions);
   });
   canvas.addEventListener("pointercancel", () => {
     down = null;

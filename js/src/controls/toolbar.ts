@@ -1,7 +1,9 @@
 // The toolbar: title, fit / expand all / collapse all, the view switch, the shapes and
 // parameters toggles, the search box, the SVG download, and the kernel's status.
 import type { ViewName } from "../model/protocol";
+import type { SearchHit } from "../model/search";
 import { h } from "../render/dom";
+import { SearchBox } from "./searchBox";
 
 export interface ToolbarActions {
   fit(): void;
@@ -11,6 +13,8 @@ export interface ToolbarActions {
   showShapes(on: boolean): void;
   showParams(on: boolean): void;
   exportSvg(): void;
+  search(query: string): SearchHit[];
+  jump(hit: SearchHit): void;
 }
 
 export class Toolbar {
@@ -19,7 +23,8 @@ export class Toolbar {
   private status = h("span", "lens-status");
   private viewBtns: Record<ViewName, HTMLButtonElement>;
 
-  constructor(actions: ToolbarActions, searchBox: HTMLElement) {
+  constructor(actions: ToolbarActions) {
+    const searchBox = new SearchBox(actions.search, actions.jump).el;
     this.el.dataset.testid = "toolbar";
     this.title.dataset.testid = "model-title";
     const seg = h("div", "lens-seg");

@@ -8,6 +8,7 @@ import { drawBoxes, drawItems } from "./drawNodes";
 import type { Frame, NodeOverlay, Paint } from "./frame";
 import { type Hit, hitTest } from "./hitTest";
 import type { Theme } from "./theme";
+import { GROUP_PREFIX } from "../model/visibility";
 
 const LABEL_MIN_SCALE = 0.42;
 const DETAIL_MIN_SCALE = 0.2;
@@ -86,6 +87,46 @@ export class Renderer {
     const anchor = this.frame ? topCenterX(this.frame.scene.items.values()) : null;
     this.cam = firstCamera(r, this.width, this.height, anchor);
     this.request();
+  }
+
+  /** The laid-out rect of module `key`: its open box or its collapsed item. */
+  groupRect(key: string): Rect | undefined {
+    const s = this.frame?.scene;
+    return s?.boxes.get(key) ?? s?.items.get(GROUP_PREFIX + key);
+  }
+
+  /** Remembers where module `key` sits on screen; the returned call puts it back there
+   * after a relayout (a module opened or closed in place). */
+  holdOnScreen(key: string): () => void {
+    const before = this.groupRect(key);
+    const anchor = before ? this.toScreen(before.x + before.w / 2, before.y) : null;
+    return () => {
+      const after = this.groupRect(key);
+      if (!anchor || !after) return;
+      const [sx, sy] = this.toScreen(after.x + after.w / 2, after.y);
+      this.cam = { ...this.cam, tx: this.cam.tx + anchor[0] - sx, ty: this.cam.ty + anchor[1] - sy };
+    };
+  }
+
+  /** Marks node `id` (or the collapsed module standing for it) selected; with `center`, moves
+   * the camera onto it. True when the camera moved. */
+  focusNode(id: string, center: boolean): boolean {
+    const f = this.frame;
+    this.selected = id ? (f?.vis.rep.get(id) ?? null) : null;
+    const r = this.selected ? f?.scene.items.get(this.selected) : undefined;
+    if (center && r) this.centerOn(r);
+    this.request();
+    return !!(center && r);
+  }
+
+  /** Hovers module `key` and brings it into view (whole, when it is wider than the view). */
+  focusGroup(key: string): boolean {
+    const r = this.groupRect(key);
+    if (!r) return false;
+    this.hover = GROUP_PREFIX + key;
+    if (r.w * this.cam.scale > this.width * 0.9) this.fit(r);
+    else this.centerOn(r);
+    return true;
   }
 
   centerOn(r: Rect, minScale = 0.8): void {

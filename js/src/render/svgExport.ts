@@ -7,6 +7,7 @@ import { drawEdges } from "./drawEdges";
 import { drawBoxes, drawItems } from "./drawNodes";
 import type { Frame, NodeOverlay, Paint } from "./frame";
 import { escapeXml, type MeasureText, num, SvgContext } from "./svgContext";
+import type { Renderer } from "./renderer";
 import type { Theme } from "./theme";
 
 /** Everything the SVG is made from: what the Renderer draws, and how to measure text. */
@@ -94,4 +95,22 @@ export function downloadSvg(svg: string, name: string, host: HTMLElement): void 
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/** Downloads what renderer `r` shows now as an SVG named after `title`. */
+export function downloadViewSvg(r: Renderer, theme: Theme, title: string, root: HTMLElement): void {
+  if (!r.frame) return;
+  const svg = frameToSvg({
+    frame: r.frame,
+    cam: r.cam,
+    width: r.width,
+    height: r.height,
+    theme,
+    selected: r.selected,
+    showShapes: r.showShapes,
+    overlay: r.overlay,
+    measure: canvasMeasure(root.ownerDocument),
+    title,
+  });
+  downloadSvg(svg, `${title.replace(/[^\w.-]+/g, "_").replace(/_+$/, "")}.svg`, root);
 }
