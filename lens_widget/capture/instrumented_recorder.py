@@ -170,6 +170,8 @@ class InstrumentedRecorder(Recorder):
         saved = node.activations
         if saved is not None:
             outputs = (*saved[:index], new, *saved[index + 1 :])
-            versions: Any = version if len(outputs) == 1 else tuple(self._version(t) for t in outputs)
+            versions: Any = (
+                version if len(outputs) == 1 else tuple(self._version(t) for t in outputs)
+            )
             self.values.keep(node, outputs, versions)
         return replaced

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 from cleanup_checks import assert_tensors_equal
+from test_widget_overlays import ask, values_of
 from torch import nn
 
 import lens_widget as lw
 from bench.zoo import TEST_MODELS as BUILDERS
+from lens_widget.widget.lens_widget import LensWidget
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 
@@ -66,3 +68,13 @@ def test_time_ms_survives_save_and_load(tmp_path):
     timed = lw.trace(small_model(), torch.randn(4, 6), timing=True)
     loaded = lw.load(timed.save(tmp_path / "timed"))
     assert [op.time_ms for op in loaded.ops] == [op.time_ms for op in timed.ops]
+
+
+def test_a_timed_widget_overlays_the_op_times():
+    w = LensWidget(small_model(), torch.randn(4, 6), timing=True)
+    reply, buffers = ask(w, "metrics", {"metric": "time"})
+    times = values_of(reply, buffers)
+    log = w.model_log
+    assert list(times) == [op.label for op in log.ops]
+    for value, op in zip(times.values(), log.ops, strict=True):
+        assert value == pytest.approx(op.time_ms, rel=1e-6)
