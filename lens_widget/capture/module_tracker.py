@@ -23,8 +23,9 @@ from lens_widget.log.records import ModuleInfo
 ModuleStack = tuple[tuple[str, int], ...]
 
 
-def _ignore_output(address: str, pass_index: int, output: Any, entry: Any) -> None:
+def _ignore_output(address: str, pass_index: int, output: Any, entry: Any) -> Any:
     """The output callback once tracing is over."""
+    return output
 
 
 class _ThreadTrackers(threading.local):
@@ -60,7 +61,7 @@ def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
             tracker.exit(None)
         raise
     for tracker in reversed(trackers):
-        tracker.exit(output)
+        output = tracker.exit(output)  # the same object unless an intervention replaced it
     return output
 
 
@@ -80,7 +81,7 @@ def _call_tracked(
             tracker.exit(None)
         raise
     for tracker in reversed(trackers):
-        tracker.exit(output)
+        output = tracker.exit(output)  # the same object unless an intervention replaced it
     return output
 
 
@@ -108,7 +109,9 @@ class ModuleTracker:
         self,
         model: torch.nn.Module,
         names: ModelNames,
-        on_module_output: Callable[[str, int, Any, tuple[str, int] | None], None],
+        # Returns the output the module's caller gets: `output` unless an intervention
+        # replaced it.
+        on_module_output: Callable[[str, int, Any, tuple[str, int] | None], Any],
         ops: list[Any],
     ) -> None:
         self._root = model
@@ -168,15 +171,16 @@ class ModuleTracker:
         self.stack = (*stack, entry)
         self.path = (*path, address)
 
-    def exit(self, output: Any) -> None:
-        """The module call that entered last returned `output` (None when it raised)."""
+    def exit(self, output: Any) -> Any:
+        """The module call that entered last returned `output` (None when it raised); what
+        its caller gets."""
         if not self._open:
-            return
+            return output
         stack, path, info, n_passes, entry, ops_before = self._open[-1]
         try:
             # `entry` is the stack's top while the module ran (None for the root): the ops
             # inside that call are those whose module_stack holds this very tuple.
-            self._on_module_output(info.address, n_passes, output, entry)
+            return self._on_module_output(info.address, n_passes, output, entry)
         finally:
             self._open.pop()
             self.stack, self.path = stack, path

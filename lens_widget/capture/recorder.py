@@ -231,7 +231,7 @@ class Recorder(TensorBook, TorchFunctionMode):
             label, "op", facts.name, len(self.nodes), base, passes, 1,
             stack[-1][0] if stack else "", stack, shape, dtype, device, nbytes, grad, shapes,  # type: ignore[arg-type]
             params, parents, parent_args, [], from_input, False, where, code, bool(writes),  # type: ignore[arg-type]
-            False, None, None, None, (replay, parent_refs),
+            False, None, None, False, None, (replay, parent_refs),
         )  # fmt: skip
         self.nodes.append(node)
         self.ops.append(node)
@@ -290,7 +290,7 @@ class Recorder(TensorBook, TorchFunctionMode):
 
     def _on_module_output(
         self, address: str, pass_index: int, output: Any, entry: tuple[str, int] | None
-    ) -> None:
+    ) -> Any:
         """Note which nodes a module call returned. A tensor it returns untouched (an
         nn.Identity, a skipped branch) gets an "identity" op inside the module, so the
         module is a node of the graph and the value visibly flows through it.
@@ -305,6 +305,7 @@ class Recorder(TensorBook, TorchFunctionMode):
             with torch._C.DisableTorchFunction():
                 nodes = self._module_output_nodes(tensor_leaves(output), entry)
         self.module_outputs.append((address, pass_index, nodes))
+        return output
 
     def _module_output_nodes(self, tensors: Any, entry: tuple[str, int] | None) -> list[OpRecord]:
         nodes = []

@@ -39,7 +39,7 @@ RECORD_FIELDS = (
     "label", "kind", "func", "index", "layer", "pass_index", "n_passes", "module",
     "module_stack", "shape", "dtype", "device", "nbytes", "requires_grad", "shapes", "params",
     "parents", "parent_args", "children", "from_input", "feeds_output", "source",
-    "source_code", "inplace", "failed", "error", "time_ms", "activations", "replay",
+    "source_code", "inplace", "failed", "error", "time_ms", "intervened", "activations", "replay",
 )  # fmt: skip
 if tuple(f.name for f in dataclasses.fields(OpRecord) if f.init) != RECORD_FIELDS:
     raise ImportError("lens_widget: OpRecord's fields changed; update RECORD_FIELDS")
@@ -96,7 +96,7 @@ class TensorBook:
             name, kind, name, len(self.nodes), name, 1, 1, stack[-1][0] if stack else "",
             stack, shape, dtype, device, numel * tensor.element_size(), tensor.requires_grad,
             (shape,), (), [], [], [], kind == "input", False, where, code, False, False, None,
-            None, None, None,
+            None, False, None, None,
         )  # fmt: skip
         self.nodes.append(node)
         if self.keeps_nothing:

@@ -10,6 +10,8 @@ from typing import Any
 import torch
 
 from lens_widget.capture.build_log import build_log
+from lens_widget.capture.instrumented_recorder import InstrumentedRecorder
+from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.old_generation import promote_to_old_generation
 from lens_widget.capture.partial_log import attach_partial_log
@@ -30,6 +32,8 @@ def trace(
     kwargs: Mapping[str, Any] | None = None,
     *,
     save: SaveSpec = "all",
+    timing: bool = False,
+    intervene: Mapping[str, InterventionFn] | None = None,
 ) -> ModelLog:
     """Run ``model(*inputs, **kwargs)`` once and record every torch operation.
 
@@ -43,6 +47,25 @@ def trace(
     them. The log holds its exception weakly: dropping the exception (and the log) frees
     both at once, without the cyclic garbage collector, except for Python's built-in
     exception classes, which cannot be referenced weakly.
+
+    ``timing=True`` sets each op's ``time_ms``: wall time around the torch call alone (not
+    the tracer's bookkeeping). On CUDA every op is synchronised before and after, which
+    perturbs the pass (no overlap of kernels, no asynchronous launches): the times say
+    where the work is, not how long an untraced pass takes. Timed traces take the
+    tracer's slower general path; the default costs nothing.
+
+    ``intervene={target: fn}`` replaces outputs during the pass with ``fn(output)``, so
+    everything downstream sees the new value. A target is an op label as this trace names
+    it: ``"relu_1_2"`` (every pass) or ``"relu_1_2:3"`` (the 3rd pass only), or a module
+    address: ``"transformer.h.3.attn"`` (every call) or ``"transformer.h.3.attn:2"``. For
+    an op with several outputs, and a module returning a tuple, dict or ModelOutput, fn gets
+    the first tensor (``tensor_leaves`` order) and its result takes that tensor's place. fn
+    must return a tensor of the same shape and dtype; it runs outside the tracer (its own
+    calls are not recorded, so labels match a clean trace's for ``lw.compare``). An op that
+    writes in place (``relu_``, ``out=``) gets fn's value written into its result. The
+    replaced op (for a module: the op that produced its output) has ``intervened=True``
+    and its saved activation is the new value. A target that matched nothing raises
+    ValueError after the pass, naming it and close matches.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(
@@ -62,7 +85,17 @@ def trace(
 
     quiet = torch._C.DisableTorchFunction()  # the setup and the log: invisible to user modes
     with quiet:
-        recorder = Recorder(model, policy, track_versions=not torch.is_inference_mode_enabled())
+        track_versions = not torch.is_inference_mode_enabled()
+        interventions: Interventions | None = None
+        if intervene is not None:
+            addresses = [address for address, _ in model.named_modules()]
+            interventions = Interventions(intervene, addresses)
+        if timing or interventions is not None:
+            recorder: Recorder = InstrumentedRecorder(
+                model, policy, track_versions, bool(timing), interventions
+            )
+        else:
+            recorder = Recorder(model, policy, track_versions)
         for name, tensor in named_tensor_leaves((args, dict(kwargs)), "input"):
             if recorder.producer_of(tensor) is None:  # the same tensor passed twice is one input
                 recorder.add_source(tensor, "input", _input_name(name))
@@ -82,6 +115,11 @@ def trace(
         if error is None:  # a partial log may sit in a cycle with its error: leave it young
             promote_to_old_generation()
     _warn_on_unmatched_save_names(policy, log)
+    if error is None and interventions is not None:
+        known = {n.label for n in log.ops} | {n.layer for n in log.ops} | set(log.modules)
+        unmatched = interventions.unmatched_error(known)
+        if unmatched is not None:
+            raise unmatched
     if error is None:
         return log
     attach_partial_log(error, log)

@@ -90,6 +90,8 @@ class OpRecord:
     error: str | None = None
     # Milliseconds the op took, when the trace was timed; None otherwise.
     time_ms: float | None = None
+    # The output was replaced during the pass: ``trace(..., intervene={...})``.
+    intervened: bool = False
     activations: tuple[torch.Tensor, ...] | None = None
     # What validate() needs to replay the op: the call (None for an output sink) and, per
     # tensor argument, (position, the node that produced it, which of its outputs).

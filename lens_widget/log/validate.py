@@ -62,6 +62,8 @@ _UNINITIALIZED = frozenset(
 def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
     if node.failed:
         return "raised during the forward pass"
+    if node.intervened:
+        return "its output was replaced by an intervention"
     if node.activations is None:
         return "its activation was not saved"
     if node.replay is None or node.replay[0] is None:

@@ -162,6 +162,7 @@ def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:
         error=data["error"],
         requires_grad=data.get("requires_grad", False),
         time_ms=data.get("time_ms"),
+        intervened=data.get("intervened", False),
         activations=activations,
     )
 

@@ -145,6 +145,7 @@ def _node(node: OpRecord, table: TensorTable, weights: bool) -> dict[str, Any]:
         "error": node.error,
         "requires_grad": node.requires_grad,
         "time_ms": node.time_ms,
+        "intervened": node.intervened,
         "activations": None
         if activations is None
         else [table.add(t, f"output {i} of {node.label}") for i, t in enumerate(activations)],

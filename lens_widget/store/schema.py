@@ -213,7 +213,7 @@ _NODE = record(
         "activations": nullable(array(TENSOR_ID)),
         "replay": _REPLAY,
     },
-    {"requires_grad": boolean, "time_ms": nullable(number)},
+    {"requires_grad": boolean, "time_ms": nullable(number), "intervened": boolean},
 )
 
 _TENSOR = record(

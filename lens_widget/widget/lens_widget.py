@@ -45,6 +45,8 @@ class LensWidget(anywidget.AnyWidget):
 
     >>> w = LensWidget(model, x)            # traces model(x); w.model_log is the ModelLog
     >>> w.view = "rolled"; w.selected = "linear_1_1"
+
+    ``timing=True`` traces with per-op times (see `lens_widget.trace`), for the "time" overlay.
     """
 
     _esm = _asset("widget.js", _MISSING_ESM)
@@ -63,6 +65,7 @@ class LensWidget(anywidget.AnyWidget):
         kwargs: dict[str, Any] | None = None,
         *,
         save: SaveSpec = "all",
+        timing: bool = False,
         model_log: ModelLog | None = None,
         comparison: LogComparison | None = None,
         **widget_kwargs: Any,
@@ -76,6 +79,7 @@ class LensWidget(anywidget.AnyWidget):
         self._inputs = inputs
         self._kwargs = dict(kwargs or {})
         self._save = save
+        self._timing = timing  # per-op time_ms (trace(..., timing=True)), also on re-runs
         self._extra_save: list[str] = []  # labels saved on request by "rerun"
         self._initial: WorldState | None = None
         if model_log is None:
@@ -136,7 +140,7 @@ class LensWidget(anywidget.AnyWidget):
     def _trace(self, save: SaveSpec) -> ModelLog:
         assert self._model is not None
         try:
-            return trace(self._model, self._inputs, self._kwargs, save=save)
+            return trace(self._model, self._inputs, self._kwargs, save=save, timing=self._timing)
         except Exception as err:
             partial = getattr(err, "lens_log", None)
             # Nothing ran (bad inputs, or a failure before the first op): an empty graph

@@ -47,6 +47,7 @@ def _node(record: OpRecord, groups: list[str], passes: list[str]) -> protocol.No
         "fromInput": bool(record.from_input),
         "feedsOutput": bool(record.feeds_output),
         "failed": bool(record.failed),
+        "intervened": bool(record.intervened),
         "saved": record.saved,
         "source": record.source,
         "sourceCode": record.source_code,
@@ -129,6 +130,7 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
             passes=[p.label for p in passes],
             saved=all(p.saved for p in passes),
             failed=any(p.failed for p in passes),
+            intervened=any(p.intervened for p in passes),
             fromInput=any(p.from_input for p in passes),
             feedsOutput=any(p.feeds_output for p in passes),
         )

@@ -61,6 +61,7 @@ class NodeInfo(TypedDict):
     fromInput: bool
     feedsOutput: bool
     failed: bool
+    intervened: bool
     saved: bool
     source: str
     sourceCode: str

@@ -18,6 +18,7 @@ export function node(id: string, groups: string[], opts: Partial<NodeInfo> & { k
     fromInput: true,
     feedsOutput: true,
     failed: false,
+    intervened: false,
     saved: true,
     source: "m.py:1",
     sourceCode: "x = f(x)",

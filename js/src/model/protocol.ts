@@ -67,6 +67,7 @@ export interface NodeInfo {
   fromInput: boolean; // descends from a model input (false: created inside the model -> grey)
   feedsOutput: boolean; // false -> faded
   failed: boolean; // raised during the forward pass -> red
+  intervened: boolean; // its output was replaced by trace(..., intervene=...) (rolled: any pass)
   saved: boolean; // activation available in the kernel
   source: string; // "path/to/file.py:123" of the user code that called it
   sourceCode: string; // that line's text, stripped
