@@ -108,7 +108,8 @@ export class LensApp {
     bindCanvasInput(this.pane.canvas, this.renderer, (hit) => this.click(hit));
 
     this.sync = new TraitSync(model, () => ({ view: this.viewName, selected: this.selected, expanded: this.expanded }), {
-      graph: (payload) => this.setGraph(payload),
+      graph: (payload, initial) => this.setGraph(payload, initial),
+      graphError: (message) => this.banner.showGraphError(message),
       view: (view) => this.setView(view, "kernel"),
       selected: (id) => this.select(id, { center: true, origin: "kernel" }),
       expanded: (next) => {
@@ -126,7 +127,7 @@ export class LensApp {
     this.kernelStatus = this.sync.status;
     this.toolbar.showView(this.viewName);
     this.pane.fitCanvas({ w: 800, h: GRAPH_HEIGHT });
-    this.setGraph(this.sync.graph, true);
+    void this.sync.deliverGraph(); // decoded off this call: setGraph(payload, initial) follows
 
     exposeDebug([el, this.root], this.renderer, () => ({
       layoutsRunning: this.layouts.busy,

@@ -1,11 +1,14 @@
 """Every notebook in notebooks/ runs top to bottom in a fresh kernel from this venv."""
 
+import base64
 import os
 import pathlib
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from lens_widget.widget import wire
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -34,5 +37,17 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert views, "a LensWidget cell displayed no widget"
         # the widget state saved with the notebook carries the traced graph
         states = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-        graphs = [s["state"]["graph"] for s in states.values() if "graph" in s["state"]]
+        # (as wire.py's bytes, in the state's binary buffers: a reopened notebook shows it)
+        graphs = [saved_graph(s) for s in states.values() if ["graph"] in buffer_paths(s)]
         assert graphs and all(g["nOps"] > 0 and g["unrolled"]["nodes"] for g in graphs)
+
+
+def buffer_paths(widget_state: dict) -> list[list[str]]:
+    return [b["path"] for b in widget_state.get("buffers", [])]
+
+
+def saved_graph(widget_state: dict) -> dict:
+    """The `graph` trait as a saved notebook holds it: a base64 buffer of wire.py's bytes."""
+    (buffer,) = [b for b in widget_state["buffers"] if b["path"] == ["graph"]]
+    assert buffer["encoding"] == "base64"
+    return wire.decode(base64.b64decode(buffer["data"]))
