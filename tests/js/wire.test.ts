@@ -49,6 +49,16 @@ describe("wire decoding", () => {
     expect(Object.keys(decoded.rows[0])).toEqual(["id", "n", "f", "opt", "only", "pair"]);
   });
 
+  it("decodes a lone object's lists and objects when first read, once: the view not shown waits", async () => {
+    const decoded = (await decodeWire(fixture("wire_payload.bin"))) as GraphPayload;
+    expect(Object.getOwnPropertyDescriptor(decoded, "rolled")?.get).toBeTypeOf("function");
+    const rolled = decoded.rolled;
+    expect(Object.getOwnPropertyDescriptor(decoded, "rolled")?.value).toBe(rolled); // a plain value now
+    expect(decoded.rolled).toBe(rolled);
+    expect(rolled).toStrictEqual(payloadJson().rolled);
+    expect(JSON.parse(JSON.stringify(decoded))).toStrictEqual(payloadJson());
+  });
+
   it("rejects bytes that are not a graph with a clear error", async () => {
     await expect(decodeWire(new Uint8Array([1, 2, 3]))).rejects.toThrow();
     const raw = await inflate(fixture("wire_edge.bin"));

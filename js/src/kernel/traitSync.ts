@@ -147,6 +147,7 @@ export class TraitSync {
       return;
     }
     if (seq !== this.graphSeq) return;
+    performance.mark("lens:graph-decoded"); // the bench splits first paint at this mark
     this.apply.graph(payload, this.graphsDelivered++ === 0);
   }
 

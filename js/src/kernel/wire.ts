@@ -1,8 +1,9 @@
 // The `graph` trait arrives as compact bytes (lens_widget/widget/wire.py has the format):
 // zlib-compressed columns per key, a string table and little-endian typed arrays. This turns
 // them back into the very objects Python encoded, knowing no field names, so what the model
-// code reads is a plain GraphPayload. The bytes come from the kernel or a saved notebook:
-// every index and length is checked, and a bad one is an error, never a wrong graph.
+// code reads is a plain GraphPayload (the lists and objects of a lone object, such as the
+// rolled view, are decoded when first read). The bytes come from the kernel or a saved
+// notebook: every index and length is checked, and a bad one is an error, never a wrong graph.
 
 export type WireBytes = DataView | ArrayBuffer | ArrayBufferView;
 
@@ -73,7 +74,9 @@ export function decodeRaw(raw: Uint8Array): unknown {
   const header = JSON.parse(new TextDecoder().decode(raw.subarray(8, 8 + length))) as Header;
   if (!Array.isArray(header.strings) || !Array.isArray(header.blocks)) fail("header without strings or blocks");
   const base = 8 + length + ((8 - ((8 + length) % 8)) % 8);
-  return new Reader(raw, base, header).column(header.root, 1)[0];
+  const reader = new Reader(raw, base, header);
+  reader.check(header.root, 1); // every error now, though parts are decoded later (lazy)
+  return reader.column(header.root, 1)[0];
 }
 
 class Reader {
@@ -100,6 +103,45 @@ class Reader {
     const at = this.raw.byteOffset + start;
     if (at % Ctor.BYTES_PER_ELEMENT === 0 && littleEndianHost) return new Ctor(this.raw.buffer as ArrayBuffer, at, count);
     return readSlow(new DataView(this.raw.buffer, at, bytes), dtype as keyof typeof ARRAYS, count);
+  }
+
+  /** Fails unless `col` holds `n` values whose every block, length and string index is in range. */
+  check(col: Column, n: number): void {
+    switch (col.c) {
+      case "str": {
+        const idx = this.data(col.d, n);
+        const size = this.header.strings.length;
+        for (let i = 0; i < n; i++) if (!(idx[i] >= 0 && idx[i] < size)) fail(`string index ${idx[i]} out of range`);
+        return;
+      }
+      case "int":
+      case "float":
+      case "bool":
+        this.data(col.d, n);
+        return;
+      case "null":
+        return;
+      case "json":
+        if (!Array.isArray(col.v) || col.v.length !== n) fail(`json column of ${col.v?.length} values where ${n} are needed`);
+        return;
+      case "opt":
+        return this.check(col.v, count(this.data(col.m, n)));
+      case "list":
+        return this.check(col.v, sum(this.data(col.n, n)));
+      case "tuple":
+        if (!Array.isArray(col.v)) fail("tuple column without columns");
+        return col.v.forEach((c) => this.check(c, n));
+      case "obj": {
+        const { k: keys, v: subs, m: masks } = col;
+        if (!Array.isArray(keys) || !Array.isArray(subs) || !Array.isArray(masks) || keys.length !== subs.length || keys.length !== masks.length) {
+          fail("object column with mismatched keys");
+        }
+        subs.forEach((sub, j) => this.check(sub, masks[j] === null ? n : count(this.data(masks[j] as Data, n))));
+        return;
+      }
+      default:
+        fail(`unknown column kind ${(col as { c: unknown }).c}`);
+    }
   }
 
   column(col: Column, n: number): unknown[] {
@@ -162,6 +204,10 @@ class Reader {
     for (let i = 0; i < n; i++) out[i] = {};
     keys.forEach((key, j) => {
       const mask = masks[j] === null ? null : this.data(masks[j] as Data, n);
+      if (n === 1 && LAZY.has(subs[j].c)) {
+        if (!mask || mask[0]) this.lazy(out[0], key, subs[j]);
+        return;
+      }
       const values = this.column(subs[j], mask ? count(mask) : n);
       // "__proto__" is a plain key in JSON; an assignment would set the prototype instead
       if (key === "__proto__") {
@@ -171,7 +217,27 @@ class Reader {
     });
     return out;
   }
+
+  /**
+   * `key` of a lone object (the payload, a view) decoded when first read, then a plain value:
+   * the view the widget opens with is decoded at once, the other when it is first shown.
+   */
+  private lazy(target: Record<string, unknown>, key: string, col: Column): void {
+    Object.defineProperty(target, key, {
+      enumerable: true,
+      configurable: true,
+      get: () => {
+        const value = this.column(col, 1)[0];
+        Object.defineProperty(target, key, own(value));
+        return value;
+      },
+      set: (value: unknown) => Object.defineProperty(target, key, own(value)),
+    });
+  }
 }
+
+// Column kinds of a lone object's members that are decoded on first read (lists and objects).
+const LAZY = new Set(["obj", "list", "tuple"]);
 
 function own(value: unknown): PropertyDescriptor {
   return { value, enumerable: true, writable: true, configurable: true };
