@@ -63,11 +63,16 @@ class _Encoder:
         self.chunks: list[bytes] = []
         self.size = 0
 
-    def data(self, values: list[int] | list[float], floats: bool = False) -> int | list[int]:
-        """`values` as a block (its index), or inline when they are few small integers."""
-        if not floats and len(values) <= _INLINE_MAX:
-            return list(values)  # type: ignore[arg-type]
-        dtype = "f64" if floats else _int_dtype(values)  # type: ignore[arg-type]
+    def ints(self, values: list[int]) -> int | list[int]:
+        """Integers (within 2**53) as a block (its index), or inline when they are few."""
+        if len(values) <= _INLINE_MAX:
+            return list(values)
+        return self._block(_int_dtype(values), values)
+
+    def floats(self, values: list[float]) -> int:
+        return self._block("f64", values)
+
+    def _block(self, dtype: str, values: list[int] | list[float]) -> int:
         packed = array.array(_TYPECODES[dtype], values)
         if sys.byteorder == "big":
             packed.byteswap()
@@ -90,21 +95,21 @@ class _Encoder:
                 return {"c": "null"}
             present = [v is not None for v in values]
             kept = [v for v in values if v is not None]
-            return {"c": "opt", "m": self.data(list(map(int, present))), "v": self.column(kept)}
+            return {"c": "opt", "m": self.ints(list(map(int, present))), "v": self.column(kept)}
         if len(types) == 1:
             (kind,) = types
             if kind is str:
-                return {"c": "str", "d": self.data(list(map(self.strings.__getitem__, values)))}
+                return {"c": "str", "d": self.ints(list(map(self.strings.__getitem__, values)))}
             if kind is bool:
-                return {"c": "bool", "d": self.data(list(map(int, values)))}
+                return {"c": "bool", "d": self.ints(list(map(int, values)))}
             if kind is int and min(values) >= -_EXACT_INT and max(values) <= _EXACT_INT:
-                return {"c": "int", "d": self.data(values)}
+                return {"c": "int", "d": self.ints(values)}
             if kind is float:
-                return {"c": "float", "d": self.data(values, floats=True)}
+                return {"c": "float", "d": self.floats(values)}
             if kind is dict:
                 return self._dicts(values)
         if types <= {int, float} and all(abs(v) <= _EXACT_INT for v in values if type(v) is int):
-            return {"c": "float", "d": self.data(list(map(float, values)), floats=True)}
+            return {"c": "float", "d": self.floats(list(map(float, values)))}
         if types <= {list, tuple}:
             return self._lists(values)
         return {"c": "json", "v": _plain_json(values)}
@@ -119,7 +124,7 @@ class _Encoder:
                 "c": "tuple",
                 "v": [self.column([v[i] for v in values]) for i in range(lengths[0])],
             }
-        return {"c": "list", "n": self.data(lengths), "v": self.column(flat)}
+        return {"c": "list", "n": self.ints(lengths), "v": self.column(flat)}
 
     def _dicts(self, values: list[dict[Any, Any]]) -> dict[str, Any]:
         shapes = dict.fromkeys(map(tuple, values))  # key sequences, in order of first use
@@ -136,7 +141,7 @@ class _Encoder:
             else:
                 present = [int(key in v) for v in values]
                 columns.append(self.column([v[key] for v in values if key in v]))
-                masks.append(self.data(present))
+                masks.append(self.ints(present))
         return {"c": "obj", "k": keys, "v": columns, "m": masks}
 
 
