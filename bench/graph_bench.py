@@ -2,7 +2,8 @@
 
 Each repetition traces a fresh synthetic chain model (save=None) so nothing is cached, then
 times the first access of `log.graph` and of `log.rolled_graph`, and the widget payload when
-the package exposes a builder for it.
+the package exposes a builder for it (with its size as JSON and, when the package has
+lens_widget/widget/wire.py, as the bytes the widget syncs).
 """
 
 from __future__ import annotations
@@ -30,12 +31,22 @@ def _payload_builder() -> Callable[[Any], Any] | None:
     return None
 
 
+def _wire_encoder() -> Callable[[Any], bytes] | None:
+    """How the widget encodes the payload for the wire, if this version does."""
+    try:
+        from lens_widget.widget import wire
+    except Exception:
+        return None
+    return wire.encode
+
+
 def bench_graph(
     sizes: list[int], repeats: int, log: Callable[[str], None] = print
 ) -> list[dict[str, Any]]:
     import lens_widget
 
     build_payload = _payload_builder()
+    encode = _wire_encoder()
     rows = []
     for n in sizes:
         case = chain(n)
@@ -56,6 +67,10 @@ def bench_graph(
                 t, payload = timed(lambda r=result: build_payload(r))
                 samples["payload"].append(t * 1e3)
                 facts["payload_json_bytes"] = len(json.dumps(payload))
+                if encode is not None:
+                    t, data = timed(lambda p=payload: encode(p))
+                    samples.setdefault("wire_encode", []).append(t * 1e3)
+                    facts["payload_wire_bytes"] = len(data)
                 del payload
             facts |= {
                 "ops": len(result.ops),

@@ -11,7 +11,7 @@ from typing import Any
 
 from .history import newest_run, read_run
 from .targets import evaluate_targets, median_ms, overhead_ratio, overhead_us_per_op, speedup
-from .units import mib, ms, ratio, us
+from .units import mib, mib2, ms, ratio, us
 
 BENCH_DIR = pathlib.Path(__file__).resolve().parent
 
@@ -77,22 +77,47 @@ def memory_table(rows: list[dict[str, Any]]) -> list[str]:
 def graph_table(rows: list[dict[str, Any]]) -> list[str]:
     out = [
         "| ops | nodes / edges | rolled nodes | trace ms | log.graph ms | log.rolled_graph ms "
-        "| payload ms | payload JSON MiB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| payload ms | payload JSON MiB | payload wire MiB (encode ms) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r.get('ops', '-')} | {r.get('graph_nodes', '-')} / {r.get('graph_edges', '-')} "
             f"| {r.get('rolled_nodes', '-')} | {ms(r.get('trace_ms'))} | {ms(r.get('graph_ms'))} "
             f"| {ms(r.get('rolled_graph_ms'))} | {ms(r.get('payload_ms'))} "
-            f"| {mib(r.get('payload_json_bytes'))} |"
+            f"| {mib(r.get('payload_json_bytes'))} "
+            f"| {mib2(r.get('payload_wire_bytes'))} ({ms(r.get('wire_encode_ms'))}) |"
         )
+    return out
+
+
+def payload_lines(payload: dict[str, Any]) -> list[str]:
+    """The payload bench (bench/payload_bench.py): sizes per graph, the saved notebook."""
+    out = [
+        "| graph | ops | nodes (both views) | JSON MiB (before) | wire MiB | encode ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in payload.get("rows", []):
+        out.append(
+            f"| {r['graph']} | {r['ops']} | {r['nodes']} | {mib(r['json_bytes'])} "
+            f"| {mib2(r['wire_bytes'])} | {ms(r['encode_ms'])} |"
+        )
+    nb = payload.get("notebook")
+    if nb:
+        out += [
+            "",
+            f"A notebook saved with one {nb['ops']}-op GPT-2 widget grows by "
+            f"{mib2(nb['growth_bytes'])} MiB: the graph {mib2(nb['graph_bytes'])} MiB (base64), "
+            f"the widget's ESM bundle {mib2(nb['esm_bytes'])} MiB (anywidget saves it with "
+            "every widget), the rest other traits and the output.",
+        ]
     return out
 
 
 WIDGET_COLUMNS = [
     ("first_paint_ms", "first paint"),
     ("module_load_ms", "of which module load"),
+    ("decode_ms", "of which graph inflate"),
     ("expand_ms", "expand module"),
     ("expand_all_ms", "expand all"),
     ("toggle_ms", "to rolled"),
@@ -131,14 +156,16 @@ def widget_table(rows: list[dict[str, Any]]) -> list[str]:
 WIDGET_METHOD = """\
 Headless Chromium (software rendering: `--disable-gpu`), viewport 1300x900, device scale 1.
 widget.js {widget_js_mib} MiB. *first paint*: from just before `import(widget.js)` to the
-widget's `lens:first-paint` mark (default expansion). *expand*: click a collapsed module
+widget's `lens:first-paint` mark (default expansion), decoding the graph's wire bytes
+included (*graph inflate*: unzipping and checking the bytes; each view is decoded when first
+drawn); the 100,000-op row is timed to first paint only. *expand*: click a collapsed module
 (median of 3 modules); *to rolled*: the Rolled button (first time: layouts not cached),
 *back*: Unrolled, both before any node is selected; *click to plot*: click an op until its
 Plotly plot is drawn, through lens_widget's real request handler (synthetic graphs: a
 1000x1000 float32 tensor, reduced in Python to 256x256; real model: the largest visible
-activations); median of 3 ops. *real gpt2* is the tracing bench's GPT-2 (12 layers, seq 128),
-traced with save='all'. *pan*: a 120-step mouse drag after Expand all + Fit (the zoom stops
-at 2%, so on big graphs a slice of the tall graph is in view: *drawn* items); frame =
+activations); median of 3 ops. *real gpt2* is the tracing bench's GPT-2 (12 layers, seq
+128), traced with save='all'. *pan*: a 120-step mouse drag after Expand all + Fit (the zoom
+stops at 2%, so on big graphs a slice of the tall graph is in view: *drawn* items); frame =
 interval between animation frames during the drag (in the run's file also the draw time per
 frame, and the same for the default view).
 """
@@ -179,6 +206,9 @@ HOW = """\
   of `log.graph`, then `log.rolled_graph`, then the widget payload (`build_payload`, which
   reuses the graphs already built).
 - **Widget.** See the widget section.
+- **Widget payload.** `bench/payload_bench.py`: the `graph` trait as JSON (before) and as
+  lens_widget/widget/wire.py's bytes (now); the notebook growth from executing a notebook with
+  nbclient and saving it with nbformat, with and without a widget cell.
 - **Threads.** `torch.set_num_threads(1)` by default (`--threads N`): with 2 threads on this
   shared 2-core machine the same plain forward varied by up to 15x between rounds. With more
   threads the forward gets faster while tracing (single-threaded Python) does not, so ratios
@@ -272,6 +302,10 @@ def render(results: dict[str, Any], source: str) -> str:
         lines += ["## Graph building", "", "Median ms over fresh traces.", ""]
         lines += graph_table(graph)
         lines.append("")
+
+    if results.get("payload", {}).get("rows"):
+        lines += ["## Widget payload", "", "The synced `graph` trait, before and now.", ""]
+        lines += payload_lines(results["payload"]) + [""]
 
     widget = results.get("widget", {})
     if widget.get("rows"):

@@ -22,6 +22,7 @@ from .device import DEVICES, device_name, pick_device, synchronizer
 from .environment import LoadMeter, machine_info
 from .graph_bench import bench_graph
 from .history import git_commit, run_file_name, write_run
+from .payload_bench import bench_payload
 from .report import write_report
 from .trace_bench import bench_case
 from .tracers import Mode, TorchLens, all_modes
@@ -154,6 +155,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             _say(f"  graph bench failed: {skipped['graph']}")
 
     if not args.no_widget:
+        _say("widget payload:")
+        try:
+            results["payload"] = bench_payload(quick=args.quick, log=_say)
+        except Exception as err:
+            skipped["payload"] = f"{type(err).__name__}: {err}"
+            _say(f"  payload bench failed: {skipped['payload']}")
         _say("widget:")
         try:
             # Imported here: it needs playwright and the widget (anywidget), which a

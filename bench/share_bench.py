@@ -16,6 +16,7 @@ Figures:
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import pathlib
@@ -29,6 +30,7 @@ from playwright.sync_api import sync_playwright
 
 import lens_widget as lw
 from lens_widget.log.model_log import DEFAULT_HTML_BYTES
+from lens_widget.widget import wire
 from lens_widget.widget.html_export import page_blocks
 
 from .chromium import CHROMIUM, CHROMIUM_ARGS
@@ -68,7 +70,7 @@ def html_page(size: str, out: pathlib.Path) -> dict[str, Any]:
         "max_bytes": DEFAULT_HTML_BYTES,
         "file_bytes": path.stat().st_size,
         "parts_bytes": parts,
-        "graph_json_bytes": len(json.dumps(json.loads(blocks["state"])["state"]["graph"])),
+        "graph_json_bytes": len(json.dumps(_page_graph(json.loads(blocks["state"])))),
         "views_kept": len(views["views"]),
         "views_total": views["total"],
         "pooled_to_values": views["cap"],
@@ -119,27 +121,34 @@ def _saved_notebook(n_ops: int, widgets: int, out: pathlib.Path) -> pathlib.Path
     return path
 
 
+def _page_graph(saved: dict[str, Any]) -> Any:
+    """The graph of a page's saved traits: a [path, base64] buffer of wire.py's bytes."""
+    (data,) = [data for path, data in saved["buffers"] if path == ["graph"]]
+    return wire.decode(base64.b64decode(data))
+
+
 def notebook_growth(n_ops: int, out: pathlib.Path) -> dict[str, Any]:
     sizes = {n: _saved_notebook(n_ops, n, out).stat().st_size for n in (0, 1, 2)}
     nb = nbformat.read(out / "widgets1.ipynb", as_version=4)
     states = nb.metadata["widgets"][STATE_MIME]["state"]
-    lens_state = next(s["state"] for s in states.values() if "graph" in s["state"])
-    graph = lens_state["graph"]
+    saved = next(s for s in states.values() if wire.saved_graph(s) is not None)
+    lens_state, graph = saved["state"], wire.saved_graph(saved)
+    (graph_buffer,) = [b for b in saved["buffers"] if b["path"] == ["graph"]]
 
-    def without(key: str) -> int:
-        """Bytes the saved notebook takes with the trait `key` emptied (nbformat's indent)."""
-        kept = lens_state[key]
-        lens_state[key] = type(kept)()
+    def without(holder: dict[str, Any], key: str) -> int:
+        """Bytes the saved notebook takes with `holder[key]` emptied (nbformat's indent)."""
+        kept = holder[key]
+        holder[key] = type(kept)()
         try:
             return len(nbformat.writes(nb).encode())
         finally:
-            lens_state[key] = kept
+            holder[key] = kept
 
     whole = len(nbformat.writes(nb).encode())
-    esm, graph_bytes = whole - without("_esm"), whole - without("graph")
+    esm = whole - without(lens_state, "_esm")
+    graph_bytes = whole - without(graph_buffer, "data")
     return {
-        "model": f"chain({n_ops}): {nb_ops(lens_state)} ops, "
-        f"{len(graph['unrolled']['nodes']):,} nodes",
+        "model": f"chain({n_ops}): {graph['nOps']} ops, {len(graph['unrolled']['nodes']):,} nodes",
         "notebook_bytes": sizes,
         "per_widget_bytes": (sizes[2] - sizes[0]) // 2,
         "first_widget_bytes": sizes[1] - sizes[0],
@@ -150,10 +159,6 @@ def notebook_growth(n_ops: int, out: pathlib.Path) -> dict[str, Any]:
         },
         "graph_compact_json_bytes": len(json.dumps(graph, separators=(",", ":"))),
     }
-
-
-def nb_ops(state: dict[str, Any]) -> int:
-    return int(state["graph"]["nOps"])
 
 
 # ---- report ----------------------------------------------------------------------------------

@@ -21,7 +21,10 @@ WIDGET_TARGETS_MS = (
     ("synthetic 5000", "expand_ms", 150.0),
     ("synthetic 5000", "click_to_plot_ms", 250.0),
     ("synthetic 2000", "pan_frame_median_ms", 20.0),
+    ("synthetic 100000", "first_paint_ms", 1500.0),
 )
+PAYLOAD_20K_MAX_MIB = 8.0  # the synced graph of a ~20k-op trace
+NOTEBOOK_5K_MAX_MIB = 3.0  # a notebook saved with a 5k-op widget grows by at most this
 
 
 # A target as the report lists it: the promise, the measured figure, kept or not.
@@ -147,6 +150,34 @@ def _widget_targets(widget: dict[str, Any]) -> list[Target]:
     return targets
 
 
+def _payload_targets(payload: dict[str, Any]) -> list[Target]:
+    targets = []
+    near_20k = [r for r in payload.get("rows", []) if 15_000 <= r.get("ops", 0) <= 25_000]
+    if near_20k:
+        big = max(near_20k, key=lambda r: r["wire_bytes"])
+        mib = big["wire_bytes"] / 2**20
+        targets.append(
+            _target(
+                f"~20k-op graph synced in <= {PAYLOAD_20K_MAX_MIB:.0f} MiB "
+                f"(largest: {big['graph']})",
+                f"{mib:.2f} MiB",
+                mib <= PAYLOAD_20K_MAX_MIB,
+            )
+        )
+    nb = payload.get("notebook")
+    if nb:
+        mib = nb["growth_bytes"] / 2**20
+        targets.append(
+            _target(
+                f"notebook saved with a {nb['ops']}-op widget grows "
+                f"<= {NOTEBOOK_5K_MAX_MIB:.0f} MiB",
+                f"{mib:.2f} MiB",
+                mib <= NOTEBOOK_5K_MAX_MIB,
+            )
+        )
+    return targets
+
+
 def evaluate_targets(results: dict[str, Any]) -> list[Target]:
     """Every target the run has figures for, in the order the report lists them."""
     rows = results.get("trace", [])
@@ -156,5 +187,6 @@ def evaluate_targets(results: dict[str, Any]) -> list[Target]:
     return (
         targets
         + _graph_targets(results.get("graph", []))
+        + _payload_targets(results.get("payload", {}))
         + _widget_targets(results.get("widget", {}))
     )

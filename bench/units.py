@@ -30,3 +30,8 @@ def mib(x: Any) -> str:
 
 def us(x: Any) -> str:
     return "-" if _missing(x) else f"{x:,.0f}"
+
+
+def mib2(x: Any) -> str:
+    """MiB with two decimals: for sizes well under 1 MiB."""
+    return "-" if _missing(x) else f"{x / 2**20:,.2f}"

@@ -5,7 +5,9 @@ model; activation requests go to the real Python handler (lens_widget.widget.req
 through `page.expose_function`, so "click to plot" includes the kernel-side reduction of the
 tensor, the binary buffer and the Plotly draw. Graphs: synthetic ViT-like payloads
 (bench/zoo/synthetic_payload.py) of ~500-10000 ops whose every node answers with a
-1M-element tensor, and a real traced model.
+1M-element tensor, and a real traced model; for 100,000 ops first paint only. The page gets
+the graph as the kernel syncs it (lens_widget/widget/wire.py's bytes), so first paint
+includes decoding it.
 
 Timing is taken inside the page: from the `pointerdown` of Playwright's real mouse click to
 the first animation frame after the widget reports the new state (a layout applied, or a
@@ -25,6 +27,7 @@ from playwright.sync_api import sync_playwright
 from transformers import GPT2Config, GPT2LMHeadModel
 
 import lens_widget
+from lens_widget.widget import wire
 from lens_widget.widget.payload import build_payload
 
 from .chromium import CHROMIUM, CHROMIUM_ARGS
@@ -126,21 +129,26 @@ def _open_in_turn(page: Any, ids: list[str]) -> dict[str, float | None]:
     return times
 
 
-def _measure_page(
+# In-page marks, ms from lens:start (missing ones absent): first paint and what it is made of.
+_MARKS_JS = """() => Object.fromEntries(['lens:start', 'lens:module-loaded', 'lens:render-start',
+  'lens:graph-decoded', 'lens:layout-start', 'lens:layout-done', 'lens:first-paint']
+  .map(n => [n, performance.getEntriesByName(n)[0]]).filter(([, e]) => e)
+  .map(([n, e]) => [n, e.startTime]))"""
+
+
+def _open_page(
     browser: Any,
     name: str,
     payload: dict[str, Any],
     kernel: Kernel,
-    pick_op: Callable[[list[str]], list[str]],
-    log: Callable[[str], None],
     widget_js: pathlib.Path = WIDGET_JS,
-    open_first: list[str] | None = None,
-) -> dict[str, Any]:
-    """open_first: modules to open (timed, in turn) right after the first paint."""
+) -> tuple[Any, Any, dict[str, Any], list[str]]:
+    """A page serving the widget and `payload` as wire bytes; the row's size figures."""
+    graph = wire.encode(payload)
     files = {
         "index.html": (PAGE.encode(), "text/html"),
         "widget.js": (widget_js.read_bytes(), "text/javascript"),
-        "payload.json": (json.dumps(payload).encode(), "application/json"),
+        "graph.bin": (graph, "application/octet-stream"),
     }
     context = browser.new_context(device_scale_factor=1, viewport={"width": 1300, "height": 900})
     page = context.new_page()
@@ -158,22 +166,72 @@ def _measure_page(
         "graph": name,
         "nodes": len(payload["unrolled"]["nodes"]),
         "ops": payload.get("nOps"),
-        "payload_json_bytes": len(files["payload.json"][0]),
+        "payload_json_bytes": len(json.dumps(payload)),
+        "payload_wire_bytes": len(graph),
     }
+    return context, page, row, errors
+
+
+def _first_paint(page: Any, row: dict[str, Any]) -> None:
+    """Loads the page until first paint; the marks on the way go in `row`, also on a timeout."""
     try:
         page.goto(BASE + "index.html")
         page.wait_for_function(
             "() => performance.getEntriesByName('lens:first-paint').length > 0",
             timeout=STEP_TIMEOUT_MS,
         )
+    finally:
+        marks = page.evaluate(_MARKS_JS)
+        start = marks.get("lens:start", 0.0)
+
+        def span(a: str, b: str) -> float | None:
+            return marks[b] - marks[a] if a in marks and b in marks else None
+
+        row["first_paint_ms"] = span("lens:start", "lens:first-paint")
+        row["module_load_ms"] = span("lens:start", "lens:module-loaded")
+        row["decode_ms"] = span("lens:render-start", "lens:graph-decoded")
+        row["layout_ms"] = span("lens:layout-start", "lens:layout-done")
+        row["marks_ms"] = {k: round(v - start, 1) for k, v in marks.items()}
+
+
+def _measure_first_paint(
+    browser: Any, name: str, payload: dict[str, Any], log: Callable[[str], None]
+) -> dict[str, Any]:
+    """First paint only: for graphs too big to click through in the bench's time."""
+    context, page, row, errors = _open_page(browser, name, payload, Kernel({}))
+    try:
+        _first_paint(page, row)
+        row["visible_at_first_paint"] = page.evaluate("() => window.__el.__lens.visibleCount")
+    except Exception as err:
+        row["error"] = f"{type(err).__name__}: {err}"
+        row["banner"] = page.evaluate(  # a layout that failed says so there
+            "() => { const b = document.querySelector('[data-testid=error-banner]');"
+            " return b && !b.hidden ? b.textContent : null; }"
+        )
+    if errors:
+        row["page_errors"] = errors[:5]
+    context.close()
+    parts = ", ".join(f"{k[:-3]} {row[k]:.0f}" for k in ("decode_ms", "layout_ms") if row.get(k))
+    log(f"  {name}: first paint {row['first_paint_ms'] or '-'} ms ({parts}) {row.get('error', '')}")
+    return row
+
+
+def _measure_page(
+    browser: Any,
+    name: str,
+    payload: dict[str, Any],
+    kernel: Kernel,
+    pick_op: Callable[[list[str]], list[str]],
+    log: Callable[[str], None],
+    widget_js: pathlib.Path = WIDGET_JS,
+    open_first: list[str] | None = None,
+) -> dict[str, Any]:
+    """open_first: modules to open (timed, in turn) right after the first paint."""
+    context, page, row, errors = _open_page(browser, name, payload, kernel, widget_js)
+    try:
+        _first_paint(page, row)
         _wait_idle(page)
         page.evaluate(BENCH_JS, STEP_TIMEOUT_MS)
-        marks = page.evaluate(
-            "() => Object.fromEntries(['lens:start', 'lens:module-loaded', 'lens:first-paint']"
-            ".map(n => [n, performance.getEntriesByName(n)[0].startTime]))"
-        )
-        row["first_paint_ms"] = marks["lens:first-paint"] - marks["lens:start"]
-        row["module_load_ms"] = marks["lens:module-loaded"] - marks["lens:start"]
         row["visible_at_first_paint"] = page.evaluate("() => window.__el.__lens.visibleCount")
         row["first_paint_zoom"] = page.evaluate("() => window.__el.__lens.scale")
         if open_first:
@@ -298,6 +356,7 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
         return {"skipped": f"no chromium at {CHROMIUM}"}
     big = torch.randn(1, 1000, 1000, generator=torch.Generator().manual_seed(0))
     sizes = [200] if quick else [500, 2000, 5000, 10000]
+    first_paint_sizes = [] if quick else [100_000]
     rows = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -314,6 +373,10 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
                         log,
                     )
                 )
+            for n in first_paint_sizes:
+                payload = make_payload(target_ops=n)
+                rows.append(_measure_first_paint(browser, f"synthetic {n}", payload, log))
+                del payload
             name, payload, kernel = _real_model(quick)
 
             def biggest_first(ids: list[str], k: Kernel = kernel) -> list[str]:

@@ -19,9 +19,10 @@ PAGE = """<!doctype html>
 #app { width: 1240px; }</style></head>
 <body><div id="app"></div>
 <script type="module">
-  // A stand-in for anywidget's model: traits in a dict, requests to the Python kernel.
-  const payload = await (await fetch("./payload.json")).json();
-  const state = { graph: payload, selected: "", view: "unrolled", expanded: [], status: "" };
+  // A stand-in for anywidget's model: traits in a dict, requests to the Python kernel. The
+  // graph is what the kernel syncs: lens_widget/widget/wire.py's bytes, as a DataView.
+  const graph = new DataView(await (await fetch("./graph.bin")).arrayBuffer());
+  const state = { graph, selected: "", view: "unrolled", expanded: [], status: "" };
   const listeners = new Map();
   const emit = (ev, ...a) => (listeners.get(ev) || []).slice().forEach((f) => f(...a));
   const model = {

@@ -138,7 +138,8 @@ export class LensApp {
     this.unwatchTheme = watchTheme(el, (t) => this.setTheme(t));
 
     this.sync = new TraitSync(model, () => ({ view: this.viewName, selected: this.selected, expanded: this.expanded }), {
-      graph: (payload) => this.setGraph(payload),
+      graph: (payload, initial) => this.setGraph(payload, initial),
+      graphError: (message) => this.banner.showGraphError(message),
       view: (view) => this.setView(view, "kernel"),
       selected: (id) => this.select(id, { center: true, origin: "kernel" }),
       expanded: (next) => {
@@ -154,7 +155,7 @@ export class LensApp {
     ({ view: this.viewName, expanded: this.expanded, selected: this.selected, status: this.kernelStatus } = this.sync);
     this.toolbar.showView(this.viewName);
     this.pane.fitCanvas({ w: 800, h: GRAPH_HEIGHT });
-    this.setGraph(this.sync.graph, true);
+    void this.sync.deliverGraph(); // decoded off this call: setGraph(payload, initial) follows
 
     exposeDebug([el, this.root], this.renderer, () => ({
       layoutsRunning: this.layouts.busy,
@@ -377,8 +378,6 @@ export class LensApp {
     const title = `${this.views?.payload.modelClass ?? "graph"} (${this.viewName})`;
     downloadViewSvg(this.renderer, this.theme, title, this.root);
   }
-
-  // ---- status ----
 
   private updateStatus(): void {
     this.toolbar.showStatus(this.kernelStatus || this.link.status());

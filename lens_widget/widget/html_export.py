@@ -23,6 +23,7 @@ import torch
 from ipywidgets.widgets.widget import _remove_buffers
 
 from lens_widget.log.model_log import DEFAULT_HTML_BYTES, ModelLog
+from lens_widget.widget import wire
 from lens_widget.widget.page_views import PageViews, page_views
 from lens_widget.widget.payload import build_payload
 
@@ -40,7 +41,8 @@ _FULL = 0.95
 
 def log_state(log: ModelLog) -> dict[str, Any]:
     """The synced traits of a fresh LensWidget showing `log`, as the kernel sends them."""
-    return {"graph": build_payload(log), "view": "unrolled", "selected": "", "expanded": []}
+    graph = wire.encode(build_payload(log))  # as the widget's trait travels
+    return {"graph": graph, "view": "unrolled", "selected": "", "expanded": []}
 
 
 def _packed(data: bytes) -> str:

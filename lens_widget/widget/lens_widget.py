@@ -20,7 +20,7 @@ from lens_widget.log.attention import has_attention_map
 from lens_widget.log.model_log import DEFAULT_HTML_BYTES, ModelLog
 from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.records import OpRecord
-from lens_widget.widget import html_export, requests
+from lens_widget.widget import html_export, requests, wire
 from lens_widget.widget.checks import cut, quote
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.group_keys import is_group_address, output_groups
@@ -40,6 +40,12 @@ def _asset(name: str, fallback: str) -> pathlib.Path | str:
     return path if path.is_file() else fallback
 
 
+def _graph_to_wire(payload: Mapping[str, Any], widget: LensWidget) -> bytes:
+    """The `graph` trait as it travels and is saved in notebooks: wire.py's compact bytes
+    (ipywidgets sends bytes as a binary buffer; js/src/kernel/wire.ts decodes them)."""
+    return widget._wire_bytes(payload)
+
+
 class LensWidget(anywidget.AnyWidget):
     """Every op of one forward pass as an interactive graph; click a node to plot its output.
 
@@ -52,7 +58,8 @@ class LensWidget(anywidget.AnyWidget):
     _esm = _asset("widget.js", _MISSING_ESM)
     _css = _asset("widget.css", "")
 
-    graph = traitlets.Dict().tag(sync=True)
+    # In Python the GraphPayload dict; on the wire and in saved notebooks compact bytes.
+    graph = traitlets.Dict().tag(sync=True, to_json=_graph_to_wire)
     selected = traitlets.Unicode("").tag(sync=True)
     view = traitlets.Enum(("unrolled", "rolled"), default_value="unrolled").tag(sync=True)
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -82,6 +89,7 @@ class LensWidget(anywidget.AnyWidget):
         self._timing = timing  # per-op time_ms (trace(..., timing=True)), also on re-runs
         self._extra_save: list[str] = []  # labels saved on request by "rerun"
         self._initial: WorldState | None = None
+        self._wire: tuple[Mapping[str, Any], bytes] | None = None  # (payload, its bytes)
         if model_log is None:
             if model is None:
                 raise ValueError("LensWidget needs a model to trace (or use LensWidget.from_log)")
@@ -134,6 +142,12 @@ class LensWidget(anywidget.AnyWidget):
         return html_export.write_html(
             path, self._model_log, state, max_bytes=max_bytes, weights=weights
         )
+
+    def _wire_bytes(self, payload: Mapping[str, Any]) -> bytes:
+        # ipywidgets serialises the state on every open and update: encode each graph once
+        if self._wire is None or self._wire[0] is not payload:
+            self._wire = (payload, wire.encode(payload))
+        return self._wire[1]
 
     # ---- tracing ----
 

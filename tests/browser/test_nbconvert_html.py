@@ -20,6 +20,8 @@ from lens_harness import lens, wait_idle
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
+from lens_widget.widget import wire
+
 REPO = Path(__file__).resolve().parents[2]
 FAKE_KERNEL = Path(__file__).parent / "fixtures" / "fake_kernel.js"
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
@@ -62,11 +64,11 @@ def widget_state(html: str) -> dict:
 def test_page_holds_the_saved_widget_state(converted: Path) -> None:
     html = converted.read_text(encoding="utf-8")
     states = widget_state(html)
-    lens_models = {k: s["state"] for k, s in states.items() if "graph" in s["state"]}
+    lens_models = {k: s for k, s in states.items() if wire.saved_graph(s) is not None}
     assert len(lens_models) == 1
-    ((model_id, state),) = lens_models.items()
-    assert state["_esm"] == (REPO / "lens_widget" / "static" / "widget.js").read_text()
-    graph = state["graph"]
+    ((model_id, saved),) = lens_models.items()
+    assert saved["state"]["_esm"] == (REPO / "lens_widget" / "static" / "widget.js").read_text()
+    graph = wire.saved_graph(saved)
     assert graph["modelClass"] == "Sequential" and graph["nOps"] == 3
     assert [n["func"] for n in graph["unrolled"]["nodes"] if n["kind"] == "op"] == [
         "linear",
@@ -96,7 +98,14 @@ def test_saved_state_alone_draws_the_graph_offline(converted: Path, page: object
     page.evaluate(  # type: ignore[attr-defined]
         """async ([mime, fakeKernel]) => {
           const saved = JSON.parse(document.querySelector(`script[type="${mime}"]`).textContent);
-          const { state } = Object.values(saved.state).find((m) => m.state.graph);
+          // the graph is a binary buffer of the saved state (wire.py's bytes, base64)
+          const hasGraph = (w) => (w.buffers || []).some((b) => b.path[0] === "graph");
+          const m = Object.values(saved.state).find(hasGraph);
+          const state = { ...m.state };
+          for (const b of m.buffers) {
+            const bytes = Uint8Array.from(atob(b.data), (c) => c.charCodeAt(0));
+            state[b.path[0]] = new DataView(bytes.buffer);
+          }
           const url = URL.createObjectURL(new Blob([state._esm], { type: "text/javascript" }));
           const widget = (await import(url)).default;
           const fake = URL.createObjectURL(new Blob([fakeKernel], { type: "text/javascript" }));

@@ -18,6 +18,8 @@ from test_jupyterlab import (  # the same page hooks and CI rule on the bundle
     wait_for_widget,
 )
 
+from lens_widget.widget import wire
+
 NOTEBOOK = "saved.ipynb"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CELL = """\
@@ -72,7 +74,7 @@ def test_reopened_without_kernel_shows_the_graph_and_says_what_needs_one(
         }"""
     )
     states = saved_widget_states(lab)
-    graphs = [s["state"]["graph"] for s in states.values() if "graph" in s.get("state", {})]
+    graphs = [g for s in states.values() if (g := wire.saved_graph(s)) is not None]
     assert len(graphs) == 1 and graphs[0]["nOps"] > 0
     assert lab.api("/api/kernels") == []
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DISCONNECTED_CLASS, isDisconnected, needsKernel, notebookLink } from "../../js/src/kernel/kernelLink";
 import { decodeActivation, RequestClient, RequestError } from "../../js/src/kernel/messages";
 import { base64Bytes, type PageViews, readPage, ViewStore, withBuffers } from "../../js/src/kernel/offline";
-import type { ActivationResult } from "../../js/src/model/protocol";
+import type { ActivationResult, GraphPayload } from "../../js/src/model/protocol";
 import { nested } from "./builders";
 
 function result(id: string, dataShape: number[], extra: Partial<ActivationResult> = {}): ActivationResult {
@@ -87,7 +87,7 @@ describe("readPage", () => {
   it("rebuilds the traits (buffers as DataViews) and answers requests through a RequestClient", async () => {
     const { model } = await readPage(pageDoc(await blocks()));
     expect(model.get("view")).toBe("rolled");
-    expect(model.get("graph").unrolled.nodes.length).toBe(nested().unrolled.nodes.length);
+    expect((model.get("graph") as GraphPayload).unrolled.nodes.length).toBe(nested().unrolled.nodes.length);
     const blob = (model.get as (k: string) => unknown)("blob") as DataView;
     expect([...new Uint8Array(blob.buffer, blob.byteOffset, blob.byteLength)]).toEqual([1, 2, 3]);
 

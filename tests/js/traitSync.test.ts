@@ -116,6 +116,7 @@ function frontend(model: BackboneLikeModel) {
   const applied: [string, unknown][] = [];
   const apply: KernelChanges = {
     graph: (p) => applied.push(["graph", p]),
+    graphError: (m) => applied.push(["graphError", m]),
     view: (v) => {
       applied.push(["view", v]);
       state.view = v;
@@ -205,16 +206,17 @@ describe("TraitSync", () => {
     expect(model.sets).toEqual([]);
   });
 
-  it("reads the kernel's values typed, with the defaults for missing or bad ones", () => {
+  it("reads the kernel's values typed, with the defaults for missing or bad ones", async () => {
     const model = new BackboneLikeModel();
     const f = frontend(model);
-    expect(f.sync.graph).toBeNull(); // the kernel's graph trait starts as {}
+    expect(await f.sync.readGraph()).toBeNull(); // the kernel's graph trait starts as {}
     model.kernelSet({ view: "sideways" as ViewName });
     expect(f.sync.view).toBe("unrolled");
     expect(f.applied).toEqual([]); // not a view: ignored
     const p = nested();
     model.kernelSet({ graph: p });
-    expect(f.sync.graph).toBe(p);
+    expect(await f.sync.readGraph()).toBe(p);
+    await new Promise((r) => setTimeout(r, 0)); // the graph is handed over once decoded
     expect(f.applied).toEqual([["graph", p]]);
   });
 

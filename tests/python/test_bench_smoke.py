@@ -82,3 +82,9 @@ def test_quick_widget_bench_runs(tmp_path):
     for row in widget["rows"]:
         assert row["nodes"] > 0
         assert row["first_paint_ms"] > 0
+        assert 0 < row["payload_wire_bytes"] < row["payload_json_bytes"]
+    # the synced graph's size, and a saved notebook's growth with the ESM bundle in it
+    payload = results["payload"]
+    assert payload["rows"] and all(0 < r["wire_bytes"] < r["json_bytes"] for r in payload["rows"])
+    notebook = payload["notebook"]
+    assert notebook["growth_bytes"] > notebook["esm_bytes"] > 0 and notebook["graph_bytes"] > 0

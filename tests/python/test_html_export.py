@@ -1,5 +1,6 @@
 """The standalone HTML page: what it holds (bundle, traits, activation views), its size budget."""
 
+import base64
 import json
 import re
 
@@ -9,7 +10,7 @@ import torch
 
 import lens_widget as lw
 from bench.zoo import TEST_MODELS
-from lens_widget.widget import LensWidget
+from lens_widget.widget import LensWidget, wire
 from lens_widget.widget.html_export import BUNDLE, page_blocks
 from lens_widget.widget.page_views import MIN_VALUES, _pooled_shape
 from lens_widget.widget.tensor_view import tensor_view
@@ -47,13 +48,19 @@ def saved_outputs(log):
     ]
 
 
+def page_graph(state: dict) -> object:
+    """The graph of a page's saved traits: wire.py's bytes in a binary buffer (as it travels)."""
+    (data,) = [data for path, data in state["buffers"] if path == ["graph"]]
+    return wire.decode(base64.b64decode(data))
+
+
 def test_page_holds_the_bundle_the_traits_and_every_view(cnn_widget, tmp_path):
     path = cnn_widget.save_html(tmp_path / "cnn.html", weights=True)
     text, blocks, views, values = read(path)
     assert blocks["bundle"] == BUNDLE.read_bytes()
     state = json.loads(blocks["state"])
-    assert state["buffers"] == []
-    assert state["state"]["graph"] == json.loads(json.dumps(cnn_widget.graph))
+    assert [path for path, _ in state["buffers"]] == [["graph"]]
+    assert page_graph(state) == json.loads(json.dumps(cnn_widget.graph))
     assert state["state"]["status"] == ""
 
     # every saved output has the view the inspector asks for first, exactly tensor_view's
@@ -106,9 +113,10 @@ def test_page_opens_in_the_view_the_widget_shows(cnn_widget, tmp_path):
 
 def test_log_to_html_is_the_page_of_a_fresh_widget(gpt2_log, tmp_path):
     path = gpt2_log.to_html(tmp_path / "log.html")
-    state = json.loads(page_blocks(path.read_text())["state"])["state"]
+    saved = json.loads(page_blocks(path.read_text())["state"])
+    state = saved["state"]
     fresh = LensWidget.from_log(gpt2_log)
-    assert state["graph"] == json.loads(json.dumps(fresh.graph))
+    assert page_graph(saved) == json.loads(json.dumps(fresh.graph))
     assert (state["view"], state["selected"], state["expanded"]) == ("unrolled", "", [])
 
 
@@ -165,7 +173,7 @@ def test_a_log_without_activations_still_has_its_graph(tmp_path):
     log = lw.trace(case.model, case.args, case.kwargs, save=None)
     text, blocks, views, values = read(log.to_html(tmp_path / "none.html"))
     assert views["views"] == [] and views["total"] == 0 and len(values) == 0
-    assert json.loads(blocks["state"])["state"]["graph"]["nOps"] == len(log.ops)
+    assert page_graph(json.loads(blocks["state"]))["nOps"] == len(log.ops)
     assert "No activations were saved in the trace." in text
 
 

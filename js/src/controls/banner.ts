@@ -1,5 +1,5 @@
 // The banner under the toolbar: a forward pass that raised (the graph is a partial trace,
-// with a link to the op that failed), or a layout that failed.
+// with a link to the op that failed), a graph that could not be decoded, or a layout that failed.
 import { h } from "../render/dom";
 
 export class Banner {
@@ -20,6 +20,11 @@ export class Banner {
       link.onclick = () => goToOp(failedOp);
       this.el.append(" Failed op: ", link);
     }
+  }
+
+  showGraphError(message: string): void {
+    this.el.hidden = false;
+    this.el.replaceChildren(h("b", "", "The graph could not be read: "), message);
   }
 
   showLayoutError(message: string): void {

@@ -1,5 +1,5 @@
 // The contract between the kernel (lens_widget/widget/) and this frontend.
-// Python builds GraphPayload from a ModelLog and syncs it as the `graph` trait;
+// Python builds GraphPayload from a ModelLog and syncs it, compactly encoded, as the `graph` trait;
 // activations travel on demand as request/response custom messages with binary buffers.
 
 export type NodeKind = "input" | "param" | "buffer" | "const" | "op" | "output";
@@ -7,7 +7,7 @@ export type ViewName = "rolled" | "unrolled";
 
 /** Synced traits (both ways unless noted). */
 export interface WidgetTraits {
-  graph: GraphPayload; // kernel -> frontend only
+  graph: DataView | GraphPayload; // kernel -> frontend only: wire.py's compact bytes (kernel/wire.ts decodes them)
   selected: string; // node id of the current view ("" for none)
   view: ViewName;
   // Module addresses that are expanded (same set for both views), and the frontend's own
