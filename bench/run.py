@@ -22,7 +22,6 @@ from .device import DEVICES, device_name, pick_device, synchronizer
 from .environment import LoadMeter, machine_info
 from .graph_bench import bench_graph
 from .history import git_commit, run_file_name, write_run
-from .payload_bench import bench_payload
 from .report import write_report
 from .trace_bench import bench_case
 from .tracers import Mode, TorchLens, all_modes
@@ -157,14 +156,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not args.no_widget:
         _say("widget payload:")
         try:
+            # Imported in the widget sections: they need the widget (anywidget, nbformat) and
+            # playwright, which a tracing-only run (--no-widget, --device cuda) must not require.
+            from .payload_bench import bench_payload
+
             results["payload"] = bench_payload(quick=args.quick, log=_say)
         except Exception as err:
             skipped["payload"] = f"{type(err).__name__}: {err}"
             _say(f"  payload bench failed: {skipped['payload']}")
         _say("widget:")
         try:
-            # Imported here: it needs playwright and the widget (anywidget), which a
-            # tracing-only run (--no-widget, --device cuda) must not require.
             from .widget_bench import bench_widget
 
             results["widget"] = bench_widget(quick=args.quick, log=_say)
