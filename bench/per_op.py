@@ -31,11 +31,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 import lens_widget as lw
 
 from .device import DEVICES, device_name, pick_device, synchronizer
+from .tracers import KeepOutputs
 
 
 class TinyLoop(nn.Module):
@@ -70,19 +70,6 @@ class ReusedLoop(nn.Module):
         for _ in range(self.blocks):
             x = torch.relu(self.layer(x)) + x
         return x
-
-
-class KeepOutputs(TorchFunctionMode):
-    """The floor of any TorchFunctionMode tracer: see every call, keep every output."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.outputs: list[Any] = []
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        self.outputs.append(out)
-        return out
 
 
 def _time(fn: Callable[[], Any], clock: Callable[[], float], sync: Callable[[], None]) -> float:

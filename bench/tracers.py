@@ -69,7 +69,9 @@ class Plain(Mode):
         return case.model(*case.args, **case.kwargs)
 
 
-class _KeepOutputs(TorchFunctionMode):
+class KeepOutputs(TorchFunctionMode):
+    """The floor of any TorchFunctionMode tracer: see every call, keep every output."""
+
     def __init__(self) -> None:
         super().__init__()
         self.outputs: list[Any] = []
@@ -86,7 +88,7 @@ class Floor(Mode):
     name = "floor"
 
     def call(self, case: ZooCase) -> Any:
-        mode = _KeepOutputs()
+        mode = KeepOutputs()
         with mode:
             case.model(*case.args, **case.kwargs)
         return mode.outputs

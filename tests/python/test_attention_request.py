@@ -9,22 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
+from widget_replies import ask
 
 import lens_widget as lw
 from lens_widget.log.attention import attention_grid, attention_map, attention_weights
 from lens_widget.widget import LensWidget
 from lens_widget.widget.tensor_view import MAX_HEATMAP
-
-
-def ask(widget: LensWidget, method: str, params: object) -> tuple[dict, list[bytes]]:
-    sent: list[tuple[dict, list[bytes]]] = []
-    widget.send = lambda msg, buffers=None: sent.append((msg, list(buffers or [])))
-    try:
-        widget._on_msg(widget, {"type": "request", "id": 3, "method": method, "params": params}, [])
-    finally:
-        del widget.send
-    (reply,) = sent
-    return reply
 
 
 def as_map(reply: tuple[dict, list[bytes]]) -> np.ndarray:

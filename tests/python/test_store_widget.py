@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from widget_replies import Replies
 
 import lens_widget as lw
 from bench.zoo import TEST_MODELS as BUILDERS
@@ -11,20 +12,6 @@ from lens_widget import LensWidget
 from lens_widget.widget.payload import build_payload
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
-
-
-class Replies:
-    """Stands in for the comm: collects what the widget sends back."""
-
-    def __init__(self, widget: LensWidget) -> None:
-        self.sent: list[tuple[dict, list]] = []
-        widget.send = lambda content, buffers=None: self.sent.append((content, buffers or []))
-        self.widget = widget
-
-    def ask(self, method, params, req_id=1):
-        msg = {"type": "request", "id": req_id, "method": method, "params": params}
-        self.widget._on_msg(self.widget, msg, [])
-        return self.sent[-1]
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 from cleanup_checks import assert_tensors_equal
-from test_widget_overlays import ask, values_of
+from test_widget_overlays import values_of
 from torch import nn
+from widget_replies import ask
 
 import lens_widget as lw
 from bench.zoo import TEST_MODELS as BUILDERS

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from widget_replies import ask
 
 import lens_widget as lw
 from lens_widget.widget.lens_widget import LensWidget
@@ -22,17 +23,6 @@ class Planted(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = torch.relu(self.fc1(x))
         return self.fc2(torch.log(h - 10)) * 2
-
-
-def ask(widget: LensWidget, method: str, params: object) -> tuple[dict, list]:
-    sent: list = []
-    widget.send = lambda msg, buffers=None: sent.append((msg, list(buffers or [])))
-    try:
-        widget._on_msg(widget, {"type": "request", "id": 3, "method": method, "params": params}, [])
-    finally:
-        del widget.send
-    assert len(sent) == 1
-    return sent[0]
 
 
 def values_of(reply: dict, buffers: list) -> dict[str, float]:

@@ -8,6 +8,7 @@ import pytest
 import torch
 import traitlets
 from torch import nn
+from widget_replies import Replies
 
 import lens_widget as lw
 from lens_widget.widget import LensWidget
@@ -31,20 +32,6 @@ class Breaks(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lin(x).view(7)  # 2x3 cannot be viewed as 7
-
-
-class Replies:
-    """Stands in for the comm: collects what the widget sends back."""
-
-    def __init__(self, widget: LensWidget) -> None:
-        self.sent: list[tuple[dict, list]] = []
-        widget.send = lambda content, buffers=None: self.sent.append((content, buffers or []))
-        self.widget = widget
-
-    def ask(self, method, params, req_id=1):
-        msg = {"type": "request", "id": req_id, "method": method, "params": params}
-        self.widget._on_msg(self.widget, msg, [])
-        return self.sent[-1]
 
 
 @pytest.fixture
