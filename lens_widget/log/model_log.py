@@ -15,6 +15,7 @@ import networkx as nx
 from lens_widget.gc_pause import gc_paused
 from lens_widget.graph.rolled import build_rolled_graph
 from lens_widget.graph.unrolled import build_unrolled_graph
+from lens_widget.log.gradients import BackwardPass, LeafRecord
 from lens_widget.log.held_error import HeldError
 from lens_widget.log.nonfinite import first_nonfinite
 from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
@@ -64,6 +65,13 @@ class ModelLog:
     elapsed: float
     n_params: int
     param_bytes: int
+    # Filled when the traced section ran a backward (``lw.tracing(..., grads=True)``):
+    # every autograd leaf reached or expected, by name; the backward calls in order; the
+    # autograd nodes that ran (node attrs: grad_fn, forward_op, order, backward_pass,
+    # grad_shapes, leaf).
+    leaves: dict[str, LeafRecord] = field(default_factory=dict)
+    backward_passes: list[BackwardPass] = field(default_factory=list)
+    backward_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     _by_label: dict[str, OpRecord] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

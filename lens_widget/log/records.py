@@ -10,6 +10,7 @@ from typing import Literal, NamedTuple
 import torch
 
 from lens_widget.log.flops import op_flops
+from lens_widget.log.gradients import summed
 from lens_widget.log.replay import ReplayCall
 from lens_widget.log.stats import ActivationStats, activation_stats
 
@@ -99,11 +100,21 @@ class OpRecord:
     # Metrics computed on first use and kept (log/flops.py, log/stats.py).
     _flops: int | None | _Unset = field(default=_Unset.UNSET, init=False, repr=False)
     _stats: tuple[ActivationStats, ...] | None = field(default=None, init=False, repr=False)
+    # Gradient of the (first) output, one entry per backward pass of the traced section
+    # (None where that pass did not reach it); None when the trace kept no gradients.
+    grads: tuple[torch.Tensor | None, ...] | None = field(default=None, init=False, repr=False)
 
     @property
     def activation(self) -> torch.Tensor | None:
         """The op's (first) output tensor as it was when produced, or None when not saved."""
         return self.activations[0] if self.activations else None
+
+    @property
+    def grad(self) -> torch.Tensor | None:
+        """The gradient that flowed into the op's (first) output during the traced section,
+        summed over its backward passes as ``.grad`` accumulates; None when none reached it
+        or gradients were not kept."""
+        return summed(self.grads)
 
     @property
     def saved(self) -> bool:
