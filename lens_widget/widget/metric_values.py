@@ -17,6 +17,7 @@ from lens_widget.compare.comparison import OpDiff
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import protocol
+from lens_widget.widget.gradient_payload import has_gradients
 
 _NAN = math.nan
 
@@ -34,13 +35,18 @@ _OP_METRICS: dict[str, Callable[[OpRecord], float | None]] = {
         None if op.output_stats is None else float(not all(s.finite for s in op.output_stats))
     ),
 }
+# Of the gradient summed over backward passes; only for a log that kept gradients.
+_GRAD_METRICS: dict[str, Callable[[torch.Tensor], float]] = {
+    "gradNorm": lambda g: float(torch.linalg.vector_norm(_wide(g))),
+    "gradNonfinite": lambda g: float(not bool(torch.isfinite(g).all())),
+}
 _STATS_METRICS = frozenset({"mean", "std", "absmax", "zeroFraction", "nonfinite"})
 _DIFF_METRICS: dict[str, Callable[[OpDiff], float | None]] = {
     "relL2": lambda d: d.rel_l2,
     "maxAbs": lambda d: d.max_abs,
     "cosine": lambda d: d.cosine,
 }
-METRICS: tuple[str, ...] = (*_OP_METRICS, *_DIFF_METRICS)
+METRICS: tuple[str, ...] = (*_OP_METRICS, *_DIFF_METRICS, *_GRAD_METRICS)
 
 
 class MetricError(ValueError):
@@ -58,6 +64,12 @@ def metric_values(
             raise MetricError(f"metric {metric!r} needs a comparison (LensWidget.compare)")
         of_diff = _DIFF_METRICS[metric]
         values = [of_diff(diffs[op.label]) if op.label in diffs else None for op in ops]
+    elif metric in _GRAD_METRICS:
+        if not has_gradients(log):
+            raise MetricError(f"metric {metric!r} needs a log with gradients (trace a backward)")
+        of_grad = _GRAD_METRICS[metric]
+        grads = [op.grad for op in ops]
+        values = [None if g is None else of_grad(g) for g in grads]
     elif metric in _OP_METRICS:
         if metric in _STATS_METRICS:
             OpRecord.compute_stats(ops)  # one batch, not one host copy per op
@@ -68,6 +80,11 @@ def metric_values(
     floats = [_NAN if v is None else float(v) for v in values]
     data = struct.pack(f"<{len(floats)}f", *floats)
     return {"metric": metric, "ids": [op.label for op in ops]}, data
+
+
+def _wide(t: torch.Tensor) -> torch.Tensor:
+    """`t` in double precision (complex in complex128), for a norm that does not overflow."""
+    return t.detach().to(torch.complex128 if t.is_complex() else torch.float64)
 
 
 def side_outputs(diffs: Mapping[str, OpDiff], label: str, side: str) -> tuple[torch.Tensor, ...]:

@@ -13,6 +13,7 @@ from lens_widget.log.attention import has_attention_map
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.widget import protocol
+from lens_widget.widget.gradient_payload import gradient_info
 
 # Sources that the frontend draws beside the op that first reads them.
 _PLACED_AT_CONSUMER = frozenset({"param", "buffer", "const"})
@@ -145,7 +146,7 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         for src, dst, data in log.rolled_graph.edges(data=True)
     ]
 
-    return {
+    payload: protocol.GraphPayload = {
         "modelClass": log.model_class,
         "error": error_text(log.error),
         "failedOp": log.failed_op,
@@ -155,3 +156,7 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         "unrolled": {"nodes": u_nodes, "edges": u_edges},
         "rolled": {"nodes": r_nodes, "edges": r_edges},
     }
+    gradients = gradient_info(log)
+    if gradients is not None:
+        payload["gradients"] = gradients
+    return payload

@@ -16,6 +16,8 @@ NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 ViewName = Literal["rolled", "unrolled"]
 PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
 CompareSide = Literal["a", "b", "diff"]
+ValueKind = Literal["activation", "grad"]
+LeafKind = Literal["param", "input", "other"]
 MetricName = Literal[
     "flops",
     "time",
@@ -29,6 +31,8 @@ MetricName = Literal[
     "relL2",
     "maxAbs",
     "cosine",
+    "gradNorm",
+    "gradNonfinite",
 ]
 
 # ---- the `graph` trait (kernel -> frontend) -------------------------------------------
@@ -87,6 +91,47 @@ class CompareInfo(TypedDict):
     onlyB: list[str]
 
 
+class LeafInfo(TypedDict):
+    name: str
+    kind: LeafKind
+    shape: list[int]
+    dtype: str
+    label: str | None
+    source: str
+    received: bool
+    passes: list[int]
+
+
+class BackwardPassInfo(TypedDict):
+    index: int
+    call: str
+    retainGraph: bool
+    source: str
+    nodes: list[str]
+    error: str | None
+    errorOp: str | None
+    errorSource: str | None
+    freedBy: int | None
+
+
+class BackwardNodeInfo(TypedDict):
+    id: str
+    gradFn: str
+    forwardOp: str | None
+    order: int
+    passes: list[int]
+    gradShapes: list[str]
+    leaf: str | None
+    next: list[str]
+
+
+class GradientInfo(TypedDict):
+    passes: list[BackwardPassInfo]
+    leaves: list[LeafInfo]
+    noGrad: list[str]
+    backward: list[BackwardNodeInfo]
+
+
 class GraphPayload(TypedDict):
     modelClass: str
     error: str | None
@@ -97,6 +142,7 @@ class GraphPayload(TypedDict):
     unrolled: ViewGraph
     rolled: ViewGraph
     compare: NotRequired[CompareInfo]
+    gradients: NotRequired[GradientInfo]
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------
@@ -108,6 +154,8 @@ class ActivationParams(TypedDict):
     batch: NotRequired[int]
     channelStart: NotRequired[int]
     side: NotRequired[CompareSide]
+    value: NotRequired[ValueKind]
+    backwardPass: NotRequired[int]
 
 
 class ActivationRequest(TypedDict):

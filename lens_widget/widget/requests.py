@@ -35,6 +35,7 @@ Handler = Callable[[object], Answer]
 # The other sides of a compared op: (A's label, "b" | "diff") -> its outputs on that side.
 OtherSide = Callable[[str, str], tuple[torch.Tensor, ...]]
 _SIDES = ("a", "b", "diff")
+_VALUES = ("activation", "grad")
 
 # The longest error reply (a failing re-run's message can be long, and may quote input).
 _MAX_ERROR = 2000
@@ -74,13 +75,24 @@ def activation(
     other_side: OtherSide | None = None,
 ) -> Answer:
     """Answer an "activation" request: the plotted view of one output of one node; in a
-    comparison (`other_side` given) of A's value, B's or A−B (`side`)."""
-    p = _params(params, {"id", "output", "batch", "channelStart", "side"}, {"id"})
+    comparison (`other_side` given) of A's value, B's or A−B (`side`); with `value` "grad"
+    the gradient that flowed into its first output (one `backwardPass`, or summed)."""
+    allowed = {"id", "output", "batch", "channelStart", "side", "value", "backwardPass"}
+    p = _params(params, allowed, {"id"})
     record = node_record(records, p["id"])
     side = p.get("side", "a")
     if side not in _SIDES:
         raise RequestError(f"side must be one of {', '.join(_SIDES)}, got {quote(side, 20)}")
-    if side != "a":
+    value = p.get("value", "activation")
+    if value not in _VALUES:
+        raise RequestError(f"value must be one of {', '.join(_VALUES)}, got {quote(value, 20)}")
+    if value == "grad":
+        if side != "a":
+            raise RequestError("gradients are shown for A only (side must be 'a')")
+        outputs = (gradient_of(record, p.get("backwardPass")),)
+    elif "backwardPass" in p:
+        raise RequestError("backwardPass goes with value 'grad'")
+    elif side != "a":
         if other_side is None:
             raise RequestError(f"side {side!r} needs a comparison (LensWidget.compare)")
         outputs = other_side(record.label, str(side))
@@ -109,6 +121,32 @@ def activation(
     except ValueError as e:  # index checks, here and in tensor_view
         raise RequestError(str(e)) from e
     return result, [data]
+
+
+def gradient_of(record: OpRecord, backward_pass: object = None) -> torch.Tensor:
+    """The gradient that flowed into `record`'s (first) output: of one backward pass
+    (1-based `backward_pass`), or summed over all of them when it is None."""
+    grads = record.grads
+    if grads is None:
+        raise RequestError("this log kept no gradients (trace a backward to see them)")
+    if backward_pass is None:
+        grad = record.grad
+        where = ""
+    else:
+        try:
+            number = require_int("backwardPass", backward_pass)
+        except ValueError as e:
+            raise RequestError(str(e)) from e
+        if not 1 <= number <= len(grads):
+            raise RequestError(
+                f"backwardPass {number} out of range: this log has {len(grads)} "
+                f"backward pass{'es' if len(grads) != 1 else ''} (numbered from 1)"
+            )
+        grad = grads[number - 1]
+        where = f" in backward pass {number}"
+    if grad is None:
+        raise RequestError(f"no gradient reached this op{where}")
+    return grad
 
 
 def attention(records: Mapping[str, OpRecord], params: object) -> Answer:

@@ -29,6 +29,51 @@ export interface GraphPayload {
   unrolled: ViewGraph;
   rolled: ViewGraph;
   compare?: CompareInfo; // set by LensWidget.compare(a, b): the graph is A's, colored by A vs B
+  gradients?: GradientInfo; // set when the log kept gradients of a traced backward
+}
+
+/** What a traced backward left (ModelLog.leaves, .backward_passes, .backward_graph). */
+export interface GradientInfo {
+  passes: BackwardPassInfo[]; // the backward calls, in the order they ran
+  leaves: LeafInfo[]; // autograd leaves the section used: those with no gradient first
+  noGrad: string[]; // unrolled ids of nodes whose output no backward pass reached
+  backward: BackwardNodeInfo[]; // the autograd nodes that ran, in execution order
+}
+
+export type LeafKind = "param" | "input" | "other";
+
+export interface LeafInfo {
+  name: string; // "fc.weight", "input.0", or the file:line that made it
+  kind: LeafKind;
+  shape: number[];
+  dtype: string;
+  label: string | null; // its unrolled node id (a param/input source), null when no op read it
+  source: string;
+  received: boolean; // false: requires grad but no backward pass reached it
+  passes: number[]; // backward passes (1-based) that reached it
+}
+
+export interface BackwardPassInfo {
+  index: number; // 1-based
+  call: string; // "backward" | "autograd.grad"
+  retainGraph: boolean;
+  source: string; // "file.py:12" of the call
+  nodes: string[]; // ids of BackwardNodeInfo in the order they ran in this pass
+  error: string | null; // the pass raised: its message
+  errorOp: string | null; // unrolled id of the forward op whose saved tensors were involved
+  errorSource: string | null;
+  freedBy: number | null; // the earlier pass that freed those saved tensors
+}
+
+export interface BackwardNodeInfo {
+  id: string;
+  gradFn: string; // "MmBackward0", "AccumulateGrad"
+  forwardOp: string | null; // unrolled id of the forward op that created it
+  order: number; // position in execution order
+  passes: number[]; // backward passes it ran in
+  gradShapes: string[]; // "2x8" per gradient it produced
+  leaf: string | null; // AccumulateGrad: the leaf's name
+  next: string[]; // ids of the nodes its gradients flowed to
 }
 
 export interface CompareInfo {
@@ -94,6 +139,8 @@ export interface ActivationRequest {
     batch?: number; // index along the first dim for "images" and "sequence" plots (default 0)
     channelStart?: number; // first channel of the image grid (default 0)
     side?: CompareSide; // in a comparison: A's value (default), B's, or A−B
+    value?: ValueKind; // the op's output (default) or the gradient that flowed into it
+    backwardPass?: number; // gradient of one backward pass (1-based); default: summed over passes
   };
 }
 
@@ -107,8 +154,10 @@ export interface AttentionRequest {
 }
 
 export type CompareSide = "a" | "b" | "diff";
+export type ValueKind = "activation" | "grad";
 
-// Overlay metrics; relL2/maxAbs/cosine only in a comparison.
+// Overlay metrics; relL2/maxAbs/cosine only in a comparison; gradNorm (L2 norm of the summed
+// gradient) and gradNonfinite (1 where it holds NaN/Inf) only for a log with gradients.
 export type MetricName =
   | "flops"
   | "time"
@@ -121,7 +170,9 @@ export type MetricName =
   | "nonfinite"
   | "relL2"
   | "maxAbs"
-  | "cosine";
+  | "cosine"
+  | "gradNorm"
+  | "gradNonfinite";
 
 /** result MetricsResult; buffers[0]: float32 LE values, one per id of `ids` (NaN: no value). */
 export interface MetricsRequest {

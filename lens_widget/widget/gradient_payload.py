@@ -1,0 +1,97 @@
+"""What a traced backward left in the log, for the frontend (protocol.ts `GradientInfo`):
+the backward passes, the named leaves (those that got no gradient first), the nodes no
+gradient reached, and the autograd nodes that ran in execution order.
+
+Gradient tensors never travel here: the inspector asks for one ("activation" request with
+`value: "grad"`) and the overlay for their norms ("metrics" request, `gradNorm`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import networkx as nx
+
+from lens_widget.log.gradients import BackwardPass, LeafRecord
+from lens_widget.log.model_log import ModelLog
+from lens_widget.widget import protocol
+
+
+def has_gradients(log: ModelLog) -> bool:
+    """Whether the log kept gradients of a traced backward."""
+    return bool(log.backward_passes) or any(r.grads is not None for r in log.nodes)
+
+
+def gradient_info(log: ModelLog) -> protocol.GradientInfo | None:
+    """The GradientInfo of `log`, or None for a log without gradients."""
+    if not has_gradients(log):
+        return None
+    leaves = sorted(log.leaves.values(), key=lambda leaf: leaf.received)  # stable: no grad first
+    return {
+        "passes": [_pass(p) for p in log.backward_passes],
+        "leaves": [_leaf(leaf) for leaf in leaves],
+        "noGrad": [
+            r.label
+            for r in log.nodes
+            if r.grads is not None and all(g is None for g in r.grads) and r.kind != "output"
+        ],
+        "backward": _backward_nodes(log.backward_graph),
+    }
+
+
+def _pass(p: BackwardPass) -> protocol.BackwardPassInfo:
+    return {
+        "index": int(p.index),
+        "call": p.call,
+        "retainGraph": bool(p.retain_graph),
+        "source": p.source,
+        "nodes": [str(n) for n in p.nodes],
+        "error": p.error,
+        "errorOp": p.error_op,
+        "errorSource": p.error_source,
+        "freedBy": None if p.freed_by is None else int(p.freed_by),
+    }
+
+
+def _leaf(leaf: LeafRecord) -> protocol.LeafInfo:
+    return {
+        "name": leaf.name,
+        "kind": leaf.kind,
+        "shape": [int(d) for d in leaf.shape],
+        "dtype": leaf.dtype,
+        "label": leaf.label,
+        "source": leaf.source,
+        "received": leaf.received,
+        "passes": [i + 1 for i, g in enumerate(leaf.grads) if g is not None],
+    }
+
+
+def _shape_text(shape: Any) -> str:
+    return "x".join(str(int(d)) for d in shape) if shape is not None else "—"
+
+
+def _pass_numbers(value: object) -> list[int]:
+    """A node's `backward_pass` attribute (one pass, or several with retain_graph) as a list."""
+    if value is None:
+        return []
+    if isinstance(value, int):
+        return [value]
+    return [int(v) for v in value] if isinstance(value, Iterable) else []
+
+
+def _backward_nodes(graph: nx.DiGraph) -> list[protocol.BackwardNodeInfo]:
+    def node(node_id: Any, data: Mapping[str, Any]) -> protocol.BackwardNodeInfo:
+        return {
+            "id": str(node_id),
+            "gradFn": str(data.get("grad_fn", "")),
+            "forwardOp": data.get("forward_op"),
+            "order": int(data.get("order", 0)),
+            "passes": _pass_numbers(data.get("backward_pass")),
+            "gradShapes": [_shape_text(s) for s in data.get("grad_shapes") or ()],
+            "leaf": data.get("leaf"),
+            "next": [str(n) for n in graph.successors(node_id)],
+        }
+
+    nodes = [node(n, d) for n, d in graph.nodes(data=True)]
+    return sorted(nodes, key=lambda n: n["order"])
