@@ -4,6 +4,7 @@
 // answer requests, in kernel/kernelLink.ts.
 import { Banner } from "./controls/banner";
 import { bindCanvasInput } from "./controls/canvasInput";
+import { GradientControl, type SelectAs } from "./controls/gradientControl";
 import { OverlayControl } from "./controls/overlayControl";
 import { Toolbar } from "./controls/toolbar";
 import { exposeDebug } from "./debugHook";
@@ -68,6 +69,7 @@ export class LensApp {
   private unwatchTheme: () => void;
   private unbindInput: () => void;
   private overlay: OverlayControl;
+  private grads = new GradientControl((id, as) => this.selectUnrolled(id, as));
   private link: KernelLink;
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
@@ -78,14 +80,11 @@ export class LensApp {
     el.appendChild(this.root);
 
     this.toolbar = new Toolbar({
-      fit: () => this.fit(),
+      fit: () => this.pane.fit(),
       expandAll: () => this.expandAll(),
       collapseAll: () => this.collapseAll(),
       setView: (view) => this.setView(view, "user"),
-      showShapes: (on) => {
-        this.renderer.showShapes = on;
-        this.renderer.request();
-      },
+      showShapes: (on) => this.pane.showShapes(on),
       showParams: (on) => {
         this.showParams = on;
         this.refresh();
@@ -105,24 +104,23 @@ export class LensApp {
       close: () => this.select("", {}),
       // in a comparison the overlay bar picks the side plotted: A, B or A−B
       fetchActivation: (p, onSlow) =>
-        this.requests.activation(this.overlay.inCompare ? { ...p, side: this.overlay.side } : p, onSlow),
+        this.requests.activation(this.overlay.inCompare && p.value !== "grad" ? { ...p, side: this.overlay.side } : p, onSlow),
       fetchAttention: (p, onSlow) => this.requests.attention(p, onSlow),
       rerun: (id) => this.requests.rerun(id),
       unrolledNode: (id) => this.getModel("unrolled")?.nodes.get(id),
       unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],
+      gradients: () => this.grads.gradients,
     });
-    main.append(this.pane.el, this.inspector.el);
+    main.append(this.pane.el, this.inspector.el, this.grads.panel.el);
     this.overlay = new OverlayControl({
       requests: () => this.requests,
       renderer: this.renderer,
-      selectUnrolled: (id) => this.select(this.mapId(id, "unrolled", this.viewName), { center: true }),
-      sideChanged: () => {
-        const m = this.current;
-        if (m && this.selected) this.inspector.show(m, this.selected);
-      },
+      selectUnrolled: (id) => this.selectUnrolled(id),
+      sideChanged: () => this.current && this.selected && this.inspector.show(this.current, this.selected),
     });
     this.renderer.overlay = this.overlay;
-    this.root.append(this.toolbar.el, this.overlay.picker.el, this.banner.el, main);
+    this.overlay.picker.el.insertBefore(this.grads.button, this.overlay.picker.legend.el);
+    this.root.append(this.toolbar.el, this.overlay.picker.el, this.banner.el, this.grads.banner.el, main);
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
 
     this.link = opts.link ?? notebookLink(el);
@@ -187,7 +185,7 @@ export class LensApp {
 
   private setGraph(payload: GraphPayload | null, initial = false): void {
     this.views = payload ? new GraphViews(payload) : null;
-    this.overlay.setGraph(payload);
+    this.overlay.setGraph(payload, this.grads.setGraph(payload));
     this.layouts.clear();
     this.vis = null;
     this.renderer.frame = null;
@@ -332,11 +330,6 @@ export class LensApp {
     this.updateStatus();
   }
 
-  private fit(): void {
-    const f = this.renderer.frame;
-    if (f) this.renderer.fit(f.scene.bounds);
-  }
-
   // ---- selection ----
 
   private select(id: string, opts: { center?: boolean; origin?: Origin }): void {
@@ -355,6 +348,13 @@ export class LensApp {
     if (need.length) this.setExpanded(new Set([...this.expanded, ...need]), focus);
     else if (!this.vis || this.vis !== this.renderer.frame?.vis) this.refresh(focus);
     else focus();
+  }
+
+  /** Selects a node by its unrolled id in the view shown: a leaf showing parameters if hidden, an op plotting its gradient. */
+  private selectUnrolled(id: string, as: SelectAs = "node"): void {
+    if (as === "gradient") this.inspector.showGradient(id);
+    if (as === "leaf" && this.toolbar.revealParams()) this.vis = null; // lay out again, with the parameters
+    this.select(this.mapId(id, "unrolled", this.viewName), { center: true });
   }
 
   private focusGroup(key: string): void {

@@ -27,6 +27,8 @@ export interface LensDebug {
   groupHeaderPos(key: string): { x: number; y: number } | null;
   overlayColor(id: string): string | null; // the metric overlay's fill of a visible item
   overlayFlagged(id: string): boolean; // drawn with the NaN/Inf mark
+  overlayGradFlagged(id: string): boolean; // drawn with the NaN/Inf-gradient mark
+  overlayStarved(id: string): boolean; // drawn with the "got no gradient" outline
   /** The laid-out scene in graph coordinates, for geometric checks. */
   sceneGeometry(): SceneGeometry | null;
   /** The overview in the canvas's corner: null when not drawn; its box in page coordinates. */
@@ -110,6 +112,8 @@ export function exposeDebug(
     groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
     overlayColor: (id) => r.overlay?.fill(id) ?? null,
     overlayFlagged: (id) => r.overlay?.flagged(id) ?? false,
+    overlayGradFlagged: (id) => r.overlay?.gradFlagged(id) ?? false,
+    overlayStarved: (id) => r.overlay?.starved(id) ?? false,
     sceneGeometry: () => {
       const f = r.frame;
       if (!f) return null;

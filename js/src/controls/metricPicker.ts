@@ -2,7 +2,7 @@
 // side of a comparison the inspector plots, and the overlay's legend.
 import type { CompareSide, MetricName } from "../model/protocol";
 import { h } from "../render/dom";
-import { METRICS, type ScaleMode } from "../render/overlay";
+import { offeredMetrics, type ScaleMode } from "../render/overlay";
 import { OverlayLegend } from "../render/overlayLegend";
 
 export interface MetricPickerActions {
@@ -26,7 +26,7 @@ export class MetricPicker {
     this.select.className = "lens-select";
     this.select.dataset.testid = "metric-picker";
     this.select.title = "Color every op (and each collapsed module, by an aggregate) by a metric";
-    this.fillOptions(false);
+    this.fillOptions(false, false);
     this.select.onchange = () => actions.setMetric((this.select.value || null) as MetricName | null);
     this.log.type = "checkbox";
     this.log.dataset.testid = "metric-log";
@@ -57,11 +57,11 @@ export class MetricPicker {
     this.el.append(h("span", "", "color by"), this.select, logLabel, h("span", "lens-sep"), nan, this.sideBox, this.note, this.legend.el);
   }
 
-  /** Offers the difference metrics only in a comparison. */
-  setCompare(on: boolean): void {
-    this.fillOptions(on);
-    this.sideBox.hidden = !on;
-    if (!on) this.side.value = "a";
+  /** Offers the difference metrics only in a comparison, the gradient ones only with gradients. */
+  setOffers(compare: boolean, grads: boolean): void {
+    this.fillOptions(compare, grads);
+    this.sideBox.hidden = !compare;
+    if (!compare) this.side.value = "a";
   }
 
   showMetric(metric: MetricName | null): void {
@@ -72,12 +72,12 @@ export class MetricPicker {
     this.note.textContent = text;
   }
 
-  private fillOptions(compare: boolean): void {
+  private fillOptions(compare: boolean, grads: boolean): void {
     const keep = this.select.value;
     const none = document.createElement("option");
     none.value = "";
     none.textContent = "kind (default)";
-    const options = METRICS.filter((m) => compare || !m.compare).map((m) => {
+    const options = offeredMetrics(compare, grads).map((m) => {
       const o = document.createElement("option");
       o.value = m.name;
       o.textContent = m.label;

@@ -3,10 +3,11 @@
 // only and which side the inspector plots. The renderer asks it for each item's fill.
 import type { RequestClient } from "../kernel/messages";
 import { decodeFloat32 } from "../kernel/messages";
+import type { Gradients } from "../model/gradients";
 import type { CompareSide, FirstNonfiniteResult, GraphPayload, MetricName, MetricsResult } from "../model/protocol";
 import type { Visible } from "../model/visibility";
 import type { NodeOverlay } from "../render/frame";
-import { itemValues, makeScale, metricInfo, rampColor, type ScaleMode, unrolledIdsOf } from "../render/overlay";
+import { itemValues, makeScale, metricInfo, rampColor, type ScaleMode, starvedItems, unrolledIdsOf } from "../render/overlay";
 import { NO_VALUE_COLOR, ONLY_A_COLOR } from "../render/overlayLegend";
 import type { Renderer } from "../render/renderer";
 import { MetricPicker } from "./metricPicker";
@@ -22,6 +23,8 @@ interface Painted {
   vis: Visible;
   colors: Map<string, string>;
   flagged: Set<string>;
+  gradFlagged: Set<string>;
+  starved: Set<string>;
 }
 
 export class OverlayControl implements NodeOverlay {
@@ -32,9 +35,12 @@ export class OverlayControl implements NodeOverlay {
   private mode: ScaleMode = "linear";
   private values = new Map<string, number>(); // unrolled op id -> value of `metric`
   private nonfinite = new Set<string>(); // unrolled ids of ops with a NaN/Inf output
+  private gradNonfinite = new Set<string>(); // ... with a NaN/Inf gradient
+  private gradients: Gradients | null = null;
   private onlyA = new Set<string>();
   private painted: Painted | null = null;
   private token = 0;
+  private graphs = 0; // graphs shown so far: flags asked about an older one are dropped
 
   constructor(private deps: OverlayDeps) {
     this.picker = new MetricPicker({
@@ -60,16 +66,22 @@ export class OverlayControl implements NodeOverlay {
   }
 
   /** A new graph: values of the old one no longer hold; a comparison opens on its difference. */
-  setGraph(payload: GraphPayload | null): void {
+  setGraph(payload: GraphPayload | null, gradients: Gradients | null = null): void {
     this.compare = !!payload?.compare;
+    this.gradients = gradients;
+    this.graphs++;
     this.onlyA = new Set(payload?.compare?.onlyA ?? []);
-    this.picker.setCompare(this.compare);
+    this.picker.setOffers(this.compare, !!gradients);
     if (!this.compare) this.side = "a";
     this.values = new Map();
     this.nonfinite = new Set();
+    this.gradNonfinite = new Set();
     if (!payload) return this.setMetric(null);
-    this.fetchNonfinite();
-    this.setMetric(this.compare && (!this.metric || !metricInfo(this.metric).compare) ? "relL2" : this.metric);
+    this.fetchFlags("nonfinite", (ids) => (this.nonfinite = ids));
+    if (gradients) this.fetchFlags("gradNonfinite", (ids) => (this.gradNonfinite = ids));
+    let metric = this.metric && metricInfo(this.metric).grads && !gradients ? null : this.metric;
+    if (this.compare && (!metric || !metricInfo(metric).compare)) metric = "relL2";
+    this.setMetric(metric);
   }
 
   setMetric(metric: MetricName | null): void {
@@ -96,14 +108,17 @@ export class OverlayControl implements NodeOverlay {
     this.repaint();
   }
 
-  private fetchNonfinite(): void {
-    // in the background: marks come when the kernel has the statistics (none if not saved)
+  /** The ops with a NaN/Inf output (or gradient), asked in the background: marks come when
+   * the kernel has them (none if not saved). */
+  private fetchFlags(metric: "nonfinite" | "gradNonfinite", keep: (ids: Set<string>) => void): void {
+    const graph = this.graphs;
     this.deps
       .requests()
-      .request({ method: "metrics", params: { metric: "nonfinite" } }, { timeoutMs: 120000 })
+      .request({ method: "metrics", params: { metric } }, { timeoutMs: 120000 })
       .then(({ result, buffers }) => {
+        if (graph !== this.graphs) return; // a reply about a graph no longer shown
         const values = toMap(result as MetricsResult, buffers[0]);
-        this.nonfinite = new Set([...values].filter(([, v]) => v > 0).map(([id]) => id));
+        keep(new Set([...values].filter(([, v]) => v > 0).map(([id]) => id)));
         this.repaint();
       })
       .catch(() => undefined);
@@ -137,15 +152,28 @@ export class OverlayControl implements NodeOverlay {
     return this.paint()?.flagged.has(itemId) ?? false;
   }
 
+  gradFlagged(itemId: string): boolean {
+    return this.paint()?.gradFlagged.has(itemId) ?? false;
+  }
+
+  starved(itemId: string): boolean {
+    return this.paint()?.starved.has(itemId) ?? false;
+  }
+
   /** Colors and marks of the frame's visible items, computed once per layout and metric. */
   private paint(): Painted | null {
     const frame = this.deps.renderer.frame;
     if (!frame) return null;
     if (this.painted?.vis === frame.vis) return this.painted;
     const { model, vis } = frame;
-    const flagged = new Set<string>();
-    if (this.nonfinite.size)
-      for (const item of vis.items) if (unrolledIdsOf(model, item.id).some((id) => this.nonfinite.has(id))) flagged.add(item.id);
+    const marked = (ids: ReadonlySet<string>): Set<string> => {
+      const out = new Set<string>();
+      if (ids.size) for (const item of vis.items) if (unrolledIdsOf(model, item.id).some((id) => ids.has(id))) out.add(item.id);
+      return out;
+    };
+    const flagged = marked(this.nonfinite);
+    const gradFlagged = marked(this.gradNonfinite);
+    const starved = this.gradients ? starvedItems(model, vis, this.gradients.starvedLeaves) : new Set<string>();
     const colors = new Map<string, string>();
     const info = this.metric ? metricInfo(this.metric) : null;
     let scale = null;
@@ -162,8 +190,8 @@ export class OverlayControl implements NodeOverlay {
           if (ids.length && ids.every((id) => this.onlyA.has(id))) colors.set(item.id, ONLY_A_COLOR);
         }
     }
-    this.picker.legend.show(info, scale, this.compare);
-    this.painted = { vis, colors, flagged };
+    this.picker.legend.show(info, scale, this.compare, !!this.gradients);
+    this.painted = { vis, colors, flagged, gradFlagged, starved };
     return this.painted;
   }
 }

@@ -52,6 +52,15 @@ export class Toolbar {
     );
   }
 
+  /** Shows parameters if they are hidden, as ticking "parameters" does; true if they were hidden. */
+  revealParams(): boolean {
+    const box = this.el.querySelector<HTMLInputElement>("[data-testid=toggle-params]");
+    if (!box || box.checked) return false;
+    box.checked = true;
+    box.dispatchEvent(new Event("change"));
+    return true;
+  }
+
   showView(view: ViewName): void {
     for (const v of ["unrolled", "rolled"] as ViewName[]) this.viewBtns[v].setAttribute("aria-pressed", String(v === view));
   }

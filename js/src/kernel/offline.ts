@@ -82,6 +82,7 @@ export class ViewStore {
   /** The view answering `params`, or why the page has none. */
   lookup(params: ActivationRequest["params"]): EmbeddedView | string {
     const m = this.meta;
+    if ((params.value ?? "activation") !== "activation") return "gradients are not in this page: show the log in a notebook";
     if (this.noWeights.has(params.id)) return "parameter and buffer values are not in this page: write it with weights=True";
     if (!this.ids.has(params.id)) {
       return `activation left out of this page to keep it under ${fmtMB(m.maxBytes)} (max_bytes): ${this.size} of ${m.total} are in it`;

@@ -1,15 +1,23 @@
 // The inspector's "activation" section: one output of the node fetched from the kernel and
 // plotted, with pickers for the output, batch item and channel window, a histogram and stats.
 import type { Activation } from "../kernel/messages";
-import type { ActivationRequest } from "../model/protocol";
+import type { ActivationRequest, ValueKind } from "../model/protocol";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
-import { fmtNum, fmtShape } from "./format";
+import { fmtNum, fmtShape, gradientCaption } from "./format";
 import { indexSlider } from "./pickers";
 import { plotHistogram, plotMain, purge } from "./plots";
 import { Section } from "./section";
 
 export type ActivationParams = ActivationRequest["params"];
+
+/** Which value of the op is plotted: its output, or the gradient of one pass (or the sum). */
+export interface ValueChoice {
+  value: ValueKind;
+  backwardPass?: number;
+  reached: boolean; // a gradient reached the op (false: nothing to fetch)
+  nPasses: number;
+}
 
 export interface ActivationDeps {
   theme: () => Theme;
@@ -21,6 +29,7 @@ export class ActivationPanel {
   readonly section: Section<Activation>;
   private params: ActivationParams = { id: "" };
   private saved = true;
+  private choice: ValueChoice | null = null; // set when the gradient is plotted
   private last: Activation | null = null;
   private mainPlot = h("div", "lens-plot");
   private noteEl = h("div", "lens-note");
@@ -44,16 +53,20 @@ export class ActivationPanel {
     return this.section.el;
   }
 
-  /** Shows output 0 of unrolled node `id` (`saved`: the kernel has it). */
-  load(id: string, saved: boolean): void {
-    this.params = { id };
+  /** Shows output 0 of unrolled node `id` (`saved`: the kernel has it), or its gradient. */
+  load(id: string, saved: boolean, choice?: ValueChoice): void {
+    this.choice = choice?.value === "grad" ? choice : null;
+    this.params = this.choice ? { id, value: "grad", ...(this.choice.backwardPass ? { backwardPass: this.choice.backwardPass } : {}) } : { id };
     this.saved = saved;
     this.reload();
   }
 
   private reload(): void {
     this.last = null;
-    this.section.load(this.saved, "activation");
+    this.section.setTitle(this.choice ? "gradient" : "activation");
+    this.el.dataset.value = this.choice ? "grad" : "activation";
+    if (this.choice && !this.choice.reached) return this.section.unavailable("no gradient reached this op");
+    this.section.load(this.saved || !!this.choice, this.choice ? "gradient" : "activation");
   }
 
   private pick(change: Partial<ActivationParams>): void {
@@ -104,7 +117,8 @@ export class ActivationPanel {
     }
     performance.mark("lens:plot-done", { detail: { id: r.id, plot: r.plot } });
     // A note without a reduction (e.g. "complex shown as magnitude") is still worth showing.
-    this.noteEl.textContent = r.reduced ? `reduced: ${r.note}` : r.note;
+    const note = r.reduced ? `reduced: ${r.note}` : r.note;
+    this.noteEl.textContent = this.choice ? [gradientCaption(this.choice), note].filter(Boolean).join(" · ") : note;
     if (r.hist.counts.length > 0) plotHistogram(this.histPlot, act, th);
     else purge(this.histPlot);
     this.statsEl.replaceChildren(statsTable(act));

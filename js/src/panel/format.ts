@@ -29,3 +29,9 @@ export function shortPath(source: string): string {
   const parts = source.split(/[\\/]/);
   return parts.length > 3 ? "…/" + parts.slice(-2).join("/") : source;
 }
+
+/** What a gradient plot shows, in words: of one backward pass, or summed over `nPasses`. */
+export function gradientCaption(c: { backwardPass?: number; nPasses: number }): string {
+  const which = c.backwardPass ? `backward pass ${c.backwardPass}` : c.nPasses > 1 ? `summed over ${c.nPasses} backward passes` : "";
+  return ["gradient of the loss w.r.t. this output", which].filter(Boolean).join(", ");
+}

@@ -1,6 +1,7 @@
 // Side panel for the selected node: its facts, links to neighbours, and what the kernel
 // sends on demand: the attention weights of attention ops, and the node's activation.
 import type { Activation, AttentionMap } from "../kernel/messages";
+import type { Gradients } from "../model/gradients";
 import type { NodeInfo } from "../model/protocol";
 import type { GraphModel } from "../model/tree";
 import { h } from "../render/dom";
@@ -9,6 +10,7 @@ import { ActivationPanel, type ActivationParams } from "./activationPanel";
 import { AttentionPanel, type AttentionParams } from "./attentionPanel";
 import { fmtBytes, fmtShape, shortPath } from "./format";
 import { resizePlots } from "./plots";
+import { ValueSwitch } from "./valueSwitch";
 
 export type { ActivationParams } from "./activationPanel";
 
@@ -21,6 +23,7 @@ export interface InspectorDeps {
   rerun: (id: string) => Promise<void>;
   unrolledNode: (id: string) => NodeInfo | undefined;
   unrolledParents: (id: string) => string[];
+  gradients: () => Gradients | null; // of the log shown; null without a traced backward
 }
 
 export class Inspector {
@@ -31,6 +34,7 @@ export class Inspector {
   private pass = 0; // index into node.passes
   private activation: ActivationPanel;
   private attention: AttentionPanel;
+  private valueSwitch = new ValueSwitch(() => this.node && this.loadPass(true));
   private ro: ResizeObserver;
   private width = 0;
 
@@ -90,7 +94,15 @@ export class Inspector {
     const id = n.passes[this.pass] ?? n.id;
     if (n.attention) this.attention.load(id, this.inputsSaved(id), keepPicks);
     else this.attention.dispose();
-    this.activation.load(id, this.savedFor(id));
+    const g = this.deps.gradients();
+    const v = this.valueSwitch;
+    const choice = g && { value: v.value, backwardPass: v.backwardPass, reached: !g.noGrad.has(id), nPasses: g.completedPasses.length };
+    this.activation.load(id, this.savedFor(id), choice ?? undefined);
+  }
+
+  /** Plots gradients from now on; replots now if unrolled node `id` is the one shown. */
+  showGradient(id: string): void {
+    this.valueSwitch.set("grad", !this.node?.passes.includes(id));
   }
 
   private render(): void {
@@ -131,6 +143,9 @@ export class Inspector {
       rows.push(["params", ul]);
     }
     if (n.failed) rows.push(["failed", "this op raised during the forward pass"]);
+    const g = this.deps.gradients();
+    const backward = g ? n.passes.flatMap((p) => g.backwardOf(p)) : [];
+    if (backward.length) rows.push(["backward", [...new Set(backward.map((b) => b.gradFn))].join(", ")]);
     const table = h("table", "lens-facts");
     for (const [k, v] of rows) {
       const tr = h("tr", "");
@@ -152,14 +167,18 @@ export class Inspector {
       this.body.append(src);
     }
 
-    if (n.passes.length > 1) this.activation.section.head.append(this.passPicker(n));
-    else this.activation.section.head.querySelector("select")?.remove();
+    const actHead = this.activation.section.head;
+    actHead.querySelector("[data-testid=pass-picker]")?.remove();
+    if (n.passes.length > 1) actHead.append(this.passPicker(n));
+    if (g) {
+      this.valueSwitch.setPasses(g.completedPasses.map((p) => p.index));
+      actHead.append(this.valueSwitch.el);
+    } else this.valueSwitch.el.remove();
     if (n.attention) this.body.append(this.attention.el);
     this.body.append(this.activation.el);
   }
 
   private passPicker(n: NodeInfo): HTMLSelectElement {
-    this.activation.section.head.querySelector("select")?.remove();
     const sel = document.createElement("select");
     sel.className = "lens-select";
     sel.dataset.testid = "pass-picker";

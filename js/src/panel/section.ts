@@ -24,6 +24,7 @@ export class Section<T> {
   readonly controls = h("div", "lens-act-controls");
   state: SectionState = "idle";
   private statusEl = h("div", "lens-act-status");
+  private titleEl = h("span", "");
   private token = 0;
 
   constructor(
@@ -34,7 +35,9 @@ export class Section<T> {
     this.el = h("div", "lens-act");
     this.el.dataset.testid = testid;
     this.head = h("div", "lens-section-title");
-    this.head.append(h("span", "", title));
+    this.titleEl.textContent = title;
+    this.titleEl.dataset.testid = `${testid}-title`;
+    this.head.append(this.titleEl);
     this.statusEl.dataset.testid = `${testid}-status`;
     this.el.append(this.head, this.statusEl, this.controls);
   }
@@ -44,6 +47,18 @@ export class Section<T> {
     this.statusEl.textContent = text;
     this.statusEl.className = `lens-act-status lens-act-${s}`;
     this.el.dataset.state = s;
+  }
+
+  setTitle(title: string): void {
+    this.titleEl.textContent = title;
+  }
+
+  /** Nothing to fetch: says why (e.g. "no gradient reached this op"). */
+  unavailable(text: string): void {
+    ++this.token;
+    this.controls.replaceChildren();
+    this.hooks.clear();
+    this.setState("unavailable", text);
   }
 
   /** Fetches and shows; `saved` false offers a re-run instead (`what` is not saved). */
@@ -73,6 +88,8 @@ export class Section<T> {
         this.hooks.clear();
         // no kernel to ask (or not in this saved page): say so, a retry would not help
         if (e instanceof RequestError && e.unavailable) return this.setState("unavailable", e.message);
+        // the kernel knows no gradient reached it (in the pass asked for): a fact, not a failure
+        if (/^no gradient reached/.test(e.message)) return this.setState("unavailable", e.message);
         // the kernel says when inputs were not saved: offer the re-run that saves them
         if (/not saved|re-run/.test(e.message) && !(e instanceof RequestError && e.timedOut)) {
           return this.offerRerun(token, e.message);

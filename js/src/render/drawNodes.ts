@@ -5,6 +5,7 @@ import type { Rect } from "../layout/layoutPlan";
 import type { NodeInfo } from "../model/protocol";
 import type { Paint } from "./frame";
 import { textOn } from "./overlay";
+import { GRAD_NONFINITE_MARK, NO_GRAD_STROKE } from "./overlayLegend";
 
 /** Expanded module boxes, outer first. */
 export function drawBoxes(p: Paint): void {
@@ -122,6 +123,7 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
   }
   roundRect(ctx, r.x, r.y, r.w, r.h, radius);
   ctx.fill();
+  drawGradientMarks(p, n.id, r, radius);
   if (p.overlay?.flagged(n.id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   if (detail || p.selected === n.id) {
     ctx.lineWidth = Math.max(lw, lw * 0.6 * px);
@@ -171,6 +173,7 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   ctx.fillStyle = p.overlay?.fill(id) ?? fill;
   roundRect(ctx, r.x, r.y, r.w, r.h, 7);
   ctx.fill();
+  drawGradientMarks(p, id, r, 7);
   if (p.overlay?.flagged(id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   // a selected node hidden inside this module marks the module
   const marked = p.hover === id || p.selected === id;
@@ -204,6 +207,33 @@ function drawNonfiniteMark(ctx: CanvasRenderingContext2D, r: Rect, color: string
   ctx.lineTo(r.x + r.w, r.y + s);
   ctx.closePath();
   ctx.fill();
+}
+
+/** A purple top-left corner for a NaN/Inf gradient; a dashed orange outline around a leaf
+ * (or an op reading a parameter) that got no gradient. Leaves the path of the node's shape. */
+function drawGradientMarks(p: Paint, id: string, r: Rect, radius: number): void {
+  const { ctx, overlay } = p;
+  if (!overlay) return;
+  if (overlay.starved(id)) {
+    ctx.save();
+    ctx.setLineDash([4, 3]);
+    ctx.lineWidth = Math.max(2, 1.5 * p.px);
+    ctx.strokeStyle = NO_GRAD_STROKE;
+    roundRect(ctx, r.x - 3, r.y - 3, r.w + 6, r.h + 6, radius + 3);
+    ctx.stroke();
+    ctx.restore();
+  }
+  if (overlay.gradFlagged(id)) {
+    const s = Math.min(12, r.h / 2);
+    ctx.fillStyle = GRAD_NONFINITE_MARK;
+    ctx.beginPath();
+    ctx.moveTo(r.x, r.y);
+    ctx.lineTo(r.x + s, r.y);
+    ctx.lineTo(r.x, r.y + s);
+    ctx.closePath();
+    ctx.fill();
+  }
+  roundRect(ctx, r.x, r.y, r.w, r.h, radius); // the node's outline is stroked next
 }
 
 function shortName(name: string): string {

@@ -16,6 +16,8 @@ export interface Frame {
 export interface NodeOverlay {
   fill(itemId: string): string | null; // null: the kind's color
   flagged(itemId: string): boolean; // an output holds NaN/Inf
+  gradFlagged(itemId: string): boolean; // a gradient holds NaN/Inf
+  starved(itemId: string): boolean; // a leaf (or an op's parameter) that got no gradient
 }
 
 /** One draw call's settings, shared by the passes (boxes, edges, nodes). */

@@ -54,6 +54,18 @@ export class GraphPane {
   }
 
   /** Redraws the graph and its legend in `theme`'s colours. */
+  /** Fits the laid-out graph in view (the toolbar's Fit). */
+  fit(): void {
+    const f = this.renderer.frame;
+    if (f) this.renderer.fit(f.scene.bounds);
+  }
+
+  /** Tensor shapes on edges, or not. */
+  showShapes(on: boolean): void {
+    this.renderer.showShapes = on;
+    this.renderer.request();
+  }
+
   setTheme(theme: Theme): void {
     this.renderer.theme = theme;
     const next = legend(theme);

@@ -13,6 +13,7 @@ export interface MetricInfo {
   label: string;
   agg: Aggregate; // over passes and over the ops inside a collapsed module
   compare: boolean; // only in a comparison
+  grads?: boolean; // only for a log with gradients
 }
 
 export const METRICS: MetricInfo[] = [
@@ -28,7 +29,15 @@ export const METRICS: MetricInfo[] = [
   { name: "relL2", label: "difference (rel. L2)", agg: "max", compare: true },
   { name: "maxAbs", label: "difference (max abs)", agg: "max", compare: true },
   { name: "cosine", label: "cosine (A, B)", agg: "min", compare: true },
+  { name: "gradNorm", label: "gradient norm", agg: "max", compare: false, grads: true },
+  { name: "gradNonfinite", label: "non-finite gradient", agg: "share", compare: false, grads: true },
 ];
+
+/** The metrics the picker offers for a log (difference metrics in a comparison, gradient
+ * metrics for a log with gradients). */
+export function offeredMetrics(compare: boolean, grads: boolean): MetricInfo[] {
+  return METRICS.filter((m) => (compare || !m.compare) && (grads || !m.grads));
+}
 
 export function metricInfo(name: MetricName): MetricInfo {
   return METRICS.find((m) => m.name === name)!;
@@ -69,6 +78,37 @@ export function unrolledIdsOf(model: GraphModel, itemId: string): string[] {
     if (!g) continue;
     g.childNodes.forEach(addNode);
     stack.push(...g.childGroups);
+  }
+  return out;
+}
+
+/** Items that stand for a leaf that wanted a gradient and got none (`starved`: unrolled ids
+ * of param/input sources): the source itself, an op using such a parameter, a collapsed
+ * module holding one. */
+export function starvedItems(model: GraphModel, vis: Visible, starved: ReadonlySet<string>): Set<string> {
+  const out = new Set<string>();
+  if (!starved.size) return out;
+  const hit = (id: string): boolean => {
+    const n = model.nodes.get(id);
+    if (!n) return false;
+    if (n.kind === "op") return n.params.some(([name]) => starved.has(name));
+    return (model.viewName === "rolled" ? n.passes : [n.id]).some((p) => starved.has(p));
+  };
+  for (const item of vis.items) {
+    if (!item.id.startsWith(GROUP_PREFIX)) {
+      if (hit(item.id)) out.add(item.id);
+      continue;
+    }
+    const stack = [item.id.slice(GROUP_PREFIX.length)];
+    while (stack.length) {
+      const g = model.groups.get(stack.pop()!);
+      if (!g) continue;
+      if (g.childNodes.some(hit)) {
+        out.add(item.id);
+        break;
+      }
+      stack.push(...g.childGroups);
+    }
   }
   return out;
 }

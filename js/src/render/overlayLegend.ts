@@ -6,6 +6,8 @@ import { fmtMetric, type MetricInfo, rampGradient, type Scale } from "./overlay"
 export const NO_VALUE_COLOR = "#dee2e6";
 export const ONLY_A_COLOR = "#f783ac";
 export const NONFINITE_MARK = "#e03131";
+export const GRAD_NONFINITE_MARK = "#ae3ec9"; // drawn in the top-left corner
+export const NO_GRAD_STROKE = "#f76707"; // dashed outline of a leaf that got no gradient
 
 export class OverlayLegend {
   readonly el = h("span", "lens-legend lens-overlay-legend");
@@ -15,7 +17,7 @@ export class OverlayLegend {
     this.el.hidden = true;
   }
 
-  show(metric: MetricInfo | null, scale: Scale | null, compare: boolean): void {
+  show(metric: MetricInfo | null, scale: Scale | null, compare: boolean, grads = false): void {
     this.el.hidden = !metric || !scale;
     if (!metric || !scale) return this.el.replaceChildren();
     const ramp = h("i", "lens-ramp");
@@ -38,6 +40,25 @@ export class OverlayLegend {
     corner.style.borderColor = NONFINITE_MARK;
     corner.style.clipPath = "polygon(0 0, 100% 0, 100% 100%)"; // the corner drawn on a node
     mark.append(corner, "NaN/Inf output");
-    this.el.replaceChildren(range, swatch(NO_VALUE_COLOR, "no value"), ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []), mark);
+    const gradMarks = grads ? gradientMarks() : [];
+    this.el.replaceChildren(range, swatch(NO_VALUE_COLOR, "no value"), ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []), mark, ...gradMarks);
   }
+}
+
+/** The legend entries of a log with gradients: the NaN/Inf-gradient corner, the no-gradient outline. */
+function gradientMarks(): HTMLElement[] {
+  const mark = h("span", "");
+  mark.dataset.testid = "legend-grad-nonfinite";
+  const corner = h("i", "");
+  corner.style.background = GRAD_NONFINITE_MARK;
+  corner.style.borderColor = GRAD_NONFINITE_MARK;
+  corner.style.clipPath = "polygon(0 0, 100% 0, 0 100%)"; // the top-left corner drawn on a node
+  mark.append(corner, "NaN/Inf gradient");
+  const starved = h("span", "");
+  starved.dataset.testid = "legend-no-grad";
+  const outline = h("i", "");
+  outline.style.background = "transparent";
+  outline.style.border = `2px dashed ${NO_GRAD_STROKE}`;
+  starved.append(outline, "got no gradient");
+  return [mark, starved];
 }

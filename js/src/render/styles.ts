@@ -108,6 +108,14 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-stat-k{font-size:10px;color:var(--lens-muted)}
 .lens-stat-v{font-family:var(--jp-code-font-family,ui-monospace,monospace)}
 .lens-bad{color:#e03131;font-weight:700}
+.lens-value-switch{display:inline-flex;gap:4px;align-items:center;text-transform:none;letter-spacing:0;font-weight:400}
+.lens-value-switch .lens-btn{padding:0 7px;font-size:11px;line-height:17px}
+.lens-grad-panel{width:min(300px,36%)}
+.lens-leaf{padding:2px 0;display:flex;flex-wrap:wrap;align-items:baseline;gap:2px;min-width:0}
+.lens-leaf-starved{background:rgba(247,103,7,.12);border-left:3px solid #f76707;padding-left:4px}
+.lens-bw-list{margin:0;padding-left:2.6em;font-size:11px}
+.lens-bw-node{padding:1px 0;overflow-wrap:anywhere}
+.lens-btn-warn{border-color:#f76707;color:#d9480f}
 `;
 
 export function injectStyles(doc: Document): void {
