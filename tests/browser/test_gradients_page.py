@@ -15,6 +15,7 @@ import torch
 from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
 from torch import nn
 
+from bench.zoo.language import gpt2
 from lens_widget.widget.lens_widget import LensWidget
 from tests.python.gradient_fixture import squared_mean, traced_with_grads
 
@@ -118,7 +119,8 @@ def test_gradient_norm_colors_the_graph_and_the_legend_says_so(page, artifacts) 
     page.locator("[data-testid=overlay-legend]").wait_for(state="visible")
     page.wait_for_function("() => window.__el.__lens.overlayColor('relu_1_2') !== null")
     got = colors(page, ops)
-    norms = {op: float(torch.linalg.vector_norm(log[op].grad)) for op in ops if log[op].grad is not None}
+    reached = [op for op in ops if log[op].grad is not None]
+    norms = {op: float(torch.linalg.vector_norm(log[op].grad)) for op in reached}
     top = max(norms, key=norms.__getitem__)
     bottom = min(norms, key=norms.__getitem__)
     assert got[top] == "rgb(253,231,37)" and got[bottom] == "rgb(68,1,84)"
@@ -224,8 +226,6 @@ def test_a_backward_that_raised_shows_a_banner_naming_the_op(page) -> None:
 
 @pytest.fixture(scope="module")
 def gpt2_widget() -> LensWidget:
-    from bench.zoo.language import gpt2
-
     case = gpt2()
     case.model.eval()
     return LensWidget.from_log(traced_with_grads(case.model, case.args, case.kwargs))
