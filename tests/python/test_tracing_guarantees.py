@@ -92,11 +92,10 @@ def test_a_block_that_raises_gives_the_same_exception_and_a_partial_log():
     globals_before = global_snapshot()
     call_before = nn.Module.__dict__["__call__"]
     raised = StepFailed("loss went NaN")
-    with pytest.raises(StepFailed) as info:
-        with lw.tracing(model) as t:
-            y = model(x)
-            y.sum()
-            raise raised
+    with pytest.raises(StepFailed) as info, lw.tracing(model) as t:
+        y = model(x)
+        y.sum()
+        raise raised
     assert info.value is raised
     assert raised.lens_log is t.log
     assert lw.partial_log(raised) is t.log
@@ -110,10 +109,9 @@ def test_a_block_that_raises_gives_the_same_exception_and_a_partial_log():
 
 def test_an_op_that_raises_in_the_block_is_the_failed_op():
     a, b = torch.ones(2, 3), torch.ones(4, 5)
-    with pytest.raises(RuntimeError) as info:
-        with lw.tracing() as t:
-            c = a.exp()
-            c @ b
+    with pytest.raises(RuntimeError) as info, lw.tracing() as t:
+        c = a.exp()
+        c @ b
     log = lw.partial_log(info.value)
     assert log is t.log
     assert log.failed_op == log.ops[-1].label and log.ops[-1].failed
@@ -122,10 +120,9 @@ def test_an_op_that_raises_in_the_block_is_the_failed_op():
 
 
 def test_an_exception_refusing_attributes_still_finds_its_log():
-    with pytest.raises(FrozenError) as info:
-        with lw.tracing() as t:
-            torch.ones(2).cos()
-            raise FrozenError(3)
+    with pytest.raises(FrozenError) as info, lw.tracing() as t:
+        torch.ones(2).cos()
+        raise FrozenError(3)
     assert not hasattr(info.value, "lens_log")
     assert lw.partial_log(info.value) is t.log
     assert [o.func for o in t.log.ops] == ["ones", "cos"]
@@ -208,16 +205,14 @@ def test_a_tracing_object_records_one_block():
     with pytest.raises(RuntimeError, match="before the block"):
         t.log  # noqa: B018
     with t:
-        with pytest.raises(RuntimeError, match="still running"):
-            with t:
-                pass
+        with pytest.raises(RuntimeError, match="still running"), t:
+            pass
         with pytest.raises(RuntimeError, match="inside the with block"):
             t.log  # noqa: B018
         torch.zeros(1)
     assert [o.func for o in t.log.ops] == ["zeros"]
-    with pytest.raises(RuntimeError, match="already recorded"):
-        with t:
-            pass
+    with pytest.raises(RuntimeError, match="already recorded"), t:
+        pass
     assert torch._C._len_torch_function_stack() == 0
 
 
@@ -242,13 +237,11 @@ def test_user_modes_see_only_the_plain_calls():
     with Counting() as plain:
         expected = block()
     seed_all(0)
-    with Counting() as around:
-        with lw.tracing(model, save=["head"], timing=True) as t:
-            got = block()
+    with Counting() as around, lw.tracing(model, save=["head"], timing=True) as t:
+        got = block()
     assert around.calls == plain.calls
-    with lw.tracing(model) as t2:
-        with Counting() as inside:
-            block()
+    with lw.tracing(model) as t2, Counting() as inside:
+        block()
     assert inside.calls == plain.calls
     assert torch.equal(got, expected)
     assert len(t.log.ops) == len(t2.log.ops) > 5

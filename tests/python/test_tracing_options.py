@@ -36,9 +36,11 @@ def test_save_list_by_module_function_and_label(gpt2):
 
 def test_unmatched_save_names_warn_at_the_with_statement(gpt2):
     model, ids = gpt2
-    with pytest.warns(UserWarning, match=r"\['nope'\]") as caught:
-        with lw.tracing(model, save=["cross_entropy", "nope"]):
-            step(model, ids)
+    with (
+        pytest.warns(UserWarning, match=r"\['nope'\]") as caught,
+        lw.tracing(model, save=["cross_entropy", "nope"]),
+    ):
+        step(model, ids)
     assert [w.filename for w in caught if "nope" in str(w.message)] == [__file__]
 
 
@@ -71,9 +73,12 @@ def test_intervene_on_an_op_outside_the_model(gpt2):
 
 def test_an_unmatched_intervention_raises_after_the_block(gpt2):
     model, ids = gpt2
-    with pytest.raises(ValueError, match="transformer.h.9"):
-        with lw.tracing(model, intervene={"transformer.h.9": lambda t: t}) as t:
-            step(model, ids)
+    targets = {"transformer.h.9": lambda t: t}
+    with (
+        pytest.raises(ValueError, match="transformer.h.9"),
+        lw.tracing(model, intervene=targets) as t,
+    ):
+        step(model, ids)
     assert len(t.log.ops) > 100  # the log is kept
 
 

@@ -131,7 +131,7 @@ def test_several_positional_modules_are_named_by_class():
         c(b(a(x)))
     log = t.log
     assert log.model_class == "section: linear=Linear, linear_2=Linear, relu=ReLU"
-    assert ["linear", "linear_2", "relu"] == [m for m in log.modules if m]
+    assert [m for m in log.modules if m] == ["linear", "linear_2", "relu"]
     assert log["linear_2.weight"].kind == "param"
     # a keyword name is kept; a positional module of the same class steps aside
     with lw.tracing(a, linear=b) as t2:
