@@ -13,7 +13,7 @@ from lens_widget.capture.build_log import SectionTop
 from lens_widget.capture.interventions import InterventionFn
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.partial_log import attach_partial_log
-from lens_widget.capture.save_policy import SaveSpec
+from lens_widget.capture.save_policy import SavePolicy, SaveSpec
 from lens_widget.capture.session import Session
 from lens_widget.log.model_log import ModelLog
 
@@ -45,7 +45,7 @@ def _named_roots(
         module = _eager(module, f"module {i}")
         base = name = type(module).__name__.lower()
         n = 1
-        while name in roots or name in named:  # a second Linear is "linear_2"
+        while name in roots:  # a second Linear is "linear_2"
             n += 1
             name = f"{base}_{n}"
         roots[name] = module
@@ -75,6 +75,7 @@ class Tracing:
         intervene: Mapping[str, InterventionFn] | None,
     ) -> None:
         self._roots, self.model_class = _named_roots(modules, named_modules)
+        SavePolicy(save)  # a bad spec raises here, at the call, not at the with statement
         self._options = {"save": save, "timing": timing, "intervene": intervene}
         self.grads = grads
         self._session: Session | None = None

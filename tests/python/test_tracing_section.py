@@ -149,6 +149,8 @@ def test_bad_module_arguments_raise_clear_errors():
         lw.tracing(m, other=m)
     with pytest.raises(ValueError, match="not an identifier"):
         lw.tracing(**{"a.b": m})
+    with pytest.raises(ValueError, match="save='everything'"):
+        lw.tracing(m, save="everything")
 
 
 def test_plain_code_without_modules_and_input_names():
