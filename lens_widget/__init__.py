@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.trace import trace
+from lens_widget.capture.tracing import Tracing, tracing
 from lens_widget.compare import LogComparison, OpDiff, compare
 from lens_widget.log.model_log import ModelLog, register_html_writer
 from lens_widget.log.records import OpRecord, ParamUse, ParentArg
@@ -35,6 +36,8 @@ __all__ = [
     "compare",
     "partial_log",
     "trace",
+    "tracing",
+    "Tracing",
 ]
 
 

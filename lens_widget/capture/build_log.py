@@ -9,41 +9,59 @@ from __future__ import annotations
 
 import warnings
 from operator import attrgetter
-from typing import Any
-
-import torch
+from typing import Any, NamedTuple
 
 from lens_widget.capture.links import link_parents, relabel_first_passes
 from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.recorder import Recorder
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.records import OpRecord
+from lens_widget.log.records import ModuleInfo, OpRecord
 
 _label_of = attrgetter("label")
 
 
+class SectionTop(NamedTuple):
+    """What a section's top level is, when no call of a root module made it."""
+
+    class_name: str
+
+
 def build_log(
     recorder: Recorder,
-    model: torch.nn.Module,
+    model_class: str,
     output: Any,
     error: BaseException | None,
     elapsed: float,
+    *,
+    section: SectionTop | None = None,
+    stacklevel: int = 1,
 ) -> ModelLog:
-    """Run with torch functions disabled (nothing here may reach a user's mode)."""
+    """Run with torch functions disabled (nothing here may reach a user's mode).
+
+    `section`: the log of a code section, which has no return value (no output sinks;
+    nothing is known to be unused) and a top level whether or not its root module ran.
+    `stacklevel`: of the user's code, counted from the caller.
+    """
     nodes = recorder.nodes
-    sinks = _add_output_sinks(recorder, output) if error is None else []
+    sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
     relabel_first_passes(recorder.repeated, nodes)
-    _mark_feeds_output(nodes, sinks, partial=error is not None, failed=recorder.failed)
+    partial = error is not None or section is not None
+    # An op that raised inside a call that caught it does not end the pass.
+    failed = recorder.failed if error is not None else None
+    _mark_feeds_output(nodes, sinks, partial=partial, failed=failed)
     modules = recorder.tracker.modules
+    if section is not None and "" not in modules:
+        top = ModuleInfo("", section.class_name, None, n_passes=1)
+        modules = recorder.tracker.modules = {"": top, **modules}
     for address, pass_index, producers in recorder.module_outputs:
         modules[address].outputs[pass_index] = list(map(_label_of, producers))
     if "" in modules:
         modules[""].n_ops = len(recorder.ops)
-    _warn_on_unseen_writes(recorder)
+    _warn_on_unseen_writes(recorder, stacklevel + 2)
 
     params = recorder.names.params  # sized now: a lazy module's are made by the forward
     return ModelLog(
-        model_class=type(model).__name__,
+        model_class=model_class,
         nodes=nodes,
         modules=modules,
         output=output,
@@ -99,7 +117,7 @@ def _mark_feeds_output(
                     pending.append(parent)
 
 
-def _warn_on_unseen_writes(recorder: Recorder) -> None:
+def _warn_on_unseen_writes(recorder: Recorder, stacklevel: int) -> None:
     """A saved reference whose version moved was overwritten by a call we could not see."""
     changed = sorted(
         {n.label for n in recorder.values.overwritten_unseen() if n.kind in ("op", "input")}
@@ -109,5 +127,5 @@ def _warn_on_unseen_writes(recorder: Recorder) -> None:
             f"lens_widget: saved activations of {', '.join(changed[:5])}"
             f"{' and others' if len(changed) > 5 else ''} were overwritten in place by a call "
             "the tracer could not see; their saved values may be later than when produced",
-            stacklevel=4,
+            stacklevel=stacklevel,
         )

@@ -59,10 +59,14 @@ def _learn(code: CodeType) -> int:
     return kind
 
 
-def find_call_site(frame: FrameType | None, outside_path: bool = False) -> tuple[CallPath, int]:
+def find_call_site(
+    frame: FrameType | None, outside_path: bool = False, stop: FrameType | None = None
+) -> tuple[CallPath, int]:
     """(call path, source site) of an op called from `frame`; source site 0 when the op came
     from no user code. `source_line(site)` turns a source site into (file, line).
     `outside_path`: `frame` is already above the nearest module call (empty call path).
+    `stop`: the frame that opened a traced section; an op outside every module call has
+    the call path up to that frame (its callers are the same for every op of the section).
 
     Only ints are kept: holding frames would keep their locals alive.
     """
@@ -105,8 +109,22 @@ def find_call_site(frame: FrameType | None, outside_path: bool = False) -> tuple
                     _LINES[site] = (code.co_filename, frame.f_lineno)
                 if not in_path:
                     break
+        if frame is stop:
+            break
         frame = frame.f_back
     return (first if more is None else tuple(more)), source
+
+
+def user_frame(frame: FrameType | None) -> FrameType | None:
+    """The first frame at or above `frame` that is user code (not torch, not lens_widget)."""
+    while frame is not None:
+        kind = _KINDS.get(id(frame.f_code))
+        if kind is None:
+            kind = _learn(frame.f_code)
+        if kind == USER:
+            return frame
+        frame = frame.f_back
+    return None
 
 
 def source_line(site: int) -> tuple[str, int] | None:

@@ -25,6 +25,7 @@ from lens_widget.capture.interventions import (
     apply_intervention,
     replace_tensor,
 )
+from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.recorder import Recorder, _any_autocast, _autocast_state
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.log.records import OpRecord
@@ -38,13 +39,15 @@ class InstrumentedRecorder(Recorder):
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        names: ModelNames,
+        root: torch.nn.Module | None,
         save: SavePolicy,
         track_versions: bool,
         timing: bool,
         interventions: Interventions | None,
+        section: bool = False,
     ) -> None:
-        super().__init__(model, save, track_versions)
+        super().__init__(names, root, save, track_versions, section)
         self.timing = timing
         self.interventions = interventions
         self._in_call = False  # _note_outputs runs for the result of a torch call

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 
 class ModelNames:
     """The first address under which each module, parameter and buffer is reachable, and
-    the distinct parameters (as model.parameters() has them)."""
+    the distinct parameters (as model.parameters() has them).
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    `roots` is one model (its own address is "", as in ``lw.trace``) or several by name
+    (``{"gen": G, "disc": D}``: ``gen``, ``gen.layer1``, ``disc.fc.weight``...).
+    """
+
+    def __init__(self, roots: torch.nn.Module | Mapping[str, torch.nn.Module]) -> None:
         self.modules: dict[int, str] = {}
         # id -> (qualified name, "param" | "buffer")
         self.tensors: dict[int, tuple[str, str]] = {}
         self.params: list[torch.Tensor] = []
         # Pre-order, as model.named_modules() walks, without its generators (one walk per
         # trace, over every module of the model).
-        pending: list[tuple[str, torch.nn.Module]] = [("", model)]
+        if isinstance(roots, torch.nn.Module):
+            pending: list[tuple[str, torch.nn.Module]] = [("", roots)]
+        else:
+            pending = list(reversed(roots.items()))
         modules, tensors, params = self.modules, self.tensors, self.params
         while pending:
             address, module = pending.pop()

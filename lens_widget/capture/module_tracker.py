@@ -51,7 +51,7 @@ def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
             return _call_tracked(trackers, module, _Patch.original, (module, *args), kwargs)
         return _Patch.original(module, *args, **kwargs)
     for tracker in trackers:
-        tracker.enter(module)
+        tracker.enter(module, args, kwargs)
     try:
         # torch's _wrapped_call_impl, inlined: one frame per module as in a plain forward
         compiled = module._compiled_call_impl
@@ -73,7 +73,7 @@ def _call_tracked(
     kwargs: dict[str, Any],
 ) -> Any:
     for tracker in trackers:
-        tracker.enter(module)
+        tracker.enter(module, args[1:], kwargs)
     try:
         output = call(*args, **kwargs)
     except BaseException:
@@ -102,19 +102,31 @@ def _uninstall() -> None:
             _Patch.original = _TORCH_CALL
 
 
+# Told of each outermost module call (one that no other module call encloses) before it
+# runs: (module, its address, args, kwargs). A section names the tensors passed to it.
+OuterCallHook = Callable[[torch.nn.Module, str, tuple[Any, ...], dict[str, Any]], None]
+
+
 class ModuleTracker:
-    """Maintains the stack of (address, pass) of the modules currently running."""
+    """Maintains the stack of (address, pass) of the modules currently running.
+
+    `root` is the traced model, whose calls are the whole log rather than a group inside it
+    (address ""); a section of several models (or none) has no root: every outermost call
+    is a module under "".
+    """
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        root: torch.nn.Module | None,
         names: ModelNames,
         # Returns the output the module's caller gets: `output` unless an intervention
         # replaced it.
         on_module_output: Callable[[str, int, Any, tuple[str, int] | None], Any],
         ops: list[Any],
+        on_outer_call: OuterCallHook | None = None,
     ) -> None:
-        self._root = model
+        self._root = root
+        self._on_outer_call = on_outer_call
         self._addresses = names.modules
         self._on_module_output = on_module_output
         self._ops = ops  # the ops recorded so far: a module's n_ops is how many its calls add
@@ -139,9 +151,10 @@ class ModuleTracker:
         self._entered = False
         _THREAD.trackers = tuple(t for t in _THREAD.trackers if t is not self)
         _uninstall()
-        # The callback is a bound method of the recorder, which holds this tracker: drop it,
-        # so the log's tensors are freed as soon as the log is, not at the next gc run.
+        # The callbacks are bound methods of the recorder, which holds this tracker: drop
+        # them, so the log's tensors are freed as soon as the log is, not at the next gc run.
         self._on_module_output = _ignore_output
+        self._on_outer_call = None
 
     def _address(self, module: torch.nn.Module) -> str:
         address = self._addresses.get(id(module))
@@ -152,10 +165,17 @@ class ModuleTracker:
             )
         return address
 
-    def enter(self, module: torch.nn.Module) -> None:
+    @property
+    def in_module_call(self) -> bool:
+        """Some module call (the root's included) is running."""
+        return bool(self._open)
+
+    def enter(self, module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         address = self._addresses.get(id(module))
         if address is None:
             address = self._address(module)
+        if self._on_outer_call is not None and not self._open:
+            self._on_outer_call(module, address, args, kwargs)
         info = self.modules.get(address)
         if info is None:
             parent = self.stack[-1][0] if self.stack else ("" if module is not self._root else None)

@@ -45,3 +45,14 @@ def named_tensor_leaves(
                 yield from named_tensor_leaves(
                     field_value, f"{name}.{field_name}", _depth + 1, seen
                 )
+
+
+def named_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any], prefix: str = "input"
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """(name, tensor) per tensor in a call's arguments: ``input.0`` (args[0]), ``input.1.2``
+    (args[1][2]), ``input.attention_mask`` (a keyword)."""
+    for name, tensor in named_tensor_leaves((args, kwargs), prefix):
+        # Leaves of (args, kwargs): "input.0.1" is args[1], "input.1.mask" is kwargs["mask"].
+        _, _group, *rest = name[len(prefix) :].split(".")
+        yield ".".join([prefix, *rest]), tensor

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import torch
@@ -30,6 +31,7 @@ from lens_widget.capture.links import Layer, ParentRefs, link_parents
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.save_policy import SavePolicy
+from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook
 from lens_widget.log.records import OpRecord, ParamUse
 from lens_widget.log.replay import ReplayCall, tensor_leaves
@@ -62,15 +64,31 @@ def _autocast_state() -> tuple[tuple[str, torch.dtype], ...]:
 class Recorder(TensorBook, TorchFunctionMode):
     """Records each torch call as an OpRecord; sources are created on first use."""
 
-    def __init__(self, model: torch.nn.Module, save: SavePolicy, track_versions: bool) -> None:
+    def __init__(
+        self,
+        names: ModelNames,
+        root: torch.nn.Module | None,
+        save: SavePolicy,
+        track_versions: bool,
+        section: bool = False,
+    ) -> None:
+        """`root`: the traced model (its calls are the whole log), None for a section of
+        several models or none. `section`: code around the modules is recorded too, and
+        tensors it gets from before are named inputs (section_inputs.py)."""
         TorchFunctionMode.__init__(self)
-        names = ModelNames(model)
         TensorBook.__init__(self, names, save.keeps_nothing, track_versions)
         self.save = save
         self.names = names
         self.ops: list[OpRecord] = []  # the nodes of kind "op", in order
         self.failed: OpRecord | None = None
-        self.tracker = ModuleTracker(model, names, self._on_module_output, self.ops)
+        # A section's opening frame: its ops outside any module have call paths up to it.
+        self.top_frame: FrameType | None = None
+        outer_call = None
+        if section:
+            inputs = SectionInputs(self, names)
+            self.outside_input = inputs.free_input
+            outer_call = inputs.on_outer_call
+        self.tracker = ModuleTracker(root, names, self._on_module_output, self.ops, outer_call)
         # Bookkeeping runs inside this: invisible to the user's modes and Tensor subclasses.
         # Entered only by the handler, which torch never re-enters while it is active.
         self.quiet = torch._C.DisableTorchFunction()
@@ -200,7 +218,7 @@ class Recorder(TensorBook, TorchFunctionMode):
         """The op's record, complete but for the ``:1`` of a first pass that repeats later."""
         replay, parent_refs, params = inputs
         tracker = self.tracker
-        site, source = find_call_site(frame, outside_path)
+        site, source = find_call_site(frame, outside_path, self.top_frame)
         key = (tracker.path, facts.name, site)
         layer = self._layers.get(key)
         if layer is None:

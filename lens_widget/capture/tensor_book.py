@@ -70,6 +70,9 @@ class TensorBook:
         self._device_names: dict[torch.device, str] = {}
         self.source_text = SourceTexts()
         self._texts = self.source_text.texts  # its cache: read directly on the hot path
+        # In a section: (tensor from before it, the function first using it) -> (input name,
+        # source site), for tensors its own code uses outside every module call.
+        self.outside_input: Callable[[Tensor, Callable[..., Any]], tuple[str, int]] | None = None
 
     def unique_label(self, name: str) -> str:
         """`name`, or `name#2`, `name#3`... when a node already has it (a param named "output")."""
@@ -110,10 +113,19 @@ class TensorBook:
             self._param_uses[node] = tuple.__new__(ParamUse, (name, shape, numel))
         return node
 
-    def _source_for(self, tensor: Tensor) -> OpRecord:
+    def knows(self, tensor: Tensor) -> bool:
+        """A recorded node produced it, or it is a parameter or buffer of the traced modules."""
+        return self.producer_of(tensor) is not None or id(tensor) in self._params
+
+    def _source_for(self, tensor: Tensor, func: Callable[..., Any]) -> OpRecord:
         known = self._params.get(id(tensor))
         if known is not None:
             return self.add_source(tensor, known[1], known[0])  # type: ignore[arg-type]
+        outside_input = self.outside_input
+        if outside_input is not None and not self.tracker.in_module_call:
+            # A section's own code uses a tensor made before it: one of the section's inputs.
+            name, site = outside_input(tensor, func)
+            return self.add_source(tensor, "input", name, site)
         # Made where no mode sees it (torch.Tensor([...]), torch.from_numpy, a tensor kept
         # from outside the forward): named after the user line that first uses it.
         self._n_consts += 1
@@ -171,7 +183,7 @@ class TensorBook:
                         literals = self._literal(literals, len(parent_refs), value)
                 parent_refs.append((POSITION_TEXT[i], parent, entry[2]))
             else:
-                parent = self._source_for(value)
+                parent = self._source_for(value, func)
                 parent_refs.append((POSITION_TEXT[i], parent, 0))
             if parent.kind != "op":
                 use = self._param_uses.get(parent)
@@ -206,7 +218,7 @@ class TensorBook:
                 if not self.keeps_nothing and version != self._version(tensor):
                     literals = self._literal(literals, slot, tensor)
             else:
-                parent, output_index = self._source_for(tensor), 0
+                parent, output_index = self._source_for(tensor, func), 0
             use = self._param_uses.get(parent) if parent.kind != "op" else None
             if use is not None:
                 params = (*params, use)

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import time
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import torch
 
-from lens_widget.capture.build_log import build_log
-from lens_widget.capture.instrumented_recorder import InstrumentedRecorder
-from lens_widget.capture.interventions import InterventionFn, Interventions
-from lens_widget.capture.named_leaves import named_tensor_leaves
-from lens_widget.capture.old_generation import promote_to_old_generation
+from lens_widget.capture.interventions import InterventionFn
+from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.partial_log import attach_partial_log
-from lens_widget.capture.recorder import Recorder
-from lens_widget.capture.recursion import recursion_headroom
-from lens_widget.capture.save_policy import SavePolicy, SaveSpec
-from lens_widget.gc_pause import gc_paused
+from lens_widget.capture.save_policy import SaveSpec
+from lens_widget.capture.session import Session
 from lens_widget.log.model_log import ModelLog
-
-# Frames the tracer adds at the deepest point of a forward (the mode's handler and what it
-# calls); module calls add none, so this much headroom keeps a plain forward's depth.
-_EXTRA_FRAMES = 64
 
 
 def trace(
@@ -81,45 +70,20 @@ def trace(
     elif not isinstance(kwargs, Mapping):
         raise TypeError(f"kwargs must be a mapping of keyword inputs, got {type(kwargs).__name__}")
     args = inputs if isinstance(inputs, tuple) else (inputs,)
-    policy = SavePolicy(save)
-
-    quiet = torch._C.DisableTorchFunction()  # the setup and the log: invisible to user modes
-    with quiet:
-        track_versions = not torch.is_inference_mode_enabled()
-        interventions: Interventions | None = None
-        if intervene is not None:
-            addresses = [address for address, _ in model.named_modules()]
-            interventions = Interventions(intervene, addresses)
-        if timing or interventions is not None:
-            recorder: Recorder = InstrumentedRecorder(
-                model, policy, track_versions, bool(timing), interventions
-            )
-        else:
-            recorder = Recorder(model, policy, track_versions)
-        for name, tensor in named_tensor_leaves((args, dict(kwargs)), "input"):
-            if recorder.producer_of(tensor) is None:  # the same tensor passed twice is one input
-                recorder.add_source(tensor, "input", _input_name(name))
+    session = Session(
+        ModelNames(model), model, type(model).__name__,
+        save=save, timing=timing, intervene=intervene,
+    )  # fmt: skip
+    session.add_inputs(args, kwargs)
 
     output: Any = None
     error: BaseException | None = None
-    with gc_paused(), recursion_headroom(_EXTRA_FRAMES):
-        start = time.perf_counter()
-        try:
-            with recorder.tracker, recorder:
-                output = model(*args, **kwargs)
-        except BaseException as err:  # noqa: BLE001 - re-raised below with the log attached
-            error = err
-        elapsed = time.perf_counter() - start
-        with quiet:
-            log = build_log(recorder, model, output, error, elapsed)
-        if error is None:  # a partial log may sit in a cycle with its error: leave it young
-            promote_to_old_generation()
-    _warn_on_unmatched_save_names(policy, log)
-    if error is None and interventions is not None:
-        known = {n.label for n in log.ops} | {n.layer for n in log.ops} | set(log.modules)
-        unmatched = interventions.unmatched_error(known)
-        if unmatched is not None:
-            raise unmatched
+    session.start()
+    try:
+        output = model(*args, **kwargs)
+    except BaseException as err:  # noqa: BLE001 - re-raised below with the log attached
+        error = err
+    log = session.finish(output, error, stacklevel=2)
     if error is None:
         return log
     attach_partial_log(error, log)
@@ -128,24 +92,4 @@ def trace(
     finally:
         # This frame stays in the traceback: drop its references to the log and the error,
         # so they are freed with the exception instead of waiting for the cyclic collector.
-        del error, log, recorder, output
-
-
-def _input_name(name: str) -> str:
-    # Leaves of (args, kwargs): "input.0.1" is args[1] -> "input.1"; "input.1.mask" -> "input.mask".
-    _, _group, *rest = name.split(".")
-    return ".".join(["input", *rest])
-
-
-def _warn_on_unmatched_save_names(policy: SavePolicy, log: ModelLog) -> None:
-    if not policy.names:
-        return
-    names = {n.label for n in log.nodes} | {n.layer for n in log.nodes}
-    names |= {n.func for n in log.ops} | set(log.modules)
-    unmatched = policy.unmatched(names)
-    if unmatched:
-        warnings.warn(
-            f"lens_widget: save names {unmatched[:5]} match no op label, layer, function or "
-            "module of this model; nothing was saved for them",
-            stacklevel=3,
-        )
+        del error, log, session, output

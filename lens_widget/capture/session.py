@@ -1,0 +1,144 @@
+"""One recording: a recorder and its module tracker around some code, and the log it leaves.
+
+Shared by ``lw.trace`` (the code is one call of the model) and ``lw.tracing`` (the code is
+the body of a ``with`` block). `start` sets up the world the code runs in; `finish` puts it
+back exactly as it was (also when the code raised), builds the ModelLog, warns about save
+names that matched nothing and reports intervention targets that matched nothing.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Mapping
+from contextlib import ExitStack
+from types import FrameType
+from typing import Any
+
+import torch
+
+from lens_widget.capture.build_log import SectionTop, build_log
+from lens_widget.capture.instrumented_recorder import InstrumentedRecorder
+from lens_widget.capture.interventions import InterventionFn, Interventions
+from lens_widget.capture.model_names import ModelNames
+from lens_widget.capture.named_leaves import named_arguments
+from lens_widget.capture.old_generation import promote_to_old_generation
+from lens_widget.capture.recorder import Recorder
+from lens_widget.capture.recursion import recursion_headroom
+from lens_widget.capture.save_policy import SavePolicy, SaveSpec
+from lens_widget.gc_pause import gc_paused
+from lens_widget.log.model_log import ModelLog
+
+# Frames the tracer adds at the deepest point of a forward (the mode's handler and what it
+# calls); module calls add none, so this much headroom keeps a plain forward's depth.
+_EXTRA_FRAMES = 64
+
+
+class Session:
+    """Records every torch call made on this thread between `start` and `finish`.
+
+    `names` names the modules, parameters and buffers of the traced modules; `root` is the
+    module whose calls are the whole log ("" in ``log.modules``), None for a section of
+    several modules or none; `section` (the top level of a section, else None) makes the
+    code around module calls recorded at the top level, and tensors from before it inputs.
+    """
+
+    def __init__(
+        self,
+        names: ModelNames,
+        root: torch.nn.Module | None,
+        model_class: str,
+        *,
+        save: SaveSpec,
+        timing: bool,
+        intervene: Mapping[str, InterventionFn] | None,
+        section: SectionTop | None = None,
+        grads: bool = False,
+    ) -> None:
+        self.model_class = model_class
+        self.section = section
+        self.policy = policy = SavePolicy(save)
+        # Gradient capture (issue #9): the backward component reads this flag; start and
+        # finish below are where it begins and ends recording backward passes.
+        self.grads = grads
+        self._contexts = ExitStack()  # gc pause and recursion headroom: start to finish
+        self._recording = ExitStack()  # tracker and recorder: start to the end of the code
+        self._start = 0.0
+        self._quiet = quiet = torch._C.DisableTorchFunction()  # setup: invisible to user modes
+        with quiet:
+            track_versions = not torch.is_inference_mode_enabled()
+            self.interventions: Interventions | None = None
+            if intervene is not None:
+                self.interventions = Interventions(intervene, names.modules.values())
+            if timing or self.interventions is not None:
+                self.recorder: Recorder = InstrumentedRecorder(
+                    names, root, policy, track_versions, bool(timing), self.interventions,
+                    section is not None,
+                )  # fmt: skip
+            else:
+                self.recorder = Recorder(names, root, policy, track_versions, section is not None)
+
+    def add_inputs(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+        """The traced call's arguments: sources ``input.0``, ``input.attention_mask``..."""
+        recorder = self.recorder
+        with self._quiet:
+            for name, tensor in named_arguments(args, dict(kwargs)):
+                if recorder.producer_of(tensor) is None:  # passed twice: one input
+                    recorder.add_source(tensor, "input", name)
+
+    def start(self, top_frame: FrameType | None = None) -> None:
+        """From here on, this thread's torch calls and module calls are recorded.
+        `top_frame`: the frame running a section's code (its ops' call paths end there)."""
+        contexts = self._contexts
+        contexts.enter_context(gc_paused())
+        contexts.enter_context(recursion_headroom(_EXTRA_FRAMES))
+        try:
+            self.recorder.top_frame = top_frame
+            self._recording.enter_context(self.recorder.tracker)
+            self._recording.enter_context(self.recorder)
+        except BaseException:
+            self._recording.close()
+            contexts.close()
+            raise
+        self._start = time.perf_counter()
+
+    def finish(self, output: Any, error: BaseException | None, stacklevel: int = 1) -> ModelLog:
+        """Stop recording and put the world back; the log. Raises only when `error` is None
+        and an intervention target matched nothing (the log is at ``self.log`` then).
+        `stacklevel`: of the user's code, counted from the caller (for warnings)."""
+        try:
+            try:
+                self._recording.close()
+            finally:
+                self.recorder.top_frame = None  # holds the section's frame, and its locals
+            elapsed = time.perf_counter() - self._start
+            with self._quiet:
+                self.log = log = build_log(
+                    self.recorder, self.model_class, output, error, elapsed,
+                    section=self.section, stacklevel=stacklevel + 1,
+                )  # fmt: skip
+        finally:
+            self._contexts.close()
+        if error is None:  # a partial log may sit in a cycle with its error: leave it young
+            promote_to_old_generation()
+        self._warn_on_unmatched_save_names(stacklevel + 1)
+        if error is None and self.interventions is not None:
+            known = {n.label for n in log.ops} | {n.layer for n in log.ops} | set(log.modules)
+            unmatched = self.interventions.unmatched_error(known)
+            if unmatched is not None:
+                raise unmatched
+        return log
+
+    def _warn_on_unmatched_save_names(self, stacklevel: int) -> None:
+        policy, log = self.policy, self.log
+        if not policy.names:
+            return
+        names = {n.label for n in log.nodes} | {n.layer for n in log.nodes}
+        names |= {n.func for n in log.ops} | set(log.modules)
+        unmatched = policy.unmatched(names)
+        if unmatched:
+            warnings.warn(
+                f"lens_widget: save names {unmatched[:5]} match no op label, layer, function or "
+                "module of this model; nothing was saved for them",
+                stacklevel=stacklevel + 1,
+            )

@@ -1,0 +1,117 @@
+"""`lw.tracing(save=, timing=, intervene=)` work in a section as in lw.trace; a section log
+is shown by the widget and kept by log.save."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lens_widget as lw
+from bench.zoo import language
+from lens_widget.widget.payload import build_payload
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    case = language.gpt2()
+    return case.model.eval(), case.args[0]
+
+
+def step(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    logits = model(ids).logits
+    return F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+
+
+def test_save_list_by_module_function_and_label(gpt2):
+    model, ids = gpt2
+    with lw.tracing(model, save=["transformer.h.0.mlp", "cross_entropy"]) as t:
+        step(model, ids)
+    log = t.log
+    saved = {o.label for o in log.ops if o.saved}
+    expected = {o.label for o in log.ops if o.module.startswith("transformer.h.0.mlp")}
+    expected |= {o.label for o in log.ops if o.func == "cross_entropy"}
+    assert saved == expected and len(expected) > 5
+
+
+def test_unmatched_save_names_warn_at_the_with_statement(gpt2):
+    model, ids = gpt2
+    with (
+        pytest.warns(UserWarning, match=r"\['nope'\]") as caught,
+        lw.tracing(model, save=["cross_entropy", "nope"]),
+    ):
+        step(model, ids)
+    assert [w.filename for w in caught if "nope" in str(w.message)] == [__file__]
+
+
+def test_intervene_by_module_address_in_a_section(gpt2):
+    model, ids = gpt2
+    with lw.tracing(model) as clean:
+        clean_loss = step(model, ids)
+    with lw.tracing(model, intervene={"transformer.h.1.mlp": lambda t: t * 0}) as t:
+        loss = step(model, ids)
+    log = t.log
+    assert log.labels == clean.log.labels  # fn's own calls are not recorded
+    assert log["transformer.h.1.mlp"].intervened
+    assert not torch.equal(loss, clean_loss)
+    assert torch.equal(log.ops[-1].activation, loss)
+    assert [o.label for o in log.ops if o.intervened] == [log["transformer.h.1.mlp"].label]
+
+
+def test_intervene_on_an_op_outside_the_model(gpt2):
+    model, ids = gpt2
+    with lw.tracing(model) as clean:
+        step(model, ids)
+    flatten = [o.label for o in clean.log.ops if o.func == "flatten" and o.module == ""][0]
+    # the logits the loss reads, zeroed: cross entropy of uniform logits is log(vocab)
+    with lw.tracing(model, intervene={flatten: lambda t: t * 0}) as t:
+        loss = step(model, ids)
+    vocab = model.config.vocab_size
+    torch.testing.assert_close(loss, torch.log(torch.tensor(float(vocab))))
+    assert t.log[flatten].intervened
+
+
+def test_an_unmatched_intervention_raises_after_the_block(gpt2):
+    model, ids = gpt2
+    targets = {"transformer.h.9": lambda t: t}
+    with (
+        pytest.raises(ValueError, match="transformer.h.9"),
+        lw.tracing(model, intervene=targets) as t,
+    ):
+        step(model, ids)
+    assert len(t.log.ops) > 100  # the log is kept
+
+
+def test_timing_in_a_section(gpt2):
+    model, ids = gpt2
+    with lw.tracing(model, timing=True) as t:
+        step(model, ids)
+    assert all(o.time_ms is not None and o.time_ms >= 0 for o in t.log.ops)
+    assert t.log.module_totals[""].time_ms is not None
+
+
+def test_widget_payload_shows_the_loss_at_the_top_level(gpt2):
+    model, ids = gpt2
+    with lw.tracing(net=model) as t:
+        step(model, ids)
+    payload = build_payload(t.log)
+    assert payload["modelClass"] == "section: net=GPT2LMHeadModel"
+    nodes = {n["id"]: n for n in payload["unrolled"]["nodes"]}
+    ce = next(n for n in nodes.values() if n["func"] == "cross_entropy")
+    assert ce["module"] == "" and ce["groups"] == []
+    assert nodes[t.log["net.lm_head"].label]["groups"] == ["net:1", "net.lm_head:1"]
+    assert {m["address"] for m in payload["modules"]} >= {"", "net", "net.transformer"}
+    widget = lw.LensWidget.from_log(t.log)
+    assert widget.model_log is t.log and widget.graph["nOps"] == len(t.log.ops)
+
+
+def test_a_section_log_saves_and_loads(gpt2, tmp_path):
+    model, ids = gpt2
+    with lw.tracing(model) as t:
+        step(model, ids)
+    t.log.save(tmp_path / "run")
+    loaded = lw.load(tmp_path / "run")
+    assert loaded.model_class == t.log.model_class
+    assert loaded.labels == t.log.labels
+    assert torch.equal(loaded.ops[-1].activation, t.log.ops[-1].activation)
+    assert loaded.validate().checked == len(loaded.ops)
