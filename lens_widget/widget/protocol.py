@@ -16,6 +16,7 @@ NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 ViewName = Literal["rolled", "unrolled"]
 PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
 CompareSide = Literal["a", "b", "diff"]
+AblationKind = Literal["zero", "mean"]
 MetricName = Literal[
     "flops",
     "time",
@@ -87,6 +88,14 @@ class CompareInfo(TypedDict):
     onlyB: list[str]
 
 
+class AblationInfo(TypedDict):
+    target: str
+    kind: AblationKind
+    dim: int | None
+    dimName: str | None
+    text: str
+
+
 class GraphPayload(TypedDict):
     modelClass: str
     error: str | None
@@ -97,6 +106,7 @@ class GraphPayload(TypedDict):
     unrolled: ViewGraph
     rolled: ViewGraph
     compare: NotRequired[CompareInfo]
+    ablation: NotRequired[AblationInfo]
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------
@@ -151,6 +161,26 @@ class FirstNonfiniteParams(TypedDict):
 class FirstNonfiniteRequest(TypedDict):
     method: Literal["firstNonfinite"]
     params: FirstNonfiniteParams
+
+
+class AblateParams(TypedDict):
+    id: str
+    kind: AblationKind
+    dim: NotRequired[int]
+
+
+class AblateRequest(TypedDict):
+    method: Literal["ablate"]
+    params: AblateParams
+
+
+class EndAblationParams(TypedDict):
+    pass
+
+
+class EndAblationRequest(TypedDict):
+    method: Literal["endAblation"]
+    params: EndAblationParams
 
 
 class MetricsResult(TypedDict):

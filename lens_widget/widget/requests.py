@@ -44,7 +44,7 @@ class RequestError(ValueError):
     """A request the kernel refuses; its message is shown to the user."""
 
 
-def _params(params: object, allowed: set[str], required: set[str]) -> dict[str, object]:
+def request_params(params: object, allowed: set[str], required: set[str]) -> dict[str, object]:
     if not isinstance(params, dict):
         raise RequestError(f"params must be an object, got {type(params).__name__}")
     unknown = set(params) - allowed
@@ -75,7 +75,7 @@ def activation(
 ) -> Answer:
     """Answer an "activation" request: the plotted view of one output of one node; in a
     comparison (`other_side` given) of A's value, B's or A−B (`side`)."""
-    p = _params(params, {"id", "output", "batch", "channelStart", "side"}, {"id"})
+    p = request_params(params, {"id", "output", "batch", "channelStart", "side"}, {"id"})
     record = node_record(records, p["id"])
     side = p.get("side", "a")
     if side not in _SIDES:
@@ -113,7 +113,7 @@ def activation(
 
 def attention(records: Mapping[str, OpRecord], params: object) -> Answer:
     """Answer an "attention" request: one head's attention map of one batch item."""
-    p = _params(params, {"id", "batch", "head"}, {"id"})
+    p = request_params(params, {"id", "batch", "head"}, {"id"})
     record = node_record(records, p["id"])
     try:
         result, data = attention_view(
@@ -130,7 +130,7 @@ def attention(records: Mapping[str, OpRecord], params: object) -> Answer:
 
 def metric_name(params: object) -> str:
     """The validated metric of a "metrics" request (the metric table checks the name)."""
-    p = _params(params, {"metric"}, {"metric"})
+    p = request_params(params, {"metric"}, {"metric"})
     metric = p["metric"]
     if not isinstance(metric, str):
         raise RequestError(f"metric must be a string, got {type(metric).__name__}")
@@ -139,14 +139,14 @@ def metric_name(params: object) -> str:
 
 def no_params(params: object) -> None:
     """A request that takes no params ("firstNonfinite")."""
-    _params(params, set(), set())
+    request_params(params, set(), set())
 
 
 def rerun_target(
     records: Mapping[str, OpRecord], params: object, layers: Collection[str] = ()
 ) -> str:
     """The validated id of a "rerun" request: an op label, or a rolled layer (all passes)."""
-    p = _params(params, {"id"}, {"id"})
+    p = request_params(params, {"id"}, {"id"})
     node_id = p["id"]
     if isinstance(node_id, str) and node_id in layers:
         return node_id
