@@ -69,7 +69,9 @@ export class OverlayControl implements NodeOverlay {
     this.nonfinite = new Set();
     if (!payload) return this.setMetric(null);
     this.fetchNonfinite();
-    this.setMetric(this.compare && (!this.metric || !metricInfo(this.metric).compare) ? "relL2" : this.metric);
+    // back from a comparison (an ablation's "back to the trace"), a difference metric has no values
+    const kept = this.metric && metricInfo(this.metric).compare && !this.compare ? null : this.metric;
+    this.setMetric(this.compare && (!kept || !metricInfo(kept).compare) ? "relL2" : kept);
   }
 
   setMetric(metric: MetricName | null): void {
