@@ -71,6 +71,8 @@ def ablation_request(
     node_id = p["id"]
     if isinstance(node_id, str) and node_id in layers and node_id not in records:
         passes = [r for r in records.values() if r.layer == node_id and r.kind == "op"]
+        if not passes:
+            raise RequestError(f"{quote(node_id)} is not an op: only ops can be ablated")
     else:
         passes = [node_record(records, node_id)]
     target = str(node_id)

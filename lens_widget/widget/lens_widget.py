@@ -29,6 +29,9 @@ from lens_widget.widget.group_keys import is_group_address, output_groups
 from lens_widget.widget.metric_values import MetricError, metric_values, side_outputs
 from lens_widget.widget.payload import build_payload
 
+_NO_MODEL_TO_ABLATE = (
+    "this widget was built from a log: there is no model to re-run with the ablation"
+)
 _STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 # The bundle is a build output; without it the package must still import and say why.
 _MISSING_ESM = (
@@ -235,9 +238,7 @@ class LensWidget(anywidget.AnyWidget):
         `end_ablation()` goes back to the plain trace; the model, RNG and buffers come out
         as they were."""
         if self._model is None:
-            raise RuntimeError(
-                "this widget was built from a log: there is no model to re-run with the ablation"
-            )
+            raise RuntimeError(_NO_MODEL_TO_ABLATE)
         params: dict[str, object] = {"id": target, "kind": kind}
         if dim is not None:
             params["dim"] = dim
@@ -264,8 +265,7 @@ class LensWidget(anywidget.AnyWidget):
         return self._ablation
 
     def _show_ablation(self, ablation: Ablation | None, comparison: LogComparison | None) -> None:
-        if ablation is None and self._ablation is None:
-            return
+        # only a widget with a model ablates, and its comparison is only ever an ablation's
         self._ablation = ablation
         self._comparison = comparison
         self._diffs = {d.label: d for d in comparison} if comparison is not None else None
@@ -382,9 +382,7 @@ class LensWidget(anywidget.AnyWidget):
 
     def _ablate(self, params: object) -> requests.Answer:
         if self._model is None:
-            raise requests.RequestError(
-                "this widget was built from a log: there is no model to re-run with the ablation"
-            )
+            raise requests.RequestError(_NO_MODEL_TO_ABLATE)
         p = requests.request_params(params, {"id", "kind", "dim"}, {"id", "kind"})
         dim = p.get("dim")
         self.ablate(p["id"], p["kind"], dim)  # type: ignore[arg-type]  # checked in ablate
