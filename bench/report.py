@@ -122,6 +122,8 @@ WIDGET_COLUMNS = [
     ("expand_all_ms", "expand all"),
     ("toggle_ms", "to rolled"),
     ("toggle_back_ms", "back to unrolled"),
+    ("recolor_ms", "recolor for a new metric"),
+    ("recolor_all_ms", "recolor, all expanded"),
     ("click_first_ms", "first click to plot (loads plotly)"),
     ("click_to_plot_ms", "click to plot (median of 3)"),
     ("pan_default_frame_median_ms", "pan frame, default view (median/p95)"),

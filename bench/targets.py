@@ -20,6 +20,7 @@ WIDGET_TARGETS_MS = (
     ("synthetic 5000", "first_paint_ms", 1000.0),
     ("synthetic 5000", "expand_ms", 150.0),
     ("synthetic 5000", "click_to_plot_ms", 250.0),
+    ("synthetic 5000", "recolor_all_ms", 100.0),  # issue 12: a new metric, every op drawn
     ("synthetic 2000", "pan_frame_median_ms", 20.0),
     ("synthetic 100000", "first_paint_ms", 1500.0),
 )

@@ -78,6 +78,34 @@ def _timed_click(page: Any, kind: str, x: float, y: float) -> float:
     return float(page.evaluate("() => window.__bench.done"))
 
 
+# Metrics picked in turn by the recolor row (any order: each pick changes every color).
+RECOLOR_METRICS = ("flops", "bytes", "params", "mean", "std", "absmax")
+
+
+def _recolor(page: Any, kernel: Kernel) -> dict[str, Any]:
+    """Pick each metric in turn; ms from the pick to the frame drawn in the new colors."""
+    ids = page.evaluate("() => window.__el.__lens.visibleIds")
+    probe = [i for i in ids if not i.startswith("@")][:5] + [i for i in ids if i[0] == "@"][:5]
+    page.select_option('[data-testid="metric-picker"]', "flops")  # warm: first fetch, legend
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=overlay-note]').textContent",
+        timeout=STEP_TIMEOUT_MS,
+    )
+    kernel.metrics_ms.clear()
+    times = []
+    for metric in RECOLOR_METRICS[1:]:
+        page.evaluate("(p) => window.__bench.armRecolor(p)", probe)
+        page.select_option('[data-testid="metric-picker"]', metric)
+        times.append(float(page.evaluate("() => window.__bench.done")))
+    page.select_option('[data-testid="metric-picker"]', "")
+    return {
+        "ms": median(times),
+        "samples_ms": times,
+        "kernel_ms": median(kernel.metrics_ms),
+        "visible": len(ids),
+    }
+
+
 def _timed_button(page: Any, testid: str) -> float:
     page.evaluate("() => window.__bench.arm('layout')")
     page.click(f'[data-testid="{testid}"]')
@@ -152,6 +180,7 @@ def _open_page(
     }
     context = browser.new_context(device_scale_factor=1, viewport={"width": 1300, "height": 900})
     page = context.new_page()
+    kernel.op_ids = [n["id"] for n in payload["unrolled"]["nodes"] if n["kind"] == "op"]
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.expose_function("__lensKernel", kernel)
@@ -241,6 +270,8 @@ def _measure_page(
 
         # Before any selection: with a node selected, the view switch does not re-lay out
         # (frontend bug reported to the lead).
+        recolor = _recolor(page, kernel)
+        row.update({f"recolor_{k}": v for k, v in recolor.items()})
         row["toggle_ms"] = _timed_button(page, "view-rolled")
         row["toggle_back_ms"] = _timed_button(page, "view-unrolled")
 
@@ -279,6 +310,8 @@ def _measure_page(
         row["expand_all_ms"] = _timed_button(page, "expand-all")
         page.click('[data-testid="fit"]')
         _wait_idle(page)
+        recolor = _recolor(page, kernel)  # every op drawn: the most items to color
+        row.update({f"recolor_all_{k}": v for k, v in recolor.items()})
         pan = _pan(page)
         row.update(
             {
@@ -298,6 +331,8 @@ def _measure_page(
             "first_paint_zoom",
             "expand_ms",
             "toggle_ms",
+            "recolor_ms",
+            "recolor_all_ms",
             "click_to_plot_ms",
             "pan_frame_median_ms",
         )
@@ -349,6 +384,33 @@ def bench_gpt2_folded(
     )
 
 
+def bench_recolor(browser: Any, log: Callable[[str], None], n_ops: int = 5000) -> dict[str, Any]:
+    """Only the recolor figures of the synthetic `n_ops` graph: first view, then all expanded."""
+    payload = make_payload(target_ops=n_ops)
+    kernel = Kernel({})
+    context, page, row, errors = _open_page(browser, f"synthetic {n_ops}", payload, kernel)
+    try:
+        _first_paint(page, row)
+        _wait_idle(page)
+        page.evaluate(BENCH_JS, STEP_TIMEOUT_MS)
+        row.update({f"recolor_{k}": v for k, v in _recolor(page, kernel).items()})
+        page.click('[data-testid="expand-all"]')
+        _wait_idle(page)
+        page.click('[data-testid="fit"]')
+        _wait_idle(page)
+        row.update({f"recolor_all_{k}": v for k, v in _recolor(page, kernel).items()})
+    finally:
+        context.close()
+    if errors:
+        row["page_errors"] = errors[:5]
+    log(
+        f"  {row['graph']}: recolor {row['recolor_ms']:.0f} ms ({row['recolor_visible']} drawn), "
+        f"all expanded {row['recolor_all_ms']:.0f} ms ({row['recolor_all_visible']} drawn); "
+        f"kernel stand-in {row['recolor_all_kernel_ms']:.1f} ms"
+    )
+    return row
+
+
 def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, Any]:
     if not WIDGET_JS.exists():
         return {"skipped": f"{WIDGET_JS.relative_to(ROOT)} missing: run `npm run build`"}
@@ -395,18 +457,25 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
 
 def main() -> None:
     """Only the folded GPT-2 row, once: `python -m bench.widget_bench`; with
-    `--widget-js OLD.js --before-folding`, the same row on an older build."""
+    `--widget-js OLD.js --before-folding`, the same row on an older build; with
+    `--recolor 5000`, the recolor figures of the synthetic 5000-op graph."""
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("--widget-js", type=pathlib.Path, default=WIDGET_JS)
     p.add_argument("--layers", type=int, default=24)
     p.add_argument("--before-folding", action="store_true", help="--widget-js is an older build")
+    p.add_argument(
+        "--recolor", type=int, metavar="N_OPS", help="instead: recolor a synthetic N_OPS graph"
+    )
     args = p.parse_args()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            row = bench_gpt2_folded(
-                browser, print, args.layers, args.widget_js, folded=not args.before_folding
-            )
+            if args.recolor:
+                row = bench_recolor(browser, print, args.recolor)
+            else:
+                row = bench_gpt2_folded(
+                    browser, print, args.layers, args.widget_js, folded=not args.before_folding
+                )
         finally:
             browser.close()
     print(json.dumps(row, indent=1))

@@ -4,7 +4,9 @@ in-page timers, and a kernel that answers with lens_widget's own request handler
 from __future__ import annotations
 
 import base64
+import struct
 import time
+import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -95,6 +97,27 @@ BENCH_JS = """
       requestAnimationFrame(tick);
     },
     stopFrames() { this.recording = false; return this.frames; },
+    // Before picking a metric: done() resolves with the ms from the picker's change event to
+    // the first frame drawn after the probed items' overlay colors changed (values arrived).
+    armRecolor(probe) {
+      const colors = () => probe.map((id) => L().overlayColor(id)).join("|");
+      const before = colors();
+      const picker = el.querySelector('[data-testid="metric-picker"]');
+      let t0 = null;
+      picker.addEventListener("change", () => { t0 = performance.now(); },
+                              { capture: true, once: true });
+      this.done = new Promise((resolve, reject) => {
+        const started = performance.now();
+        const check = () => {
+          if (t0 !== null && colors() !== before)
+            setTimeout(() => resolve(performance.now() - t0), 0);
+          else if (performance.now() - started > TIMEOUT) reject(new Error(
+            `no recolor after ${TIMEOUT} ms (change seen: ${t0 !== null})`));
+          else requestAnimationFrame(check);
+        };
+        requestAnimationFrame(check);
+      });
+    },
   };
 }
 """
@@ -130,13 +153,28 @@ class Kernel:
     def __init__(self, records: Mapping[str, Any]) -> None:
         self.records = records
         self.handler_ms: list[float] = []
+        self.metrics_ms: list[float] = []
         self.last_numel = 0
+        self.op_ids: list[str] = []  # the graph's unrolled op ids: "metrics" answers for them
+
+    def _metrics(self, params: object) -> requests.Answer:
+        """Stand-in overlay values (a synthetic graph has no log): one per op, different
+        for every metric, so that each pick recolors; the frontend's work is what is timed."""
+        metric = requests.metric_name(params)
+        values = [zlib.crc32(f"{metric}:{i}".encode()) % 1000 for i in self.op_ids]
+        data = struct.pack(f"<{len(values)}f", *values)
+        return {"metric": metric, "ids": self.op_ids}, [data]  # type: ignore[typeddict-item]
 
     def __call__(self, content: Any) -> dict[str, Any]:
         t0 = time.perf_counter()
-        handlers = {"activation": lambda p: requests.activation(self.records, p)}
+        handlers = {
+            "activation": lambda p: requests.activation(self.records, p),
+            "metrics": self._metrics,
+        }
         reply = requests.handle(content, handlers)
-        self.handler_ms.append((time.perf_counter() - t0) * 1e3)
+        spent = (time.perf_counter() - t0) * 1e3
+        is_metrics = isinstance(content, dict) and content.get("method") == "metrics"
+        (self.metrics_ms if is_metrics else self.handler_ms).append(spent)
         if reply is None:
             return {"content": None, "buffers": []}
         body, buffers = reply

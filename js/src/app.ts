@@ -2,6 +2,7 @@
 // kernel traits -> model -> layout -> render, wiring the toolbar, search box, canvas input
 // and inspector to it. Trait sync rules live in kernel/traitSync.ts; whether a kernel can
 // answer requests, in kernel/kernelLink.ts.
+import { AblationBanner } from "./controls/ablationBanner";
 import { Banner } from "./controls/banner";
 import { bindCanvasInput } from "./controls/canvasInput";
 import { GradientControl, type SelectAs } from "./controls/gradientControl";
@@ -66,6 +67,7 @@ export class LensApp {
   private inspector: Inspector;
   private toolbar: Toolbar;
   private banner = new Banner();
+  private ablationBanner = new AblationBanner(() => this.requests.endAblation());
   private unwatchTheme: () => void;
   private unbindInput: () => void;
   private overlay: OverlayControl;
@@ -107,6 +109,7 @@ export class LensApp {
         this.requests.activation(this.overlay.inCompare && p.value !== "grad" ? { ...p, side: this.overlay.side } : p, onSlow),
       fetchAttention: (p, onSlow) => this.requests.attention(p, onSlow),
       rerun: (id) => this.requests.rerun(id),
+      ablate: (p) => this.requests.ablate(p),
       unrolledNode: (id) => this.getModel("unrolled")?.nodes.get(id),
       unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],
       gradients: () => this.grads.gradients,
@@ -120,7 +123,9 @@ export class LensApp {
     });
     this.renderer.overlay = this.overlay;
     this.overlay.picker.el.insertBefore(this.grads.button, this.overlay.picker.legend.el);
-    this.root.append(this.toolbar.el, this.overlay.picker.el, this.banner.el, this.grads.banner.el, main);
+    this.root.append(
+      this.toolbar.el, this.overlay.picker.el, this.banner.el, this.grads.banner.el, this.ablationBanner.el, main,
+    );
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
 
     this.link = opts.link ?? notebookLink(el);
@@ -186,6 +191,7 @@ export class LensApp {
   private setGraph(payload: GraphPayload | null, initial = false): void {
     this.views = payload ? new GraphViews(payload) : null;
     this.overlay.setGraph(payload, this.grads.setGraph(payload));
+    this.ablationBanner.show(payload?.ablation);
     this.layouts.clear();
     this.vis = null;
     this.renderer.frame = null;

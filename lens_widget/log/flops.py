@@ -21,7 +21,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 from torch.utils.flop_counter import FlopCounterMode
 
-from lens_widget.log.replay import fill_template
+from lens_widget.log.replay import TensorSlot, fill_template
 
 
 class Recorded(Protocol):
@@ -41,6 +41,7 @@ class Recorded(Protocol):
 _CACHE_LIMIT = 20_000
 # (function, argument structure, argument leaves) -> FLOPs (None: no formula reached)
 _cache: dict[Hashable, int | None] = {}
+_MISSING = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,18 +83,23 @@ def op_flops(node: Recorded) -> int | None:
     ]
     if any(spec is None for spec in specs):
         return None
-    args = fill_template(call.args, specs)
-    kwargs = fill_template(call.kwargs, specs)
     grad = node.requires_grad  # its output required grad: grad mode was on
     try:
-        key: Hashable = (call.func, grad, _key_of(args, kwargs))
+        # read from the templates directly: a warm cache costs no argument rebuilding
+        key: Hashable = (call.func, grad, _key_of(call.args, specs), _key_of(call.kwargs, specs))
     except _NotCacheable:
-        return _count(call.func, args, kwargs, grad)
-    if key not in _cache:
+        key = None
+    found = _cache.get(key, _MISSING) if key is not None else _MISSING
+    if found is not _MISSING:
+        return found  # type: ignore[return-value]
+    args = fill_template(call.args, specs)
+    kwargs = fill_template(call.kwargs, specs)
+    flops = _count(call.func, args, kwargs, grad)
+    if key is not None:
         if len(_cache) >= _CACHE_LIMIT:
             _cache.clear()
-        _cache[key] = _count(call.func, args, kwargs, grad)
-    return _cache[key]
+        _cache[key] = flops
+    return flops
 
 
 def _spec(parent: Recorded, output_index: int, literal: torch.Tensor | None) -> _TensorSpec | None:
@@ -116,9 +122,17 @@ def _spec(parent: Recorded, output_index: int, literal: torch.Tensor | None) -> 
     return _TensorSpec(parent.shapes[output_index], None, dtype, torch.device(parent.device), grad)
 
 
-def _key_of(args: Any, kwargs: Any) -> Hashable:
-    leaves, structure = pytree.tree_flatten((args, kwargs))
-    return structure, tuple(_leaf_key(leaf) for leaf in leaves)
+def _key_of(template: Any, specs: list[_TensorSpec]) -> Hashable:
+    """The cache key of an argument template filled with `specs`: its containers by type,
+    its values by type and value (the same walk as `fill_template`, without building)."""
+    kind = type(template)
+    if kind is TensorSlot:
+        return specs[template.index]
+    if kind is tuple or kind is list:
+        return (kind, *(_key_of(v, specs) for v in template))
+    if kind is dict:
+        return (dict, *((k, _key_of(v, specs)) for k, v in template.items()))
+    return _leaf_key(template)  # a PytreeTemplate (rare) is not cacheable
 
 
 def _leaf_key(leaf: Any) -> Hashable:

@@ -1,13 +1,15 @@
 """Summary statistics of saved activations, computed in one batch on the tensors' devices.
 
-Each distinct tensor (views of the same values, such as a ``view`` op's output, are
-counted once) gets four reading passes, queued on its own device: mean, L2 norm,
-``aminmax`` and ``count_nonzero``; nothing the size of the tensor is allocated. The small
-results are stacked and copied to the host once per device, so a GPU is synchronised a few
-times per batch, not once per op. The variance comes from the sum of squares; where the
-mean is large against the spread (so that formula would cancel) a second batch computes it
-around the mean. NaN and Inf show in min/max: only tensors that hold them take a slower
-pass that counts them and describes the finite values.
+Each distinct set of values gets five reading passes (sum, L2 norm, min, max and
+``count_nonzero``), queued on its own device, with nothing the size of the tensor allocated.
+Views that hold the same elements in another order (a ``view``, ``transpose`` or ``permute``
+of another output) are the same set: it is read once, in memory order (the fastest order,
+see ``_in_memory_order``). The small results are stacked and copied to the host once per
+device and dtype, so a GPU is synchronised a few times per batch, not once per op. The
+variance comes from the sum of squares; where the mean is large against the spread (so that
+formula would cancel) a second batch computes it around the mean. NaN and Inf show in
+min/max: only tensors that hold them take a slower pass that counts them and describes the
+finite values.
 
 Conventions (the same as the widget's inspector): mean, std (unbiased; 0 for one value),
 min, max and absmax are over the finite values; ``nan`` and ``inf`` count the others;
@@ -64,12 +66,13 @@ _EMPTY = ActivationStats(0, _NAN, _NAN, _NAN, _NAN, _NAN, _NAN, 0, 0)
 
 def activation_stats(tensors: Sequence[Tensor]) -> list[ActivationStats]:
     """Statistics of each tensor, in order."""
-    distinct: dict[tuple[object, ...], int] = {}  # same values seen the same way -> first
-    firsts = [distinct.setdefault(values_key(t), i) for i, t in enumerate(tensors)]
+    distinct: dict[tuple[object, ...], int] = {}  # same elements, any order -> first
+    ordered = [_in_memory_order(t) for t in tensors]
+    firsts = [distinct.setdefault(values_key(t), i) for i, t in enumerate(ordered)]
     todo = [i for i in distinct.values() if tensors[i].numel() > 0]
 
     # Pass 1: mean, ||x||, min, max and the non-zero count of every tensor.
-    rows = _batched([(tensors[i], _moments) for i in todo])
+    rows = _batched([(ordered[i], _moments) for i in todo])
     results: dict[int, ActivationStats] = {}
     refine: list[tuple[int, float]] = []  # (position, mean) of tensors the formula fails
     for i, (mean, norm, lo, hi, nonzero) in zip(todo, rows, strict=True):
@@ -87,7 +90,7 @@ def activation_stats(tensors: Sequence[Tensor]) -> list[ActivationStats]:
         )
 
     # Pass 2 (few tensors): the variance around the mean, two passes, exact.
-    around = _batched([(tensors[i], _spread_around(mean)) for i, mean in refine])
+    around = _batched([(ordered[i], _spread_around(mean)) for i, mean in refine])
     for (i, _), (spread,) in zip(refine, around, strict=True):
         std = spread / math.sqrt(tensors[i].numel() - 1)
         results[i] = dataclasses.replace(results[i], std=std)
@@ -101,9 +104,30 @@ def values_key(t: Tensor) -> tuple[object, ...]:
     return (t.device, t.dtype, t.data_ptr(), *layout)
 
 
+def _in_memory_order(t: Tensor) -> Tensor:
+    """The elements of `t` as a view walking memory in increasing address order: dims
+    sorted by stride, size-1 dims dropped, adjacent dims merged. A permutation of the
+    same elements, so every statistic is the same; the reductions run fastest this way,
+    and a transposed or reshaped view of another output gets the same key."""
+    dims = sorted(
+        (stride, size) for size, stride in zip(t.shape, t.stride(), strict=True) if size != 1
+    )
+    merged: list[list[int]] = []  # [stride, size], increasing stride
+    for stride, size in dims:
+        if merged and merged[-1][0] * merged[-1][1] == stride:
+            merged[-1][1] *= size
+        else:
+            merged.append([stride, size])
+    sizes = [size for _, size in reversed(merged)]
+    strides = [stride for stride, _ in reversed(merged)]
+    if sizes == list(t.shape) and strides == list(t.stride()):
+        return t
+    return t.detach().as_strided(sizes, strides, t.storage_offset())
+
+
 def _moments(x: Tensor) -> list[Tensor]:
-    lo, hi = torch.aminmax(x)
-    return [x.mean(), torch.linalg.vector_norm(x), lo, hi, torch.count_nonzero(x)]
+    # amin and amax are each about 3x faster than aminmax on CPU (torch 2.13)
+    return [x.mean(), torch.linalg.vector_norm(x), x.amin(), x.amax(), torch.count_nonzero(x)]
 
 
 def _spread_around(mean: float) -> Callable[[Tensor], list[Tensor]]:
@@ -116,17 +140,19 @@ def _spread_around(mean: float) -> Callable[[Tensor], list[Tensor]]:
 def _batched(
     work: Sequence[tuple[Tensor, Callable[[Tensor], list[Tensor]]]],
 ) -> list[list[float]]:
-    """Run each reduction on its tensor's device; one copy to the host per device."""
-    per_device: dict[torch.device, list[tuple[int, Tensor]]] = {}
-    for k, (tensor, reductions) in enumerate(work):
-        row = torch.stack([r.to(torch.float64) for r in reductions(_real_values(tensor))])
-        per_device.setdefault(tensor.device, []).append((k, row))
-    out: list[list[float]] = [[] for _ in work]
-    for group in per_device.values():
-        values = torch.stack([row for _, row in group]).tolist()
-        for (k, _), row_values in zip(group, values, strict=True):
-            out[k] = row_values
-    return out
+    """Run each reduction on its tensor's device; one copy to the host per device and
+    result dtype (the results go to Python floats, exact for float32 and float64)."""
+    buckets: dict[tuple[torch.device, torch.dtype], list[Tensor]] = {}
+    places: list[list[tuple[list[Tensor], int]]] = []
+    for tensor, reductions in work:
+        row = []
+        for result in reductions(_real_values(tensor)):
+            bucket = buckets.setdefault((result.device, result.dtype), [])
+            row.append((bucket, len(bucket)))
+            bucket.append(result)
+        places.append(row)
+    values = {id(bucket): torch.stack(bucket).tolist() for bucket in buckets.values()}
+    return [[float(values[id(bucket)][i]) for bucket, i in row] for row in places]
 
 
 def _real_values(tensor: Tensor) -> Tensor:

@@ -12,6 +12,7 @@ import anywidget
 import torch
 import traitlets
 
+from lens_widget.capture.interventions import InterventionFn
 from lens_widget.capture.rerun import WorldState, save_also
 from lens_widget.capture.save_policy import SaveSpec
 from lens_widget.capture.trace import trace
@@ -21,12 +22,16 @@ from lens_widget.log.model_log import DEFAULT_HTML_BYTES, ModelLog
 from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import html_export, requests, wire
+from lens_widget.widget.ablation import Ablation, ablation_request
 from lens_widget.widget.checks import cut, quote
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.group_keys import is_group_address, output_groups
 from lens_widget.widget.metric_values import MetricError, metric_values, side_outputs
 from lens_widget.widget.payload import build_payload
 
+_NO_MODEL_TO_ABLATE = (
+    "this widget was built from a log: there is no model to re-run with the ablation"
+)
 _STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 # The bundle is a build output; without it the package must still import and say why.
 _MISSING_ESM = (
@@ -90,6 +95,8 @@ class LensWidget(anywidget.AnyWidget):
         self._extra_save: list[str] = []  # labels saved on request by "rerun"
         self._initial: WorldState | None = None
         self._wire: tuple[Mapping[str, Any], bytes] | None = None  # (payload, its bytes)
+        self._ablation: Ablation | None = None  # shown as a comparison: clean (A) vs ablated (B)
+        self._plain: tuple[ModelLog, dict[str, Any]] | None = None  # a log and its payload
         if model_log is None:
             if model is None:
                 raise ValueError("LensWidget needs a model to trace (or use LensWidget.from_log)")
@@ -151,10 +158,15 @@ class LensWidget(anywidget.AnyWidget):
 
     # ---- tracing ----
 
-    def _trace(self, save: SaveSpec) -> ModelLog:
+    def _trace(
+        self, save: SaveSpec, intervene: Mapping[str, InterventionFn] | None = None
+    ) -> ModelLog:
         assert self._model is not None
+        model, inputs, kwargs, timing = self._model, self._inputs, self._kwargs, self._timing
+        if intervene is not None:  # an ablation: a failing pass is an error, not a view
+            return trace(model, inputs, kwargs, save=save, timing=timing, intervene=intervene)
         try:
-            return trace(self._model, self._inputs, self._kwargs, save=save, timing=self._timing)
+            return trace(model, inputs, kwargs, save=save, timing=timing)
         except Exception as err:
             partial = getattr(err, "lens_log", None)
             # Nothing ran (bad inputs, or a failure before the first op): an empty graph
@@ -171,12 +183,16 @@ class LensWidget(anywidget.AnyWidget):
 
     def _set_log(self, log: ModelLog, *, sync: bool = True) -> None:
         self._model_log = log
-        self._payload = build_payload(log)
+        if self._plain is None or self._plain[0] is not log:
+            self._plain = (log, dict(build_payload(log)))
+        self._payload = dict(self._plain[1])  # type: ignore[assignment]
         if self._comparison is not None:
             self._payload["compare"] = {
                 "onlyA": list(self._comparison.only_a),
                 "onlyB": list(self._comparison.only_b),
             }
+        if self._ablation is not None:
+            self._payload["ablation"] = self._ablation.info()
         self._records: Mapping[str, OpRecord] = log.by_label
         self._dim_names = DimNames(log.nodes)
         rolled = self._payload["rolled"]["nodes"]
@@ -209,9 +225,50 @@ class LensWidget(anywidget.AnyWidget):
                     self._extra_save.append(name)
         self.status = "re-running the model…"
         try:
-            self._set_log(self._replay())
+            log = self._replay()
         finally:
             self.status = ""
+        self._show_ablation(None, None)  # the clean run changed: back to the plain trace
+        self._set_log(log)
+
+    def ablate(self, target: str, kind: str = "zero", dim: int | None = None) -> None:
+        """Re-trace with op `target`'s output zeroed (`kind="zero"`) or replaced by its mean
+        over `dim` (`kind="mean"`), and show the comparison clean (A) vs ablated (B), as
+        `LensWidget.compare` does. `target` is an op label, or a rolled layer (every pass).
+        `end_ablation()` goes back to the plain trace; the model, RNG and buffers come out
+        as they were."""
+        if self._model is None:
+            raise RuntimeError(_NO_MODEL_TO_ABLATE)
+        params: dict[str, object] = {"id": target, "kind": kind}
+        if dim is not None:
+            params["dim"] = dim
+        ablation = ablation_request(self._records, self._ids["rolled"], self._dim_names, params)
+        clean = self._model_log
+        self.status = f"ablating {ablation.target}…"
+        try:
+            ablated = self._replay({ablation.target: ablation.function()})
+            comparison = compare(clean, ablated)
+        finally:
+            self.status = ""
+        self._show_ablation(ablation, comparison)
+        self._set_log(clean)
+
+    def end_ablation(self) -> None:
+        """Back from an ablation's comparison to the plain trace."""
+        if self._ablation is not None:
+            self._show_ablation(None, None)
+            self._set_log(self._model_log)
+
+    @property
+    def ablation(self) -> Ablation | None:
+        """The ablation shown (`ablate`), else None."""
+        return self._ablation
+
+    def _show_ablation(self, ablation: Ablation | None, comparison: LogComparison | None) -> None:
+        # only a widget with a model ablates, and its comparison is only ever an ablation's
+        self._ablation = ablation
+        self._comparison = comparison
+        self._diffs = {d.label: d for d in comparison} if comparison is not None else None
 
     def _attention_inputs(self, target: str) -> list[str]:
         """Ops feeding an attention op (or layer): its maps are computed from them."""
@@ -227,13 +284,13 @@ class LensWidget(anywidget.AnyWidget):
             if self._records[parent].kind == "op"
         ]
 
-    def _replay(self) -> ModelLog:
+    def _replay(self, intervene: Mapping[str, InterventionFn] | None = None) -> ModelLog:
         """Trace again from the initial RNG state and buffers, then put the present ones back."""
         assert self._model is not None and self._initial is not None
         current = WorldState.capture(self._model)
         self._initial.restore(self._model)
         try:
-            return self._trace(save_also(self._save, self._extra_save))
+            return self._trace(save_also(self._save, self._extra_save), intervene)
         finally:
             current.restore(self._model)
 
@@ -323,6 +380,19 @@ class LensWidget(anywidget.AnyWidget):
         self.rerun(label)
         return {"ok": True}, []
 
+    def _ablate(self, params: object) -> requests.Answer:
+        if self._model is None:
+            raise requests.RequestError(_NO_MODEL_TO_ABLATE)
+        p = requests.request_params(params, {"id", "kind", "dim"}, {"id", "kind"})
+        dim = p.get("dim")
+        self.ablate(p["id"], p["kind"], dim)  # type: ignore[arg-type]  # checked in ablate
+        return {"ok": True}, []
+
+    def _end_ablation(self, params: object) -> requests.Answer:
+        requests.no_params(params)
+        self.end_ablation()
+        return {"ok": True}, []
+
     def _on_msg(self, _widget: object, content: object, _buffers: list[object]) -> None:
         handlers: dict[str, requests.Handler] = {
             "activation": self._activation,
@@ -330,6 +400,8 @@ class LensWidget(anywidget.AnyWidget):
             "rerun": self._rerun,
             "metrics": self._metrics,
             "firstNonfinite": self._first_nonfinite,
+            "ablate": self._ablate,
+            "endAblation": self._end_ablation,
         }
         reply = requests.handle(content, handlers)
         if reply is not None:

@@ -18,6 +18,7 @@ PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
 CompareSide = Literal["a", "b", "diff"]
 ValueKind = Literal["activation", "grad"]
 LeafKind = Literal["param", "input", "other"]
+AblationKind = Literal["zero", "mean"]
 MetricName = Literal[
     "flops",
     "time",
@@ -132,6 +133,14 @@ class GradientInfo(TypedDict):
     backward: list[BackwardNodeInfo]
 
 
+class AblationInfo(TypedDict):
+    target: str
+    kind: AblationKind
+    dim: int | None
+    dimName: str | None
+    text: str
+
+
 class GraphPayload(TypedDict):
     modelClass: str
     error: str | None
@@ -143,6 +152,7 @@ class GraphPayload(TypedDict):
     rolled: ViewGraph
     compare: NotRequired[CompareInfo]
     gradients: NotRequired[GradientInfo]
+    ablation: NotRequired[AblationInfo]
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------
@@ -199,6 +209,26 @@ class FirstNonfiniteParams(TypedDict):
 class FirstNonfiniteRequest(TypedDict):
     method: Literal["firstNonfinite"]
     params: FirstNonfiniteParams
+
+
+class AblateParams(TypedDict):
+    id: str
+    kind: AblationKind
+    dim: NotRequired[int]
+
+
+class AblateRequest(TypedDict):
+    method: Literal["ablate"]
+    params: AblateParams
+
+
+class EndAblationParams(TypedDict):
+    pass
+
+
+class EndAblationRequest(TypedDict):
+    method: Literal["endAblation"]
+    params: EndAblationParams
 
 
 class MetricsResult(TypedDict):

@@ -45,7 +45,7 @@ class RequestError(ValueError):
     """A request the kernel refuses; its message is shown to the user."""
 
 
-def _params(params: object, allowed: set[str], required: set[str]) -> dict[str, object]:
+def request_params(params: object, allowed: set[str], required: set[str]) -> dict[str, object]:
     if not isinstance(params, dict):
         raise RequestError(f"params must be an object, got {type(params).__name__}")
     unknown = set(params) - allowed
@@ -78,7 +78,7 @@ def activation(
     comparison (`other_side` given) of A's value, B's or A−B (`side`); with `value` "grad"
     the gradient that flowed into its first output (one `backwardPass`, or summed)."""
     allowed = {"id", "output", "batch", "channelStart", "side", "value", "backwardPass"}
-    p = _params(params, allowed, {"id"})
+    p = request_params(params, allowed, {"id"})
     record = node_record(records, p["id"])
     side = p.get("side", "a")
     if side not in _SIDES:
@@ -151,7 +151,7 @@ def gradient_of(record: OpRecord, backward_pass: object = None) -> torch.Tensor:
 
 def attention(records: Mapping[str, OpRecord], params: object) -> Answer:
     """Answer an "attention" request: one head's attention map of one batch item."""
-    p = _params(params, {"id", "batch", "head"}, {"id"})
+    p = request_params(params, {"id", "batch", "head"}, {"id"})
     record = node_record(records, p["id"])
     try:
         result, data = attention_view(
@@ -168,7 +168,7 @@ def attention(records: Mapping[str, OpRecord], params: object) -> Answer:
 
 def metric_name(params: object) -> str:
     """The validated metric of a "metrics" request (the metric table checks the name)."""
-    p = _params(params, {"metric"}, {"metric"})
+    p = request_params(params, {"metric"}, {"metric"})
     metric = p["metric"]
     if not isinstance(metric, str):
         raise RequestError(f"metric must be a string, got {type(metric).__name__}")
@@ -177,14 +177,14 @@ def metric_name(params: object) -> str:
 
 def no_params(params: object) -> None:
     """A request that takes no params ("firstNonfinite")."""
-    _params(params, set(), set())
+    request_params(params, set(), set())
 
 
 def rerun_target(
     records: Mapping[str, OpRecord], params: object, layers: Collection[str] = ()
 ) -> str:
     """The validated id of a "rerun" request: an op label, or a rolled layer (all passes)."""
-    p = _params(params, {"id"}, {"id"})
+    p = request_params(params, {"id"}, {"id"})
     node_id = p["id"]
     if isinstance(node_id, str) and node_id in layers:
         return node_id

@@ -305,3 +305,64 @@ def test_live_theme_switch_and_the_wheel_in_jupyterlab(
     )
     assert page.evaluate(f"document.querySelector('{scroller}').scrollTop") == top  # type: ignore[attr-defined]
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+# ---- ablating an op from the inspector, in the real JupyterLab ----------------------------
+
+BOTTOM = "rgb(68,1,84)"  # the difference ramp's zero
+BANNER = f'{ROOT} [data-testid="ablation-banner"]'
+
+
+def test_ablate_from_the_inspector_and_back_in_jupyterlab(
+    lab: Lab, page: object, artifacts: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page.goto(f"{lab.url}/lab/tree/demo.ipynb")  # type: ignore[attr-defined]
+    wait_for_kernel_idle(page)
+    run_through_widget_cell(page)
+    wait_for_widget(page)
+    kernel = Kernel(lab.connection_file())
+    try:
+        # an op of the second block's MLP: the embeddings and block 0 come before it
+        target = kernel.run(
+            f"print(next(n['id'] for n in {WIDGET}.graph['unrolled']['nodes'] if n['kind'] == "
+            "'op' and n['module'].startswith('transformer.h.1.mlp')))"
+        ).strip()
+        kernel.run(f"{WIDGET}.selected = {target!r}")
+        page.locator(f'{ROOT} [data-testid="ablate-button"]').first.click()  # type: ignore[attr-defined]
+        page.locator(BANNER).first.wait_for(state="visible", timeout=60_000)  # type: ignore[attr-defined]
+        text = page.locator(f'{ROOT} [data-testid="ablation-text"]').first.inner_text()  # type: ignore[attr-defined]
+        assert f"{target} zeroed" in text
+        assert kernel.run(f"print({WIDGET}.ablation.target)").strip() == target
+        diffs = json.loads(
+            kernel.run(
+                "import json; "
+                f"print(json.dumps({{d.label: d.max_abs for d in {WIDGET}.comparison}}))"
+            )
+        )
+        page.wait_for_function(  # type: ignore[attr-defined]
+            "([sel, id]) => document.querySelector(sel).__lens.overlayColor(id) !== null",
+            arg=[ROOT, target],
+            timeout=30_000,
+        )
+        shown = page.evaluate(f"document.querySelector('{ROOT}').__lens.visibleIds")  # type: ignore[attr-defined]
+        colors = {
+            i: page.evaluate(  # type: ignore[attr-defined]
+                "([sel, id]) => document.querySelector(sel).__lens.overlayColor(id)", [ROOT, i]
+            )
+            for i in shown
+            if diffs.get(i) is not None
+        }
+        upstream = [i for i in colors if diffs[i] == 0]
+        downstream = [i for i in colors if diffs[i] > 0]
+        assert upstream and downstream, (upstream, downstream)
+        assert all(colors[i] == BOTTOM for i in upstream), colors
+        assert all(colors[i] not in (None, BOTTOM) for i in downstream), colors
+        page.screenshot(path=str(artifacts / "jupyterlab_ablation.png"))  # type: ignore[attr-defined]
+
+        page.locator(f'{ROOT} [data-testid="ablation-back"]').first.click()  # type: ignore[attr-defined]
+        page.locator(BANNER).first.wait_for(state="hidden", timeout=30_000)  # type: ignore[attr-defined]
+        assert poll(lambda: kernel.run(f"print({WIDGET}.ablation)").strip(), "None") == "None"
+    finally:
+        kernel.close()
+    assert page.errors == []  # type: ignore[attr-defined]

@@ -83,6 +83,8 @@ def test_quick_widget_bench_runs(tmp_path):
         assert row["nodes"] > 0
         assert row["first_paint_ms"] > 0
         assert 0 < row["payload_wire_bytes"] < row["payload_json_bytes"]
+        # picking a metric recolors the graph (issue 12's recolor row)
+        assert row["recolor_ms"] > 0 and row["recolor_all_ms"] > 0, row.get("error")
     # the synced graph's size, and a saved notebook's growth with the ESM bundle in it
     payload = results["payload"]
     assert payload["rows"] and all(0 < r["wire_bytes"] < r["json_bytes"] for r in payload["rows"])

@@ -79,7 +79,10 @@ export class OverlayControl implements NodeOverlay {
     if (!payload) return this.setMetric(null);
     this.fetchFlags("nonfinite", (ids) => (this.nonfinite = ids));
     if (gradients) this.fetchFlags("gradNonfinite", (ids) => (this.gradNonfinite = ids));
-    let metric = this.metric && metricInfo(this.metric).grads && !gradients ? null : this.metric;
+    let metric = this.metric;
+    if (metric && metricInfo(metric).grads && !gradients) metric = null;
+    // back from a comparison (an ablation's "back to the trace"), a difference metric has no values
+    if (metric && metricInfo(metric).compare && !this.compare) metric = null;
     if (this.compare && (!metric || !metricInfo(metric).compare)) metric = "relL2";
     this.setMetric(metric);
   }

@@ -21,6 +21,7 @@ const NEEDS: Record<string, string> = {
   activation: "activations need",
   attention: "attention maps need",
   rerun: "re-running the model needs",
+  ablate: "ablating (re-running the model) needs",
 };
 
 /** The answer to a request when no kernel runs: what needs one, and how to get one. */

@@ -1,6 +1,7 @@
 // Request/response over anywidget custom messages, with our own timeouts (the kernel
 // only answers when idle), and decoding of the float32 buffers that come back.
 import type {
+  AblateRequest,
   ActivationRequest,
   ActivationResult,
   AttentionRequest,
@@ -132,6 +133,16 @@ export class RequestClient {
   /** Re-traces the model saving node `id`; the new graph arrives as a trait change. */
   rerun(id: string): Promise<void> {
     return this.request({ method: "rerun", params: { id } }, { timeoutMs: 120000 }).then(() => undefined);
+  }
+
+  /** Re-traces with an op ablated; the comparison clean vs ablated arrives as a graph change. */
+  ablate(params: AblateRequest["params"]): Promise<void> {
+    return this.request({ method: "ablate", params }, { timeoutMs: 120000 }).then(() => undefined);
+  }
+
+  /** Back from an ablation to the plain trace (a graph change). */
+  endAblation(): Promise<void> {
+    return this.request({ method: "endAblation", params: {} }, { timeoutMs: 120000 }).then(() => undefined);
   }
 
   handle(msg: unknown, buffers: BufferLike[]): boolean {

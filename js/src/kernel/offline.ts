@@ -105,7 +105,8 @@ export class ViewStore {
 
   /** The page's gate: activations it holds go through, anything else is refused with why. */
   readonly gate: RequestGate = (req: Request) => {
-    if (req.method === "rerun") return "this page has no kernel: re-running the model needs the notebook";
+    if (req.method === "rerun" || req.method === "ablate")
+      return "this page has no kernel: re-running the model needs the notebook";
     if (req.method !== "activation") return "this page has no kernel to ask";
     const found = this.lookup(req.params);
     return typeof found === "string" ? found : null;

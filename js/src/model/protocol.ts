@@ -30,6 +30,7 @@ export interface GraphPayload {
   rolled: ViewGraph;
   compare?: CompareInfo; // set by LensWidget.compare(a, b): the graph is A's, colored by A vs B
   gradients?: GradientInfo; // set when the log kept gradients of a traced backward
+  ablation?: AblationInfo; // set by an "ablate" request: the comparison is clean (A) vs ablated (B)
 }
 
 /** What a traced backward left (ModelLog.leaves, .backward_passes, .backward_graph). */
@@ -74,6 +75,16 @@ export interface BackwardNodeInfo {
   gradShapes: string[]; // "2x8" per gradient it produced
   leaf: string | null; // AccumulateGrad: the leaf's name
   next: string[]; // ids of the nodes its gradients flowed to
+}
+
+export type AblationKind = "zero" | "mean";
+
+export interface AblationInfo {
+  target: string; // op label (one pass) or rolled layer (every pass) whose output was replaced
+  kind: AblationKind;
+  dim: number | null; // "mean": the dim averaged over
+  dimName: string | null; // what that dim is ("token", "dim 2")
+  text: string; // "relu_1_2 zeroed", "linear_2_7 replaced by its mean over token"
 }
 
 export interface CompareInfo {
@@ -200,7 +211,26 @@ export interface RerunRequest {
   params: { id: string };
 }
 
+/** Re-traces with the op's output replaced (zero, or its mean over `dim`); result { ok: true },
+ * the graph trait then holds the comparison clean (A) vs ablated (B) with `ablation` set. */
+export interface AblateRequest {
+  method: "ablate";
+  params: {
+    id: string; // an unrolled op id (one pass) or a rolled layer id (every pass)
+    kind: AblationKind;
+    dim?: number; // "mean" only: the dim to average over
+  };
+}
+
+/** Back from an ablation to the plain trace; result { ok: true }. */
+export interface EndAblationRequest {
+  method: "endAblation";
+  params: {};
+}
+
 export type Request =
+  | AblateRequest
+  | EndAblationRequest
   | ActivationRequest
   | AttentionRequest
   | RerunRequest

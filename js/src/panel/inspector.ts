@@ -6,6 +6,7 @@ import type { NodeInfo } from "../model/protocol";
 import type { GraphModel } from "../model/tree";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
+import { AblateSection, type AblateParams } from "./ablateSection";
 import { ActivationPanel, type ActivationParams } from "./activationPanel";
 import { AttentionPanel, type AttentionParams } from "./attentionPanel";
 import { fmtBytes, fmtShape, shortPath } from "./format";
@@ -21,6 +22,7 @@ export interface InspectorDeps {
   fetchActivation: (p: ActivationParams, onSlow: () => void) => Promise<Activation>;
   fetchAttention: (p: AttentionParams, onSlow: () => void) => Promise<AttentionMap>;
   rerun: (id: string) => Promise<void>;
+  ablate: (p: AblateParams) => Promise<void>;
   unrolledNode: (id: string) => NodeInfo | undefined;
   unrolledParents: (id: string) => string[];
   gradients: () => Gradients | null; // of the log shown; null without a traced backward
@@ -35,6 +37,7 @@ export class Inspector {
   private activation: ActivationPanel;
   private attention: AttentionPanel;
   private valueSwitch = new ValueSwitch(() => this.node && this.loadPass(true));
+  private ablate: AblateSection;
   private ro: ResizeObserver;
   private width = 0;
 
@@ -46,7 +49,16 @@ export class Inspector {
     this.body.className = "lens-inspector-body";
     this.el.appendChild(this.body);
     this.el.hidden = true;
-    this.activation = new ActivationPanel(deps);
+    this.ablate = new AblateSection(deps);
+    // the ablate section names dims as the plotted activation does ("token", "feature")
+    this.activation = new ActivationPanel({
+      ...deps,
+      fetchActivation: (p, onSlow) =>
+        deps.fetchActivation(p, onSlow).then((act) => {
+          this.ablate.learnDims(act.result);
+          return act;
+        }),
+    });
     this.attention = new AttentionPanel(deps);
     // the panel narrows with the widget (and when its scrollbar appears): plots follow
     this.ro = new ResizeObserver(() => {
@@ -78,6 +90,7 @@ export class Inspector {
     if (!same) this.pass = 0;
     this.pass = Math.min(this.pass, n.passes.length - 1);
     this.el.hidden = false;
+    this.ablate.show(n);
     this.render();
     this.loadPass(same);
   }
@@ -174,6 +187,7 @@ export class Inspector {
       this.valueSwitch.setPasses(g.completedPasses.map((p) => p.index));
       actHead.append(this.valueSwitch.el);
     } else this.valueSwitch.el.remove();
+    this.body.append(this.ablate.el);
     if (n.attention) this.body.append(this.attention.el);
     this.body.append(this.activation.el);
   }
