@@ -99,7 +99,11 @@ class Recorder(TensorBook, TorchFunctionMode):
         # The fast path: positional plain tensors and scalars, no user mode around the trace.
         # Then no call made by the bookkeeping can reach a mode or a Tensor subclass, and it
         # runs without DisableTorchFunction.
-        if facts.special or _mode_stack_depth() or _may_write(facts, args, kwargs):
+        if (
+            facts.special
+            or _mode_stack_depth()
+            or ((kwargs or facts.inplace_position is not None) and _may_write(facts, args, kwargs))
+        ):
             return self._call_quietly(facts, func, args, kwargs, frame)
         # Inputs are resolved before the call: an in-place op changes their versions.
         inputs = self._resolve_plain_inputs(func, args, kwargs)
