@@ -302,6 +302,15 @@ class Recorder(TensorBook, TorchFunctionMode):
         `entry` is the module's (address, pass) on the tracker's stack, None for the root:
         the ops that ran inside this call are those whose module_stack holds that tuple."""
         if type(output) is Tensor:  # the common case: nothing here reads the tensor
+            produced = self._producers.get(id(output))
+            if entry is not None and produced is not None and produced[0]() is output:
+                # Made by an op inside this very call (its stack holds `entry`): no loop.
+                node = produced[1]
+                depth = len(self.tracker.stack)
+                stack = node.module_stack
+                if len(stack) >= depth and stack[depth - 1] is entry:
+                    self.module_outputs.append((address, pass_index, [node]))
+                    return output
             nodes = self._module_output_nodes((output,), entry)
         else:
             # A container's flattening could call torch functions. (Fresh context objects
