@@ -18,6 +18,9 @@ from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
 
 _label_of = attrgetter("label")
+# Unseen writes are reported for these kinds (a parameter written outside the forward's
+# view is the user's business, not a stale activation of the pass).
+_REPORTED_KINDS = frozenset({"op", "input"})
 
 
 class SectionTop(NamedTuple):
@@ -98,30 +101,30 @@ def _add_output_sinks(recorder: Recorder, output: Any) -> list[OpRecord]:
 def _mark_feeds_output(
     nodes: list[OpRecord], sinks: list[OpRecord], *, partial: bool, failed: OpRecord | None
 ) -> None:
-    """Backwards from the outputs, each node once. A partial trace has no outputs: what leads
-    to the op that raised counts as feeding the output, and where no torch op raised,
-    nothing is known to be unused."""
+    """Backwards from the outputs. A partial trace has no outputs: what leads to the op that
+    raised counts as feeding the output, and where no torch op raised, nothing is known to
+    be unused.
+
+    Every node's parents come before it in `nodes` (a source is made before the op that
+    first reads it, an op after its inputs), so one scan from the end reaches every
+    ancestor: no stack, each node read once."""
     if partial and failed is None:
         for node in nodes:
             node.feeds_output = True
         return
-    pending = list(sinks) if failed is None else [failed]
-    for node in pending:
+    for node in sinks if failed is None else (failed,):
         node.feeds_output = True
-    while pending:
-        replay = pending.pop().replay
-        if replay is not None:
-            for _, parent, _ in replay[1]:
-                if not parent.feeds_output:
+    for node in reversed(nodes):
+        if node.feeds_output:
+            replay = node.replay
+            if replay is not None:
+                for _, parent, _ in replay[1]:
                     parent.feeds_output = True
-                    pending.append(parent)
 
 
 def _warn_on_unseen_writes(recorder: Recorder, stacklevel: int) -> None:
     """A saved reference whose version moved was overwritten by a call we could not see."""
-    changed = sorted(
-        {n.label for n in recorder.values.overwritten_unseen() if n.kind in ("op", "input")}
-    )
+    changed = sorted({n.label for n in recorder.values.overwritten_unseen(_REPORTED_KINDS)})
     if changed:
         warnings.warn(
             f"lens_widget: saved activations of {', '.join(changed[:5])}"

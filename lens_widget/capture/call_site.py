@@ -71,15 +71,21 @@ def find_call_site(
     Only ints are kept: holding frames would keep their locals alive.
     """
     kinds = _KINDS
-    if frame is not None and not outside_path and kinds.get(id(frame.f_code)) == USER:
-        # The common case, an op called in a forward: that line is both path and source.
+    if frame is not None and not outside_path:
+        code = frame.f_code
+        kind = kinds.get(id(code))
         back = frame.f_back
         if back is not None and kinds.get(id(back.f_code)) == MODULE_CALL:
-            code = frame.f_code
-            site = id(code) * _SITE_SCALE + frame.f_lasti
-            if site not in _LINES:
-                _LINES[site] = (code.co_filename, frame.f_lineno)
-            return site, site
+            if kind == USER:
+                # The common case, an op called in a forward: that line is path and source.
+                site = id(code) * _SITE_SCALE + frame.f_lasti
+                if site not in _LINES:
+                    _LINES[site] = (code.co_filename, frame.f_lineno)
+                return site, site
+            if kind == TORCH_MODULE:
+                # A torch module's own forward (Linear's F.linear): the path is that line,
+                # the source the first user frame above.
+                return id(code) * _SITE_SCALE + frame.f_lasti, _user_site(back.f_back)
     first = 0
     more: list[int] | None = None
     source = 0
@@ -125,6 +131,18 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
             return frame
         frame = frame.f_back
     return None
+
+
+def _user_site(frame: FrameType | None) -> int:
+    """The site of the first user frame from `frame` up; 0 when there is none."""
+    user = user_frame(frame)
+    if user is None:
+        return 0
+    code = user.f_code
+    site = id(code) * _SITE_SCALE + user.f_lasti
+    if site not in _LINES:
+        _LINES[site] = (code.co_filename, user.f_lineno)
+    return site
 
 
 def source_line(site: int) -> tuple[str, int] | None:

@@ -50,10 +50,20 @@ def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
         if trackers:  # someone else's __call__ was in place: keep it, at the cost of a frame
             return _call_tracked(trackers, module, _Patch.original, (module, *args), kwargs)
         return _Patch.original(module, *args, **kwargs)
+    if len(trackers) == 1:  # one trace: the common case, without loops
+        tracker = trackers[0]
+        tracker.enter(module)
+        try:
+            # torch's _wrapped_call_impl, inlined: one frame per module as in a plain forward
+            compiled = module._compiled_call_impl
+            output = (compiled if compiled is not None else module._call_impl)(*args, **kwargs)
+        except BaseException:
+            tracker.exit(None)
+            raise
+        return tracker.exit(output)  # the same object unless an intervention replaced it
     for tracker in trackers:
         tracker.enter(module, args, kwargs)
     try:
-        # torch's _wrapped_call_impl, inlined: one frame per module as in a plain forward
         compiled = module._compiled_call_impl
         output = (compiled if compiled is not None else module._call_impl)(*args, **kwargs)
     except BaseException:
@@ -61,7 +71,7 @@ def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
             tracker.exit(None)
         raise
     for tracker in reversed(trackers):
-        output = tracker.exit(output)  # the same object unless an intervention replaced it
+        output = tracker.exit(output)
     return output
 
 
@@ -178,18 +188,22 @@ class ModuleTracker:
             self._on_outer_call(module, address, args, kwargs)
         info = self.modules.get(address)
         if info is None:
-            parent = self.stack[-1][0] if self.stack else ("" if module is not self._root else None)
-            info = self.modules[address] = ModuleInfo(address, type(module).__name__, parent)
-        info.n_passes += 1
-        n_passes = info.n_passes
-        stack, path = self.stack, self.path
+            info = self._new_info(module, address)
+        n_passes = info.n_passes = info.n_passes + 1
+        stack = self.stack
         if module is self._root:  # the root is the whole log, not a group inside it
-            self._open.append((stack, path, info, n_passes, None, len(self._ops)))
+            self._open.append((stack, self.path, info, n_passes, None, len(self._ops)))
             return
         entry = (address, n_passes)
+        path = self.path
         self._open.append((stack, path, info, n_passes, entry, len(self._ops)))
         self.stack = (*stack, entry)
         self.path = (*path, address)
+
+    def _new_info(self, module: torch.nn.Module, address: str) -> ModuleInfo:
+        parent = self.stack[-1][0] if self.stack else ("" if module is not self._root else None)
+        info = self.modules[address] = ModuleInfo(address, type(module).__name__, parent, 0, 0, {})
+        return info
 
     def exit(self, output: Any) -> Any:
         """The module call that entered last returned `output` (None when it raised); what

@@ -117,7 +117,11 @@ class Recorder(TensorBook, TorchFunctionMode):
         # The fast path: positional plain tensors and scalars, no user mode around the trace.
         # Then no call made by the bookkeeping can reach a mode or a Tensor subclass, and it
         # runs without DisableTorchFunction.
-        if facts.special or _mode_stack_depth() or _may_write(facts, args, kwargs):
+        if (
+            facts.special
+            or _mode_stack_depth()
+            or ((kwargs or facts.inplace_position is not None) and _may_write(facts, args, kwargs))
+        ):
             return self._call_quietly(facts, func, args, kwargs, frame)
         # Inputs are resolved before the call: an in-place op changes their versions.
         inputs = self._resolve_plain_inputs(func, args, kwargs)
@@ -316,6 +320,15 @@ class Recorder(TensorBook, TorchFunctionMode):
         `entry` is the module's (address, pass) on the tracker's stack, None for the root:
         the ops that ran inside this call are those whose module_stack holds that tuple."""
         if type(output) is Tensor:  # the common case: nothing here reads the tensor
+            produced = self._producers.get(id(output))
+            if entry is not None and produced is not None and produced[0]() is output:
+                # Made by an op inside this very call (its stack holds `entry`): no loop.
+                node = produced[1]
+                depth = len(self.tracker.stack)
+                stack = node.module_stack
+                if len(stack) >= depth and stack[depth - 1] is entry:
+                    self.module_outputs.append((address, pass_index, [node]))
+                    return output
             nodes = self._module_output_nodes((output,), entry)
         else:
             # A container's flattening could call torch functions. (Fresh context objects

@@ -7,6 +7,8 @@ from then on as new values are saved. A model without in-place writes never pays
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import ne
 from typing import TYPE_CHECKING
 
 import torch
@@ -94,28 +96,31 @@ class SavedValues:
                         copy = copies[id(saved[i])] = saved[i].detach().clone()
                 node.activations = (*saved[:i], copy, *saved[i + 1 :])
 
-    def overwritten_unseen(self) -> list[OpRecord]:
-        """Nodes whose saved reference (not replaced by a copy) changed version since saved:
-        written by a call the tracer could not see."""
+    def overwritten_unseen(self, kinds: frozenset[str]) -> list[OpRecord]:
+        """Nodes of these kinds whose saved reference (not replaced by a copy) changed
+        version since saved: written by a call the tracer could not see."""
+        saved = self.saved
+        if self.track_versions:
+            # Most entries are one output whose version did not move: those are ruled out
+            # with comprehensions and C loops; the rest are checked one by one below.
+            try:
+                now = [outputs[0]._version for _, outputs, _ in saved]
+            except RuntimeError:  # an inference tensor: check every entry
+                pass
+            else:
+                saved = list(compress(saved, map(ne, now, [v for _, _, v in saved])))
         changed = []
-        track = self.track_versions
-        for node, outputs, versions in self.saved:
-            now = node.activations
-            if now is None:
+        for node, outputs, versions in saved:
+            if node.kind not in kinds:
                 continue
-            if type(versions) is int:  # one output: the common case, without a loop
-                tensor = outputs[0]
-                if versions >= 0 and now[0] is tensor:
-                    try:
-                        moved = (tensor._version if track else self.version(tensor)) != versions
-                    except RuntimeError:
-                        moved = self.version(tensor) != versions
-                    if moved:
-                        changed.append(node)
+            now_saved = node.activations
+            if now_saved is None:
                 continue
-            for i, tensor in enumerate(outputs):
-                then = versions[i]  # type: ignore[index]
-                if then >= 0 and now[i] is tensor and self.version(tensor) != then:
+            if type(versions) is int:
+                versions = (versions,)
+            for i, then in enumerate(versions):  # type: ignore[arg-type]
+                tensor = outputs[i]
+                if then >= 0 and now_saved[i] is tensor and self.version(tensor) != then:
                     changed.append(node)
                     break
         return changed

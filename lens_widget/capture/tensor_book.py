@@ -33,6 +33,7 @@ from lens_widget.log.replay import ReplayCall
 
 Tensor = torch.Tensor
 Parameter = torch.nn.Parameter
+_NO_KWARGS: dict[str, Any] = {}  # the kwargs of every replay template without any: read only
 
 # Records are built with positional arguments (twice as fast as keywords): in this order.
 RECORD_FIELDS = (
@@ -197,7 +198,7 @@ class TensorBook:
         else:
             slots = iter(SLOTS)
             template = tuple([v if type(v) in LEAF_TYPES else next(slots) for v in args])
-        replay = ReplayCall(func, template, kwargs or {})
+        replay = ReplayCall(func, template, kwargs or _NO_KWARGS)
         if literals is not None:
             replay.literals = literals
         return replay, parent_refs, params
