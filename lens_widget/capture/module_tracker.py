@@ -52,7 +52,7 @@ def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
         return _Patch.original(module, *args, **kwargs)
     if len(trackers) == 1:  # one trace: the common case, without loops
         tracker = trackers[0]
-        tracker.enter(module)
+        tracker.enter(module, args, kwargs)
         try:
             # torch's _wrapped_call_impl, inlined: one frame per module as in a plain forward
             compiled = module._compiled_call_impl
