@@ -56,12 +56,14 @@ export function chunkNodes(
   const count = new Map<string, number>([[ROOT, 0]]);
   const position = new Map<string, number>(); // group key -> position in its box
   const nodePos = new Int32Array(nodes.length);
+  let prev: readonly string[] = [];
   for (let i = 0; i < nodes.length; i++) {
     const gs = nodes[i].groups;
     let box = ROOT;
     for (let d = 0; d < gs.length; d++) {
       const g = gs[d];
-      if (!count.has(g)) {
+      // a group the previous node was in is counted already
+      if (!(d < prev.length && prev[d] === g) && !count.has(g)) {
         const c = count.get(box)!;
         position.set(g, c);
         count.set(box, c + 1);
@@ -72,6 +74,7 @@ export function chunkNodes(
     const c = count.get(box)!;
     nodePos[i] = c;
     count.set(box, c + 1);
+    prev = gs;
   }
   const spans = new Map<string, number[]>();
   for (const [box, n] of count) if (n > limit) spans.set(box, chunkSpans(n, limit, size));
@@ -111,11 +114,20 @@ export function chunkNodes(
     }
   };
   const out = new Array<NodeInfo>(nodes.length);
+  // nodes of one box whose box is not chunked share the groups of the one before them
+  let prevIn: readonly string[] = [];
+  let prevOut: string[] | null = null;
   for (let i = 0; i < nodes.length; i++) {
     const n = nodes[i];
     const gs = n.groups;
+    const own = gs.length ? gs[gs.length - 1] : ROOT;
+    if (prevOut && !spans.has(own) && sameList(gs, prevIn)) {
+      out[i] = { ...n, groups: prevOut };
+      continue;
+    }
     let touched = spans.has(ROOT);
     for (let d = 0; d < gs.length && !touched; d++) touched = spans.has(gs[d]);
+    prevOut = null;
     if (!touched) {
       out[i] = n;
       continue;
@@ -129,7 +141,17 @@ export function chunkNodes(
       box = g;
     }
     if (spans.has(box)) pathOf(box, nodePos[i], n.id, groups);
+    else {
+      prevIn = gs;
+      prevOut = groups;
+    }
     out[i] = { ...n, groups };
   }
   return { nodes: out, chunks };
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = a.length - 1; i >= 0; i--) if (a[i] !== b[i]) return false;
+  return true;
 }
