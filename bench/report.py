@@ -160,7 +160,8 @@ Headless Chromium (software rendering: `--disable-gpu`), viewport 1300x900, devi
 widget.js {widget_js_mib} MiB. *first paint*: from just before `import(widget.js)` to the
 widget's `lens:first-paint` mark (default expansion), decoding the graph's wire bytes
 included (*graph inflate*: unzipping and checking the bytes; each view is decoded when first
-drawn); the 100,000-op row is timed to first paint only. *expand*: click a collapsed module
+drawn); the 100,000-op row times first paint, then one expand (a chunk of blocks, then a
+block in it: median of those 2) and one click to plot. *expand*: click a collapsed module
 (median of 3 modules); *to rolled*: the Rolled button (first time: layouts not cached),
 *back*: Unrolled, both before any node is selected; *click to plot*: click an op until its
 Plotly plot is drawn, through lens_widget's real request handler (synthetic graphs: a

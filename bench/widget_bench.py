@@ -223,14 +223,36 @@ def _first_paint(page: Any, row: dict[str, Any]) -> None:
         row["marks_ms"] = {k: round(v - start, 1) for k, v in marks.items()}
 
 
+def _expand_then_plot(page: Any, row: dict[str, Any]) -> None:
+    """Opens the first collapsed box on screen (a chunk of blocks on a huge graph), then one
+    inside it, and clicks an op there until its plot is drawn: expand_ms, click_to_plot_ms."""
+    _wait_idle(page)
+    page.evaluate(BENCH_JS, STEP_TIMEOUT_MS)
+    expands = []
+    for _ in range(2):
+        ids = page.evaluate("() => window.__el.__lens.visibleIds")
+        groups = _on_screen(page, [i for i in ids if i.startswith("@")], limit=1)
+        if not groups:
+            break
+        expands.append(_timed_click(page, "layout", *groups[0][1].values()))
+        _wait_idle(page)
+    row["expand_samples_ms"] = expands
+    row["expand_ms"] = median(expands) if expands else None
+    ids = page.evaluate("() => window.__el.__lens.visibleIds")
+    ops = _on_screen(page, [i for i in ids if not i.startswith("@")], limit=1)
+    row["click_to_plot_ms"] = _timed_click(page, "plot", *ops[0][1].values()) if ops else None
+
+
 def _measure_first_paint(
-    browser: Any, name: str, payload: dict[str, Any], log: Callable[[str], None]
+    browser: Any, name: str, payload: dict[str, Any], log: Callable[[str], None], kernel: Kernel
 ) -> dict[str, Any]:
-    """First paint only: for graphs too big to click through in the bench's time."""
-    context, page, row, errors = _open_page(browser, name, payload, Kernel({}))
+    """First paint, one expand and one click to plot: for graphs too big to click through in
+    the bench's time (Expand all, panning)."""
+    context, page, row, errors = _open_page(browser, name, payload, kernel)
     try:
         _first_paint(page, row)
         row["visible_at_first_paint"] = page.evaluate("() => window.__el.__lens.visibleCount")
+        _expand_then_plot(page, row)
     except Exception as err:
         row["error"] = f"{type(err).__name__}: {err}"
         row["banner"] = page.evaluate(  # a layout that failed says so there
@@ -240,7 +262,8 @@ def _measure_first_paint(
     if errors:
         row["page_errors"] = errors[:5]
     context.close()
-    parts = ", ".join(f"{k[:-3]} {row[k]:.0f}" for k in ("decode_ms", "layout_ms") if row.get(k))
+    keys = ("decode_ms", "layout_ms", "expand_ms", "click_to_plot_ms")
+    parts = ", ".join(f"{k[:-3]} {row[k]:.0f}" for k in keys if row.get(k))
     log(f"  {name}: first paint {row['first_paint_ms'] or '-'} ms ({parts}) {row.get('error', '')}")
     return row
 
@@ -437,7 +460,8 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
                 )
             for n in first_paint_sizes:
                 payload = make_payload(target_ops=n)
-                rows.append(_measure_first_paint(browser, f"synthetic {n}", payload, log))
+                kernel = Kernel(AnyNode(big))
+                rows.append(_measure_first_paint(browser, f"synthetic {n}", payload, log, kernel))
                 del payload
             name, payload, kernel = _real_model(quick)
 
@@ -458,7 +482,8 @@ def bench_widget(quick: bool, log: Callable[[str], None] = print) -> dict[str, A
 def main() -> None:
     """Only the folded GPT-2 row, once: `python -m bench.widget_bench`; with
     `--widget-js OLD.js --before-folding`, the same row on an older build; with
-    `--recolor 5000`, the recolor figures of the synthetic 5000-op graph."""
+    `--recolor 5000`, the recolor figures of the synthetic 5000-op graph; with
+    `--first-paint 100000`, the first paint row of a synthetic graph of that many ops."""
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("--widget-js", type=pathlib.Path, default=WIDGET_JS)
     p.add_argument("--layers", type=int, default=24)
@@ -466,12 +491,18 @@ def main() -> None:
     p.add_argument(
         "--recolor", type=int, metavar="N_OPS", help="instead: recolor a synthetic N_OPS graph"
     )
+    p.add_argument("--first-paint", type=int, metavar="OPS", help="the first-paint row instead")
     args = p.parse_args()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             if args.recolor:
                 row = bench_recolor(browser, print, args.recolor)
+            elif args.first_paint:
+                kernel = Kernel(AnyNode(torch.randn(1, 1000, 1000)))
+                payload = make_payload(target_ops=args.first_paint)
+                name = f"synthetic {args.first_paint}"
+                row = _measure_first_paint(browser, name, payload, print, kernel)
             else:
                 row = bench_gpt2_folded(
                     browser, print, args.layers, args.widget_js, folded=not args.before_folding

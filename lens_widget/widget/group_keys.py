@@ -4,7 +4,10 @@ groups (js/src/model/folds.ts), which a user can also open from Python.
 - a repeated-block stack: its first block's address, "×", the number of blocks
   ("transformer.h.0×24");
 - an output group: "output.<name>" for the outputs "output.<name>.…" of one kind
-  ("output.past_key_values" holds every KV-cache tensor).
+  ("output.past_key_values" holds every KV-cache tensor);
+- a chunk of a box with too many children to draw at once (js/src/model/chunks.ts): the box's
+  address ("" for the model itself), "#", the 1-based positions of its first and last child
+  ("#1-100", "encoder.layers#101-200").
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import re
 from collections.abc import Iterable
 
 _STACK = re.compile(r"^(?P<first>.+)×(?P<count>\d+)$")
+_CHUNK = re.compile(r"^(?P<box>.*)#(?P<first>\d+)-(?P<last>\d+)$")
 
 
 def stack_address(group: list[str]) -> str:
@@ -31,8 +35,16 @@ def output_groups(output_ids: Iterable[str]) -> set[str]:
 
 
 def is_group_address(address: str, modules: set[str], outputs: set[str]) -> bool:
-    """A module, a stack of blocks starting at a module, or an output group."""
+    """A module, a stack of blocks starting at a module, an output group, or a chunk of one of
+    them (or of the model itself)."""
     if address in modules or address in outputs:
         return True
+    chunk = _CHUNK.match(address)
+    if chunk is not None:
+        box = chunk["box"]
+        ordered = 1 <= int(chunk["first"]) <= int(chunk["last"])
+        if box == "":
+            return ordered
+        return ordered and _CHUNK.match(box) is None and is_group_address(box, modules, outputs)
     match = _STACK.match(address)
     return match is not None and match["first"] in modules and int(match["count"]) >= 2

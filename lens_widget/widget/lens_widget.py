@@ -328,8 +328,8 @@ class LensWidget(anywidget.AnyWidget):
             shown = cut(", ".join(quote(a) for a in unknown[:5]))
             raise traitlets.TraitError(
                 f"expanded: unknown module addresses {shown} (module addresses, a stack of "
-                "repeated blocks such as 'transformer.h.0×24', or an output group such as "
-                "'output.past_key_values')"
+                "repeated blocks such as 'transformer.h.0×24', an output group such as "
+                "'output.past_key_values', or a chunk of a huge box such as 'encoder#1-100')"
             )
         return list(dict.fromkeys(proposal["value"]))  # drop repeats, keep order
 

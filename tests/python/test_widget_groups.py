@@ -51,6 +51,23 @@ def test_group_addresses() -> None:
         assert not is_group_address(bad, modules, outputs), bad
 
 
+def test_chunk_addresses() -> None:
+    """Chunks of a box with thousands of children (js/src/model/chunks.ts): the model's own,
+    a module's, a stack's or an output group's."""
+    modules = {"", "transformer", "transformer.h.0"}
+    outputs = {"output.past_key_values"}
+    good = [
+        "#1-100",
+        "transformer#101-200",
+        "transformer.h.0×24#1-12",
+        "output.past_key_values#3-4",
+    ]
+    for address in good:
+        assert is_group_address(address, modules, outputs), address
+    for bad in ("nope#1-100", "#0-5", "#7-3", "transformer#1", "transformer#a-b", "#1-2#3-4"):
+        assert not is_group_address(bad, modules, outputs), bad
+
+
 def test_expanded_accepts_the_frontends_groups(gpt2) -> None:
     w = LensWidget(*gpt2)
     stack = stack_address(w.graph["repeatedBlocks"][0])

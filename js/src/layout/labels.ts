@@ -1,4 +1,5 @@
 // Text shown on nodes and collapsed modules, and the box sizes derived from it.
+import { CHUNK_MARK } from "../model/chunks";
 import type { NodeInfo, ViewName } from "../model/protocol";
 import type { GroupNode } from "../model/tree";
 
@@ -50,6 +51,12 @@ export function groupLines(g: GroupNode, view: ViewName): [string, string, strin
   const shape = shapeText(g.outShape);
   const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? " → " + shape : ""}`;
   if (g.kind === "stack") return [clip(`${g.className} ×${g.members.length}`), clipStart(stackTitle(g.members)), clip(ops)];
+  if (g.chunk) {
+    const c = g.chunk;
+    const box = c.address.slice(0, c.address.lastIndexOf(CHUNK_MARK));
+    const where = box === "" ? "the model" : clipStart(box, 20);
+    return [clip(c.first === c.last ? c.first : stackTitle([c.first, c.last])), clip(`${c.lo}–${c.hi} of ${c.total} in ${where}`), clip(ops)];
+  }
   if (g.kind === "outputs") return [clip(`${g.className} ×${g.members.length}`), clipStart(g.address), `${g.members.length} outputs`];
   const passes = view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
   return [clip(g.className + passes), clipStart(g.address), clip(ops)];

@@ -1,8 +1,9 @@
 // Picks the expansion a graph opens with: expand whole levels of the module tree,
 // outermost first, while the number of visible items stays readable. Stacks of repeated
 // blocks and output groups stay closed: they are what keeps a large model on one screen.
+// Chunks of a huge box (model/chunks.ts) open like modules.
 import { type GraphModel, ROOT } from "./tree";
-import { computeVisible } from "./visibility";
+import { countVisible } from "./visibility";
 
 export const DEFAULT_MAX_VISIBLE = 150;
 const HANDFUL = 3;
@@ -18,16 +19,19 @@ export function expansionLevels(
   showParams: boolean,
   maxVisible: number = DEFAULT_MAX_VISIBLE,
 ): Levels {
-  const opens = (key: string): boolean => model.groups.get(key)!.kind === "module";
+  const opens = (key: string): boolean => {
+    const kind = model.groups.get(key)!.kind;
+    return kind === "module" || kind === "chunk";
+  };
   const expanded = new Set<string>();
   const levels: string[][] = [[]];
-  let count = computeVisible(model, { expanded, showParams }).items.length;
+  let count = countVisible(model, { expanded, showParams });
   let lowest = count > HANDFUL ? 0 : -1;
   let level = model.groups.get(ROOT)!.childGroups.filter(opens);
   while (level.length > 0) {
     const trial = new Set(expanded);
     for (const k of level) trial.add(model.groups.get(k)!.address);
-    const n = computeVisible(model, { expanded: trial, showParams }).items.length;
+    const n = countVisible(model, { expanded: trial, showParams });
     // a handful of boxes says nothing: open one level even past the limit then
     if (n > maxVisible && count > HANDFUL) break;
     for (const a of trial) expanded.add(a);

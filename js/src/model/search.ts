@@ -33,7 +33,7 @@ export function search(model: GraphModel, query: string, limit = 30, showParams 
     return r;
   };
   for (const g of model.groups.values()) {
-    if (g.key === ROOT) continue;
+    if (g.key === ROOT || g.kind === "chunk") continue; // a chunk is only a way in: its ops and modules are found
     const s = best(g.address, g.key, g.className);
     if (s >= 0) hits.push({ kind: "group", id: g.key, label: g.key, detail: g.className, score: s });
   }

@@ -1,10 +1,12 @@
 // Builds the module-group tree of one view from NodeInfo.groups (with the groups folds.ts
 // adds), plus adjacency and per-group summaries (op count, output shape) that the collapsed
 // boxes show.
+import { type Chunk, chunkNodes } from "./chunks";
 import { type AddedKind, foldView } from "./folds";
-import type { EdgeInfo, GraphPayload, ModuleInfo, NodeInfo, ViewGraph, ViewName } from "./protocol";
+import type { GraphPayload, ModuleInfo, NodeInfo, ViewGraph, ViewName } from "./protocol";
 
 export const ROOT = "";
+export const SOURCE_KINDS: ReadonlySet<string> = new Set(["param", "buffer", "const"]); // hidden unless parameters are shown
 
 export interface GroupNode {
   key: string; // "" root, "a.b:1" (unrolled) or "a.b" (rolled)
@@ -16,12 +18,15 @@ export interface GroupNode {
   childNodes: string[];
   order: number; // index of the first node inside it
   nOps: number; // op nodes in the whole subtree
+  nNodes: number; // nodes in the whole subtree, and of them params/buffers/consts
+  nSources: number;
   outShape: number[] | null; // shape of the last value leaving the group
   className: string;
   // Times it ran: a module's passes; in the rolled view a folded block's passes times its blocks.
   nPasses: number;
-  kind: "module" | AddedKind;
+  kind: "module" | AddedKind | "chunk";
   members: string[]; // a stack's block addresses, an output group's node ids
+  chunk: Chunk | null; // for a chunk: the run of its box's children it holds (model/chunks.ts)
   aliases: string[]; // rolled: the folded twins whose expansion opens this group too
 }
 
@@ -32,9 +37,11 @@ export interface GraphModel {
   index: Map<string, number>;
   groups: Map<string, GroupNode>;
   modules: Map<string, ModuleInfo>;
-  parents: Map<string, string[]>;
-  children: Map<string, string[]>;
-  edgesByKey: Map<string, EdgeInfo>;
+  // view.edges[e] runs from node edgeSource[e] to edgeTarget[e] (indexes into view.nodes; -1: unknown id)
+  edgeSource: Int32Array;
+  edgeTarget: Int32Array;
+  readonly parents: Map<string, string[]>; // built on first read
+  readonly children: Map<string, string[]>;
 }
 
 /** "a.b:3" -> ["a.b", 3] in the unrolled view; rolled keys are plain addresses. */
@@ -53,7 +60,9 @@ export function edgeKey(source: string, target: string): string {
 export function buildModel(payload: GraphPayload, viewName: ViewName): GraphModel {
   const folds = foldView(payload, viewName);
   const raw = viewName === "rolled" ? payload.rolled : payload.unrolled;
-  const view: ViewGraph = { nodes: folds.nodes, edges: raw.edges };
+  const addressOf = (key: string): string => (folds.added.has(key) ? key : parseGroupKey(key, viewName)[0]);
+  const { nodes: viewNodes, chunks } = chunkNodes(folds.nodes, addressOf);
+  const view: ViewGraph = { nodes: viewNodes, edges: raw.edges };
   const modules = new Map(payload.modules.map((m) => [m.address, m]));
   const nodes = new Map<string, NodeInfo>();
   const index = new Map<string, number>();
@@ -61,6 +70,28 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
   const mkGroup = (key: string, parent: string | null, depth: number, order: number): GroupNode => {
     const [address, pass] = key === ROOT ? ["", null] : parseGroupKey(key, viewName);
     const mod = modules.get(address);
+    const chunk = chunks.get(key);
+    if (chunk)
+      return {
+        key,
+        address: chunk.address,
+        pass: null,
+        parent,
+        depth,
+        childGroups: [],
+        childNodes: [],
+        order,
+        nOps: 0,
+        nNodes: 0,
+        nSources: 0,
+        outShape: null,
+        className: "",
+        nPasses: 1,
+        kind: "chunk",
+        members: [],
+        aliases: [],
+        chunk,
+      };
     const added = folds.added.get(key);
     if (added)
       return {
@@ -73,12 +104,15 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
         childNodes: [],
         order,
         nOps: 0,
+        nNodes: 0,
+        nSources: 0,
         outShape: null,
         className: added.className,
         nPasses: 1,
         kind: added.kind,
         members: added.members,
         aliases: [],
+        chunk: null,
       };
     return {
       key,
@@ -90,51 +124,71 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
       childNodes: [],
       order,
       nOps: 0,
+      nNodes: 0,
+      nSources: 0,
       outShape: null,
       className: mod?.className ?? (key === ROOT ? payload.modelClass : address.split(".").pop() || "Module"),
       nPasses: (mod?.nPasses ?? 1) * (folds.repeat.get(address) ?? 1),
       kind: "module",
       members: [],
       aliases: folds.aliases.get(address) ?? [],
+      chunk: null,
     };
   };
-  groups.set(ROOT, mkGroup(ROOT, null, 0, 0));
-  view.nodes.forEach((n, i) => {
+  const root = mkGroup(ROOT, null, 0, 0);
+  groups.set(ROOT, root);
+  // consecutive nodes mostly share their enclosing groups: reuse the previous node's chain
+  let prevKeys: readonly string[] = [];
+  const prevChain: GroupNode[] = [];
+  const list = view.nodes;
+  for (let i = 0; i < list.length; i++) {
+    const n = list[i];
     nodes.set(n.id, n);
     index.set(n.id, i);
-    let parent = groups.get(ROOT)!;
-    for (let d = 0; d < n.groups.length; d++) {
-      const key = n.groups[d];
-      let g = groups.get(key);
+    const gs = n.groups;
+    const op = n.kind === "op";
+    const source = SOURCE_KINDS.has(n.kind);
+    root.nNodes++;
+    if (source) root.nSources++;
+    let parent = root;
+    for (let d = 0; d < gs.length; d++) {
+      const key = gs[d];
+      let g: GroupNode | undefined = d < prevKeys.length && prevKeys[d] === key ? prevChain[d] : undefined;
+      if (!g) g = groups.get(key);
       if (!g) {
         g = mkGroup(key, parent.key, d + 1, i);
         groups.set(key, g);
         parent.childGroups.push(key);
       }
-      if (n.kind === "op") g.nOps++;
+      prevChain[d] = g;
+      if (op) g.nOps++;
+      g.nNodes++;
+      if (source) g.nSources++;
       parent = g;
     }
-    if (n.kind === "op") groups.get(ROOT)!.nOps++;
+    prevKeys = gs;
+    if (op) root.nOps++;
     parent.childNodes.push(n.id);
-  });
+  }
 
-  const parents = new Map<string, string[]>();
-  const children = new Map<string, string[]>();
-  const edgesByKey = new Map<string, EdgeInfo>();
   // lastOut[g] = index of the latest node in g whose value leaves g
   const lastOut = new Map<string, number>();
-  for (const e of view.edges) {
-    const s = nodes.get(e.source);
-    const t = nodes.get(e.target);
-    if (!s || !t) continue;
-    edgesByKey.set(edgeKey(e.source, e.target), e);
-    push(children, e.source, e.target);
-    push(parents, e.target, e.source);
+  const edgeSource = new Int32Array(view.edges.length);
+  const edgeTarget = new Int32Array(view.edges.length);
+  for (let k = 0; k < view.edges.length; k++) {
+    const e = view.edges[k];
+    const si = index.get(e.source) ?? -1;
+    const ti = index.get(e.target) ?? -1;
+    edgeSource[k] = si;
+    edgeTarget[k] = ti;
+    if (si < 0 || ti < 0) continue;
+    const sg = list[si].groups;
+    const tg = list[ti].groups;
     let common = 0;
-    while (common < s.groups.length && common < t.groups.length && s.groups[common] === t.groups[common]) common++;
-    const si = index.get(e.source)!;
-    for (let d = common; d < s.groups.length; d++) {
-      const g = s.groups[d];
+    while (common < sg.length && common < tg.length && sg[common] === tg[common]) common++;
+    if (common === sg.length) continue;
+    for (let d = common; d < sg.length; d++) {
+      const g = sg[d];
       if ((lastOut.get(g) ?? -1) < si) lastOut.set(g, si);
     }
   }
@@ -142,7 +196,35 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
     const grp = groups.get(g);
     if (grp) grp.outShape = view.nodes[i].shape;
   }
-  return { viewName, view, nodes, index, groups, modules, parents, children, edgesByKey };
+  // parents and children are read when an op is inspected: built then, not before first paint
+  let adjacency: [Map<string, string[]>, Map<string, string[]>] | null = null;
+  const links = (): [Map<string, string[]>, Map<string, string[]>] => {
+    if (adjacency) return adjacency;
+    const parents = new Map<string, string[]>();
+    const children = new Map<string, string[]>();
+    for (const e of view.edges) {
+      if (!nodes.has(e.source) || !nodes.has(e.target)) continue;
+      push(children, e.source, e.target);
+      push(parents, e.target, e.source);
+    }
+    return (adjacency = [parents, children]);
+  };
+  return {
+    viewName,
+    view,
+    nodes,
+    index,
+    groups,
+    modules,
+    edgeSource,
+    edgeTarget,
+    get parents() {
+      return links()[0];
+    },
+    get children() {
+      return links()[1];
+    },
+  };
 }
 
 function push(m: Map<string, string[]>, k: string, v: string): void {
@@ -155,7 +237,7 @@ function push(m: Map<string, string[]>, k: string, v: string): void {
 export function ancestorAddresses(model: GraphModel, nodeId: string): string[] {
   const n = model.nodes.get(nodeId);
   if (!n) return [];
-  return n.groups.map((g) => parseGroupKey(g, model.viewName)[0]);
+  return n.groups.map((g) => model.groups.get(g)?.address ?? parseGroupKey(g, model.viewName)[0]);
 }
 
 /** Addresses of a group's enclosing groups, itself excluded. */

@@ -1,7 +1,7 @@
 // Which nodes and module boxes are on screen for a given expansion, and the edges
 // between them with endpoints lifted to their visible representatives.
 import type { NodeInfo } from "./protocol";
-import { edgeKey, type GraphModel, ROOT } from "./tree";
+import { edgeKey, type GraphModel, type GroupNode, ROOT, SOURCE_KINDS } from "./tree";
 
 export const GROUP_PREFIX = "@"; // item id of a group: "@" + group key (op ids never start with "@")
 
@@ -36,13 +36,15 @@ export interface Visible {
   boxChildren: Map<string, string[]>; // box key -> direct item ids (nodes, collapsed groups, "@"+expanded child)
   edges: VisEdge[];
   layoutEdges: Map<string, [string, string][]>; // box key -> edges between its direct items
-  rep: Map<string, string>; // node id -> visible item id (hidden nodes absent)
+  rep: RepLookup; // node id -> visible item id (hidden nodes absent)
 }
 
-const HIDDEN_KINDS = new Set(["param", "buffer", "const"]);
+export interface RepLookup {
+  get(id: string): string | undefined;
+}
 
 export function isShown(n: NodeInfo, showParams: boolean): boolean {
-  return showParams || !HIDDEN_KINDS.has(n.kind);
+  return showParams || !SOURCE_KINDS.has(n.kind);
 }
 
 /** A group is open when its address is in the expanded set, or (rolled view) one of its folded twins is. */
@@ -81,11 +83,13 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
   };
   const items: VisItem[] = [];
   const itemById = new Map<string, VisItem>();
+  const itemIndex = new Map<string, number>();
   const boxChildren = new Map<string, string[]>([[ROOT, []]]);
   const boxes: string[] = [ROOT];
-  const rep = new Map<string, string>();
-  const chainLen = new Map<string, number>(); // item id -> number of enclosing groups
-  const chainOf = new Map<string, readonly string[]>(); // item id -> groups array (prefix of chainLen)
+  const list = model.view.nodes;
+  const repOf = new Int32Array(list.length).fill(-1); // node index -> index of its item
+  const chainLen: number[] = []; // item index -> number of enclosing groups
+  const chainOf: (readonly string[])[] = []; // item index -> groups array (prefix of chainLen)
 
   const addChild = (box: string, id: string): void => {
     let arr = boxChildren.get(box);
@@ -97,9 +101,23 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
     arr.push(id);
   };
 
-  for (const n of model.view.nodes) {
+  // Consecutive nodes in one closed group are one item: the previous node's closed group is
+  // checked first, so a huge collapsed graph costs a few string compares per node.
+  let prevGroups: readonly string[] = [];
+  let prevCut = -1; // depth of the previous node's closed group, -1 when it showed itself
+  let prevItem = -1;
+  for (let i = 0; i < list.length; i++) {
+    const n = list[i];
     if (!isShown(n, opts.showParams)) continue;
     const gs = n.groups;
+    if (prevCut >= 0 && gs.length > prevCut) {
+      let same = true;
+      for (let d = prevCut; d >= 0 && same; d--) same = gs[d] === prevGroups[d];
+      if (same) {
+        repOf[i] = prevItem;
+        continue;
+      }
+    }
     let container = ROOT;
     let id = n.id;
     let depth = gs.length;
@@ -111,15 +129,16 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
         break;
       }
       // an expanded group becomes an item of its container the first time it is met
-      if (!boxChildren.has(g)) addChild(container, GROUP_PREFIX + g);
       if (!boxChildren.has(g)) {
+        addChild(container, GROUP_PREFIX + g);
         boxChildren.set(g, []);
         boxes.push(g);
       }
       container = g;
     }
-    rep.set(n.id, id);
-    if (!itemById.has(id)) {
+    let at = itemIndex.get(id);
+    if (at === undefined) {
+      at = items.length;
       const item: VisItem = {
         id,
         node: id === n.id ? n : null,
@@ -128,31 +147,43 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
       };
       items.push(item);
       itemById.set(id, item);
+      itemIndex.set(id, at);
       addChild(container, id);
-      chainLen.set(id, depth);
-      chainOf.set(id, gs);
+      chainLen.push(depth);
+      chainOf.push(gs);
     }
+    repOf[i] = at;
+    prevGroups = gs;
+    prevCut = depth < gs.length ? depth : -1;
+    prevItem = at;
   }
 
   const edges: VisEdge[] = [];
-  const byKey = new Map<string, VisEdge>();
+  const byPair = new Map<number, VisEdge>();
   const layoutEdges = new Map<string, [string, string][]>();
   const layoutSeen = new Set<string>();
-  for (const e of model.view.edges) {
-    const rs = rep.get(e.source);
-    const rt = rep.get(e.target);
-    if (rs === undefined || rt === undefined || rs === rt) continue;
-    const k = edgeKey(rs, rt);
-    const prev = byKey.get(k);
+  const viewEdges = model.view.edges;
+  for (let k = 0; k < viewEdges.length; k++) {
+    const si = model.edgeSource[k];
+    const ti = model.edgeTarget[k];
+    if (si < 0 || ti < 0) continue;
+    const ia = repOf[si];
+    const ib = repOf[ti];
+    if (ia < 0 || ib < 0 || ia === ib) continue;
+    const e = viewEdges[k];
+    const pair = ia * items.length + ib;
+    const prev = byPair.get(pair);
     if (prev) {
       prev.count++;
       for (const p of e.passes) if (!prev.passes.includes(p)) prev.passes.push(p);
       continue;
     }
-    const cs = chainOf.get(rs)!;
-    const ct = chainOf.get(rt)!;
-    const ls = chainLen.get(rs)!;
-    const lt = chainLen.get(rt)!;
+    const rs = items[ia].id;
+    const rt = items[ib].id;
+    const cs = chainOf[ia];
+    const ct = chainOf[ib];
+    const ls = chainLen[ia];
+    const lt = chainLen[ib];
     let common = 0;
     while (common < ls && common < lt && cs[common] === ct[common]) common++;
     const lca = common === 0 ? ROOT : cs[common - 1];
@@ -170,7 +201,7 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
       count: 1,
     };
     edges.push(ve);
-    byKey.set(k, ve);
+    byPair.set(pair, ve);
     // a and b sit directly in the lca's box (every item has one box), so they name the lca too
     const lk = edgeKey(a, b);
     if (a !== b && !layoutSeen.has(lk)) {
@@ -180,5 +211,33 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
       arr.push([a, b]);
     }
   }
+  const rep: RepLookup = {
+    get: (id) => {
+      const i = model.index.get(id);
+      const at = i === undefined ? -1 : repOf[i];
+      return at < 0 ? undefined : items[at].id;
+    },
+  };
   return { items, itemById, boxes, boxChildren, edges, layoutEdges, rep };
+}
+
+/**
+ * How many items computeVisible would show for this expansion, from the group tree alone
+ * (each open box's closed child groups and shown child nodes): no pass over the nodes.
+ */
+export function countVisible(model: GraphModel, opts: VisOptions): number {
+  const shown = (g: GroupNode): boolean => (opts.showParams ? g.nNodes : g.nNodes - g.nSources) > 0;
+  let count = 0;
+  const stack = [ROOT];
+  while (stack.length) {
+    const box = model.groups.get(stack.pop()!)!;
+    for (const id of box.childNodes) if (isShown(model.nodes.get(id)!, opts.showParams)) count++;
+    for (const key of box.childGroups) {
+      const g = model.groups.get(key)!;
+      if (!shown(g)) continue;
+      if (groupIsOpen(model, key, opts.expanded)) stack.push(key);
+      else count++;
+    }
+  }
+  return count;
 }
