@@ -102,6 +102,13 @@ def _uninstall() -> None:
             _Patch.original = _TORCH_CALL
 
 
+def swap_tracker(tracker: Any, stand_in: Any) -> None:
+    """Let `stand_in` (an object with enter(module) and exit(output)) take `tracker`'s place
+    on this thread: a backward call keeps module calls it runs (checkpoint recomputation)
+    out of the module records."""
+    _THREAD.trackers = tuple(stand_in if t is tracker else t for t in _THREAD.trackers)
+
+
 class ModuleTracker:
     """Maintains the stack of (address, pass) of the modules currently running."""
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -33,6 +33,9 @@ from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook
 from lens_widget.log.records import OpRecord, ParamUse
 from lens_widget.log.replay import ReplayCall, tensor_leaves
+
+if TYPE_CHECKING:
+    from lens_widget.capture.backward_capture import BackwardCapture
 
 Tensor = torch.Tensor
 
@@ -80,6 +83,8 @@ class Recorder(TensorBook, TorchFunctionMode):
         self._func_counts: dict[str, int] = {}
         # (module address, pass, the nodes that produced that module call's output tensors)
         self.module_outputs: list[tuple[str, int, list[OpRecord]]] = []
+        # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
+        self.backward_capture: BackwardCapture | None = None
 
     # ---- the hook --------------------------------------------------------------------
 
@@ -129,6 +134,8 @@ class Recorder(TensorBook, TorchFunctionMode):
     ) -> Any:
         """Any call: keywords, containers, Tensor subclasses, writes, random numbers, a
         user's mode around the trace. The bookkeeping runs with torch functions disabled."""
+        if facts.backward and self.backward_capture is not None:
+            return self.backward_capture.run(facts, func, args, kwargs, frame)
         with self.quiet:
             # Inputs are resolved before the call: an in-place op changes their versions.
             inputs = self._resolve_inputs(func, args, kwargs)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
+from lens_widget.capture.backward_capture import BackwardCapture
 from lens_widget.capture.build_log import build_log
+from lens_widget.capture.grad_recorder import grad_recorder
 from lens_widget.capture.instrumented_recorder import InstrumentedRecorder
 from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.named_leaves import named_tensor_leaves
@@ -34,6 +36,7 @@ def trace(
     save: SaveSpec = "all",
     timing: bool = False,
     intervene: Mapping[str, InterventionFn] | None = None,
+    backward: Callable[[Any], Any] | None = None,
 ) -> ModelLog:
     """Run ``model(*inputs, **kwargs)`` once and record every torch operation.
 
@@ -66,6 +69,15 @@ def trace(
     replaced op (for a module: the op that produced its output) has ``intervened=True``
     and its saved activation is the new value. A target that matched nothing raises
     ValueError after the pass, naming it and close matches.
+
+    ``backward=fn`` follows the training step past the forward: ``fn(output)`` runs inside
+    the recording (its ops are recorded at the top level, module ""), and if it returns a
+    tensor, ``.backward()`` runs on it, recorded too; if it returns None it ran its own
+    backward calls (several, ``retain_graph=True``, ``torch.autograd.grad``). Each backward
+    call is one pass of ``log.backward_passes``; every saved op (same ``save`` selection)
+    gets ``op.grads`` (one per pass) and ``op.grad``; ``log.leaves`` names each autograd
+    leaf; ``log.backward_graph`` holds the autograd nodes that ran. The model's ``.grad``
+    fields end as an untraced step leaves them.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(
@@ -90,12 +102,19 @@ def trace(
         if intervene is not None:
             addresses = [address for address, _ in model.named_modules()]
             interventions = Interventions(intervene, addresses)
+        capture: BackwardCapture | None = None
         if timing or interventions is not None:
-            recorder: Recorder = InstrumentedRecorder(
+            instrumented = grad_recorder(InstrumentedRecorder) if backward else InstrumentedRecorder
+            recorder: Recorder = instrumented(  # type: ignore[call-arg]
                 model, policy, track_versions, bool(timing), interventions
             )
         else:
-            recorder = Recorder(model, policy, track_versions)
+            recorder = (grad_recorder(Recorder) if backward else Recorder)(
+                model, policy, track_versions
+            )
+        if backward is not None:
+            capture = BackwardCapture(recorder)
+            recorder.backward_capture = capture
         for name, tensor in named_tensor_leaves((args, dict(kwargs)), "input"):
             if recorder.producer_of(tensor) is None:  # the same tensor passed twice is one input
                 recorder.add_source(tensor, "input", _input_name(name))
@@ -107,11 +126,15 @@ def trace(
         try:
             with recorder.tracker, recorder:
                 output = model(*args, **kwargs)
+                if backward is not None:
+                    _run_backward(backward, output)
         except BaseException as err:  # noqa: BLE001 - re-raised below with the log attached
             error = err
         elapsed = time.perf_counter() - start
         with quiet:
             log = build_log(recorder, model, output, error, elapsed)
+            if capture is not None:
+                capture.finish(log)
         if error is None:  # a partial log may sit in a cycle with its error: leave it young
             promote_to_old_generation()
     _warn_on_unmatched_save_names(policy, log)
@@ -128,7 +151,18 @@ def trace(
     finally:
         # This frame stays in the traceback: drop its references to the log and the error,
         # so they are freed with the exception instead of waiting for the cyclic collector.
-        del error, log, recorder, output
+        del error, log, recorder, output, capture
+
+
+def _run_backward(backward: Callable[[Any], Any], output: Any) -> None:
+    loss = backward(output)
+    if isinstance(loss, torch.Tensor):
+        loss.backward()
+    elif loss is not None:
+        raise TypeError(
+            f"lens_widget.trace: backward=fn returned {type(loss).__name__}; return the "
+            "loss tensor (backward() is run on it) or None after running backward yourself"
+        )
 
 
 def _input_name(name: str) -> str:
