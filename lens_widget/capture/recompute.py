@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -27,9 +27,6 @@ from lens_widget.capture.func_facts import BACKWARD_CALLS, FACTS, FuncFacts
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves
-
-if TYPE_CHECKING:
-    from lens_widget.capture.backward_capture import BackwardCapture
 
 
 class PathTracker:
@@ -99,10 +96,16 @@ class RecomputeMatcher:
 class RecomputeWatcher(TorchFunctionMode):
     """The mode pushed for each autograd node while a backward call runs."""
 
-    def __init__(self, capture: BackwardCapture, matcher: RecomputeMatcher) -> None:
+    def __init__(
+        self,
+        matcher: RecomputeMatcher,
+        run_nested: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any],
+        note_recomputed: Callable[[OpRecord, list[torch.Tensor]], None],
+    ) -> None:
         super().__init__()
-        self._capture = capture
         self._matcher = matcher
+        self._run_nested = run_nested
+        self._note_recomputed = note_recomputed
 
     def __torch_function__(
         self,
@@ -112,11 +115,11 @@ class RecomputeWatcher(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         if func in BACKWARD_CALLS:  # a reentrant checkpoint's inner backward
-            return self._capture.run_nested(func, args, kwargs or {})
+            return self._run_nested(func, args, kwargs or {})
         out = func(*args, **kwargs) if kwargs else func(*args)
         if torch.is_grad_enabled():
             with torch._C.DisableTorchFunction():
                 original = self._matcher.match(func, sys._getframe(1))
                 if original is not None:
-                    self._capture.note_recomputed(original, tensor_leaves(out))
+                    self._note_recomputed(original, tensor_leaves(out))
         return out

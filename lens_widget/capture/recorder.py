@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -33,9 +33,6 @@ from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook
 from lens_widget.log.records import OpRecord, ParamUse
 from lens_widget.log.replay import ReplayCall, tensor_leaves
-
-if TYPE_CHECKING:
-    from lens_widget.capture.backward_capture import BackwardCapture
 
 Tensor = torch.Tensor
 
@@ -62,6 +59,19 @@ def _autocast_state() -> tuple[tuple[str, torch.dtype], ...]:
     )
 
 
+class BackwardRunner(Protocol):
+    """Runs the backward calls of a trace that keeps gradients (backward_capture.py)."""
+
+    def run(
+        self,
+        facts: FuncFacts,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        frame: Any,
+    ) -> Any: ...
+
+
 class Recorder(TensorBook, TorchFunctionMode):
     """Records each torch call as an OpRecord; sources are created on first use."""
 
@@ -84,7 +94,7 @@ class Recorder(TensorBook, TorchFunctionMode):
         # (module address, pass, the nodes that produced that module call's output tensors)
         self.module_outputs: list[tuple[str, int, list[OpRecord]]] = []
         # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
-        self.backward_capture: BackwardCapture | None = None
+        self.backward_capture: BackwardRunner | None = None
 
     # ---- the hook --------------------------------------------------------------------
 
