@@ -184,7 +184,11 @@ class BackwardCapture:
             self.state.ran(node, pass_state, grad_outputs)
             if type(node) is _ACCUMULATE_GRAD and grad_outputs and grad_outputs[0] is not None:
                 leaf = self.leaf(node.variable)  # type: ignore[attr-defined]
-                leaf.grads[pass_state.index] = grad_outputs[0]
+                grads, index = leaf.grads, pass_state.index
+                # Twice in one pass only through nested backwards (reentrant checkpoints):
+                # summed in the order .grad accumulates them.
+                earlier = grads.get(index)
+                grads[index] = grad_outputs[0] if earlier is None else earlier + grad_outputs[0]
             matcher.new_run()
         # Until the engine restores its thread state after this node: see recompute.py.
         _push_mode(self._watcher)
