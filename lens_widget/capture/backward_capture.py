@@ -120,7 +120,10 @@ class BackwardCapture:
             call = describe_call(func, args, kwargs)
             _, site = find_call_site(frame)
             pass_state = PassState(
-                len(self.state.passes) + 1, call.kind, call.retain_graph, recorder.source_text(site)[0]
+                len(self.state.passes) + 1,
+                call.kind,
+                call.retain_graph,
+                recorder.source_text(site)[0],
             )
         self.state.passes.append(pass_state)
         paths = PathTracker(recorder.tracker)

@@ -70,13 +70,17 @@ class CaptureState:
     freed_by: dict[Node, int] = field(default_factory=dict)  # last pass that freed it
     recomputed: list[tuple[OpRecord, int]] = field(default_factory=list)
 
-    def ran(self, node: Node, pass_state: PassState, grad_outputs: tuple[Tensor | None, ...]) -> None:
+    def ran(
+        self, node: Node, pass_state: PassState, grad_outputs: tuple[Tensor | None, ...]
+    ) -> None:
         pass_state.order.append(node)
         pass_state.last = node
         known = self.nodes.get(node)
         if known is None:
             shapes = tuple([None if g is None else tuple(g.shape) for g in grad_outputs])
-            self.nodes[node] = NodeState(len(self.nodes), pass_state.index, shapes, [pass_state.index])
+            self.nodes[node] = NodeState(
+                len(self.nodes), pass_state.index, shapes, [pass_state.index]
+            )
         elif known.passes[-1] != pass_state.index:
             known.passes.append(pass_state.index)
 
