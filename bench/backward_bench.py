@@ -106,9 +106,10 @@ def bench_model(name: str, size: str, rounds: int, log: Callable[[str], None]) -
     for key in keys:
         if key != "plain":
             row[f"{key}_ratio"] = row[f"{key}_ms"] / row["plain_ms"]
+    nan = float("nan")
     log(
-        f"  {name:10s} plain {row['plain_ms']:8.1f} ms   lw x{row.get('lw_ratio', float('nan')):5.2f}"
-        f"   torchlens x{row.get('torchlens_ratio', float('nan')):6.2f}"
+        f"  {name:10s} plain {row['plain_ms']:8.1f} ms   lw x{row.get('lw_ratio', nan):5.2f}"
+        f"   torchlens x{row.get('torchlens_ratio', nan):6.2f}"
     )
     return row
 
