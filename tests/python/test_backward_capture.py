@@ -204,3 +204,15 @@ def test_backward_fn_returning_something_else_is_a_clear_error() -> None:
         assert "backward=fn returned float" in str(err)
     else:
         raise AssertionError("no error")
+
+
+def test_saved_log_keeps_op_gradients(tmp_path: Any) -> None:
+    model, x = setup()
+    log = lw.trace(model, (x,), backward=lambda out: out.sum())
+    log.save(tmp_path / "step")
+    loaded = lw.load(tmp_path / "step")
+    for before, after in zip(log.nodes, loaded.nodes, strict=True):
+        assert (before.grads is None) == (after.grads is None), before.label
+        if before.grad is not None:
+            assert torch.equal(before.grad, after.grad), before.label
+    assert loaded["fc1"].grad is not None and loaded["fc1.weight"].grad is not None
