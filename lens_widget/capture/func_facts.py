@@ -39,6 +39,10 @@ _RANDOM_CALLS = frozenset(
     }
 )  # fmt: skip
 
+# Calls that run the autograd engine: a trace that keeps gradients captures each one as a
+# backward pass (backward_capture.py); they always take the recorder's careful path.
+BACKWARD_CALLS = frozenset({torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad})
+
 # How deep `draws_random_numbers` follows the Python functions a Python function calls.
 _MAX_CALL_DEPTH = 3
 
@@ -109,7 +113,10 @@ def _clean(name: str) -> str:
 
 
 class FuncFacts:
-    __slots__ = ("name", "clean", "metadata", "random", "mutation", "special", "inplace_position")
+    __slots__ = (
+        "name", "clean", "metadata", "random", "mutation", "special", "inplace_position",
+        "backward",
+    )  # fmt: skip
 
     def __init__(self, func: Callable[..., Any]) -> None:
         self.name = _func_name(func)
@@ -120,7 +127,10 @@ class FuncFacts:
         # Calls that always need more than the recorder's fast path: they draw random
         # numbers, or write to an argument (x.add_, x[i] = v, batch_norm in training).
         rule = self.mutation
-        self.special = self.random or rule.writes_first or rule.running_stats is not None
+        self.backward = func in BACKWARD_CALLS
+        self.special = (
+            self.random or rule.writes_first or rule.running_stats is not None or self.backward
+        )
         # Where an `inplace` flag sits among the positional arguments (F.relu's), if any.
         self.inplace_position = rule.inplace_flag_position
 

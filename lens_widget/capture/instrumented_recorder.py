@@ -66,6 +66,8 @@ class InstrumentedRecorder(Recorder):
         if facts.metadata:
             return func(*args, **kwargs) if kwargs else func(*args)
         frame = sys._getframe(1)
+        if facts.backward and self.backward_capture is not None:
+            return self.backward_capture.run(facts, func, args, kwargs, frame)
         with self.quiet:
             inputs = self._resolve_inputs(func, args, kwargs)
             writes = self._before_call(facts, args, kwargs, inputs[0])

@@ -112,6 +112,13 @@ def _uninstall() -> None:
             _Patch.original = _TORCH_CALL
 
 
+def swap_tracker(tracker: Any, stand_in: Any) -> None:
+    """Let `stand_in` (an object with enter(module) and exit(output)) take `tracker`'s place
+    on this thread: a backward call keeps module calls it runs (checkpoint recomputation)
+    out of the module records."""
+    _THREAD.trackers = tuple(stand_in if t is tracker else t for t in _THREAD.trackers)
+
+
 # Told of each outermost module call (one that no other module call encloses) before it
 # runs: (module, its address, args, kwargs). A section names the tensors passed to it.
 OuterCallHook = Callable[[torch.nn.Module, str, tuple[Any, ...], dict[str, Any]], None]

@@ -20,7 +20,7 @@ import sys
 import weakref
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -61,6 +61,19 @@ def _autocast_state() -> tuple[tuple[str, torch.dtype], ...]:
     )
 
 
+class BackwardRunner(Protocol):
+    """Runs the backward calls of a trace that keeps gradients (backward_capture.py)."""
+
+    def run(
+        self,
+        facts: FuncFacts,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        frame: Any,
+    ) -> Any: ...
+
+
 class Recorder(TensorBook, TorchFunctionMode):
     """Records each torch call as an OpRecord; sources are created on first use."""
 
@@ -98,6 +111,8 @@ class Recorder(TensorBook, TorchFunctionMode):
         self._func_counts: dict[str, int] = {}
         # (module address, pass, the nodes that produced that module call's output tensors)
         self.module_outputs: list[tuple[str, int, list[OpRecord]]] = []
+        # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
+        self.backward_capture: BackwardRunner | None = None
 
     # ---- the hook --------------------------------------------------------------------
 
@@ -151,6 +166,8 @@ class Recorder(TensorBook, TorchFunctionMode):
     ) -> Any:
         """Any call: keywords, containers, Tensor subclasses, writes, random numbers, a
         user's mode around the trace. The bookkeeping runs with torch functions disabled."""
+        if facts.backward and self.backward_capture is not None:
+            return self.backward_capture.run(facts, func, args, kwargs, frame)
         with self.quiet:
             # Inputs are resolved before the call: an in-place op changes their versions.
             inputs = self._resolve_inputs(func, args, kwargs)

@@ -17,7 +17,9 @@ from typing import Any
 
 import torch
 
+from lens_widget.capture.backward_capture import BackwardCapture
 from lens_widget.capture.build_log import SectionTop, build_log
+from lens_widget.capture.grad_recorder import grad_recorder
 from lens_widget.capture.instrumented_recorder import InstrumentedRecorder
 from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
@@ -58,9 +60,6 @@ class Session:
         self.model_class = model_class
         self.section = section
         self.policy = policy = SavePolicy(save)
-        # Gradient capture (issue #9): the backward component reads this flag; start and
-        # finish below are where it begins and ends recording backward passes.
-        self.grads = grads
         self._contexts = ExitStack()  # gc pause and recursion headroom: start to finish
         self._recording = ExitStack()  # tracker and recorder: start to the end of the code
         self._start = 0.0
@@ -70,13 +69,20 @@ class Session:
             self.interventions: Interventions | None = None
             if intervene is not None:
                 self.interventions = Interventions(intervene, names.modules.values())
+            # Keeping gradients takes recorder subclasses, so other traces pay nothing for it.
             if timing or self.interventions is not None:
-                self.recorder: Recorder = InstrumentedRecorder(
+                general = InstrumentedRecorder
+                self.recorder: Recorder = (grad_recorder(general) if grads else general)(  # type: ignore[call-arg]
                     names, root, policy, track_versions, bool(timing), self.interventions,
                     section is not None,
                 )  # fmt: skip
             else:
-                self.recorder = Recorder(names, root, policy, track_versions, section is not None)
+                plain = grad_recorder(Recorder) if grads else Recorder
+                self.recorder = plain(names, root, policy, track_versions, section is not None)
+            # Runs each backward call made while recording; fills the log's gradients.
+            self.backward: BackwardCapture | None = None
+            if grads:
+                self.backward = self.recorder.backward_capture = BackwardCapture(self.recorder)
 
     def add_inputs(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """The traced call's arguments: sources ``input.0``, ``input.attention_mask``..."""
@@ -117,6 +123,8 @@ class Session:
                     self.recorder, self.model_class, output, error, elapsed,
                     section=self.section, stacklevel=stacklevel + 1,
                 )  # fmt: skip
+                if self.backward is not None:
+                    self.backward.finish(log)  # and drops its references to the autograd graph
         finally:
             self._contexts.close()
         if error is None:  # a partial log may sit in a cycle with its error: leave it young

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -23,6 +23,7 @@ def trace(
     save: SaveSpec = "all",
     timing: bool = False,
     intervene: Mapping[str, InterventionFn] | None = None,
+    backward: Callable[[Any], Any] | None = None,
 ) -> ModelLog:
     """Run ``model(*inputs, **kwargs)`` once and record every torch operation.
 
@@ -55,6 +56,15 @@ def trace(
     replaced op (for a module: the op that produced its output) has ``intervened=True``
     and its saved activation is the new value. A target that matched nothing raises
     ValueError after the pass, naming it and close matches.
+
+    ``backward=fn`` follows the training step past the forward: ``fn(output)`` runs inside
+    the recording (its ops are recorded at the top level, module ""), and if it returns a
+    tensor, ``.backward()`` runs on it, recorded too; if it returns None it ran its own
+    backward calls (several, ``retain_graph=True``, ``torch.autograd.grad``). Each backward
+    call is one pass of ``log.backward_passes``; every saved op (same ``save`` selection)
+    gets ``op.grads`` (one per pass) and ``op.grad``; ``log.leaves`` names each autograd
+    leaf; ``log.backward_graph`` holds the autograd nodes that ran. The model's ``.grad``
+    fields end as an untraced step leaves them.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(
@@ -72,7 +82,7 @@ def trace(
     args = inputs if isinstance(inputs, tuple) else (inputs,)
     session = Session(
         ModelNames(model), model, type(model).__name__,
-        save=save, timing=timing, intervene=intervene,
+        save=save, timing=timing, intervene=intervene, grads=backward is not None,
     )  # fmt: skip
     session.add_inputs(args, kwargs)
 
@@ -81,6 +91,8 @@ def trace(
     session.start()
     try:
         output = model(*args, **kwargs)
+        if backward is not None:
+            _run_backward(backward, output)
     except BaseException as err:  # noqa: BLE001 - re-raised below with the log attached
         error = err
     log = session.finish(output, error, stacklevel=2)
@@ -93,3 +105,14 @@ def trace(
         # This frame stays in the traceback: drop its references to the log and the error,
         # so they are freed with the exception instead of waiting for the cyclic collector.
         del error, log, session, output
+
+
+def _run_backward(backward: Callable[[Any], Any], output: Any) -> None:
+    loss = backward(output)
+    if isinstance(loss, torch.Tensor):
+        loss.backward()
+    elif loss is not None:
+        raise TypeError(
+            f"lens_widget.trace: backward=fn returned {type(loss).__name__}; return the "
+            "loss tensor (backward() is run on it) or None after running backward yourself"
+        )

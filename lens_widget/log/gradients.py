@@ -81,3 +81,19 @@ class BackwardPass:
     error_op: str | None = None
     error_source: str | None = None
     freed_by: int | None = None
+    # For "modified by an inplace operation": the recorded op that wrote in place into a
+    # tensor the failing op had saved, when the trace saw it.
+    inplace_op: str | None = None
+
+
+@dataclass(eq=False)
+class Recomputation:
+    """A forward op run again inside a backward pass (``torch.utils.checkpoint``).
+
+    Not a new layer or pass: ``op`` is the label of the forward op it repeats (whose
+    ``grads`` it helps fill); the log's ops and module pass counts are as forward left them.
+    """
+
+    op: str
+    func: str
+    backward_pass: int  # BackwardPass.index of the pass that recomputed it

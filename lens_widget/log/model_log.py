@@ -15,7 +15,7 @@ import networkx as nx
 from lens_widget.gc_pause import gc_paused
 from lens_widget.graph.rolled import build_rolled_graph
 from lens_widget.graph.unrolled import build_unrolled_graph
-from lens_widget.log.gradients import BackwardPass, LeafRecord
+from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.held_error import HeldError
 from lens_widget.log.nonfinite import first_nonfinite
 from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
@@ -72,6 +72,9 @@ class ModelLog:
     leaves: dict[str, LeafRecord] = field(default_factory=dict)
     backward_passes: list[BackwardPass] = field(default_factory=list)
     backward_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+    # Forward ops that gradient checkpointing ran again inside backward, in the order they
+    # ran; they are not in ``ops`` (see gradients.Recomputation).
+    recomputed: list[Recomputation] = field(default_factory=list)
     _by_label: dict[str, OpRecord] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -132,7 +132,7 @@ def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:
             raise fail(where, f"saved tensors have shapes other than its shapes {list(shapes)}")
         if activations and dtype_name(activations[0].dtype) != data["dtype"]:
             raise fail(where, f"saved tensor is {activations[0].dtype}, dtype says {data['dtype']}")
-    return OpRecord(
+    record = OpRecord(
         label=data["label"],
         kind=data["kind"],
         func=data["func"],
@@ -165,6 +165,10 @@ def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:
         intervened=data.get("intervened", False),
         activations=activations,
     )
+    grads = data.get("grads")
+    if grads is not None:
+        record.grads = tuple(None if t is None else tensors.get(t, where) for t in grads)
+    return record
 
 
 def _index(nodes: list[OpRecord]) -> dict[str, OpRecord]:

@@ -150,6 +150,12 @@ def _node(node: OpRecord, table: TensorTable, weights: bool) -> dict[str, Any]:
         if activations is None
         else [table.add(t, f"output {i} of {node.label}") for i, t in enumerate(activations)],
         "replay": _replay(node, table) if node.kind == "op" else None,
+        "grads": None
+        if node.grads is None
+        else [
+            None if g is None else table.add(g, f"gradient {i} of {node.label}")
+            for i, g in enumerate(node.grads)
+        ],
     }
 
 

@@ -213,7 +213,12 @@ _NODE = record(
         "activations": nullable(array(TENSOR_ID)),
         "replay": _REPLAY,
     },
-    {"requires_grad": boolean, "time_ms": nullable(number), "intervened": boolean},
+    {
+        "requires_grad": boolean,
+        "time_ms": nullable(number),
+        "intervened": boolean,
+        "grads": nullable(array(nullable(TENSOR_ID))),
+    },
 )
 
 _TENSOR = record(

@@ -1,0 +1,84 @@
+"""What one backward call asks of the autograd engine, and the graph it will walk.
+
+``Tensor.backward``, ``torch.autograd.backward`` and ``torch.autograd.grad`` are read with
+their own signatures: the roots (the tensors or gradient edges backward starts from),
+``retain_graph`` as the engine will apply it, and the ``inputs`` the call is restricted to.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.autograd.graph import GradientEdge, Node, get_gradient_edge
+
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
+@dataclass
+class BackwardCall:
+    kind: str  # "backward" or "autograd.grad"
+    roots: list[Node]
+    retain_graph: bool
+    # The tensors the call is restricted to (autograd.grad's inputs, backward(inputs=...)).
+    inputs: tuple[torch.Tensor | GradientEdge, ...]
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (torch.Tensor, GradientEdge)):
+        return (value,)
+    return tuple(value)
+
+
+def _root_node(value: Any) -> Node | None:
+    if isinstance(value, GradientEdge):
+        return value.node
+    if isinstance(value, torch.Tensor) and value.requires_grad:
+        if value.grad_fn is not None:
+            return value.grad_fn
+        return get_gradient_edge(value).node  # a leaf: its AccumulateGrad
+    return None
+
+
+def describe_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> BackwardCall:
+    """The call's roots, retain_graph and inputs, bound as the function itself binds them."""
+    signature = _SIGNATURES.get(func)
+    if signature is None:
+        signature = _SIGNATURES[func] = inspect.signature(func)
+    bound = signature.bind(*args, **(kwargs or {}))
+    bound.apply_defaults()
+    given = bound.arguments
+    if func is torch.autograd.grad:
+        kind, roots = "autograd.grad", _as_tuple(given["outputs"])
+    else:
+        kind = "backward"
+        roots = _as_tuple(given["self"] if "self" in given else given["tensors"])
+    create_graph = bool(given.get("create_graph"))
+    retain = given.get("retain_graph")
+    nodes = [node for node in map(_root_node, roots) if node is not None]
+    return BackwardCall(
+        kind, nodes, create_graph if retain is None else bool(retain), _as_tuple(given["inputs"])
+    )
+
+
+def reachable_nodes(roots: list[Node], known: set[Node]) -> Iterator[Node]:
+    """Each autograd node reachable from `roots` and not in `known` once (adds it there)."""
+    pending = [node for node in roots if node not in known]
+    known.update(pending)
+    while pending:
+        node = pending.pop()
+        yield node
+        for child, _ in node.next_functions:
+            if child is not None and child not in known:
+                known.add(child)
+                pending.append(child)
+
+
+def node_name(node: Node) -> str:
+    """The autograd node's class name ("MulBackward0", "AccumulateGrad")."""
+    return node.name().rpartition("::")[2]

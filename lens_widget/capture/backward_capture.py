@@ -1,0 +1,236 @@
+"""Backward passes run while a section is recorded: per-op gradients, leaves, the nodes.
+
+Attached to a recorder (``recorder.backward_capture``; the recorder must note its outputs,
+see grad_recorder.py), it runs each ``Tensor.backward`` / ``torch.autograd.backward`` /
+``torch.autograd.grad`` call the recorder sees as one backward pass:
+
+- before the call, every autograd node reachable from the call's roots gets a pre-hook
+  (execution order, gradient shapes, the gradient an AccumulateGrad hands its leaf) and the
+  nodes of recorded ops whose gradient is kept a post-hook (its ``grad_outputs`` are the
+  gradients of the forward op's outputs); all are removed right after, also on error;
+- an error names the node whose pre-hook ran last (the engine raised in it) and so the
+  forward op whose saved tensors were involved.
+
+No hook returns a value, so the engine computes exactly what it computes untraced. The
+gradients are kept as the engine made them (the very objects, not detached views): holding
+them keeps AccumulateGrad from adopting one as a leaf's ``.grad``, so a later pass cannot
+add into a kept gradient in place; ``.grad`` gets a copy, equal bit for bit.
+`finish(log)` fills the log and drops every reference to the autograd graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.autograd.graph import Node, get_gradient_edge
+
+from lens_widget.capture.autograd_calls import BackwardCall, describe_call, reachable_nodes
+from lens_widget.capture.backward_log import CaptureState, LeafState, PassState, fill_log
+from lens_widget.capture.call_site import find_call_site
+from lens_widget.capture.module_tracker import swap_tracker
+from lens_widget.capture.recompute import PathTracker, RecomputeMatcher, RecomputeWatcher
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import OpRecord
+
+if TYPE_CHECKING:
+    from lens_widget.capture.func_facts import FuncFacts
+    from lens_widget.capture.recorder import Recorder
+
+Tensor = torch.Tensor
+_ACCUMULATE_GRAD = type(get_gradient_edge(torch.zeros(1, requires_grad=True)).node)
+_push_mode = torch._C._push_on_torch_function_stack
+
+
+class BackwardCapture:
+    """Records the backward passes run while `recorder` records (see the module doc)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self.state = CaptureState()
+        self._pass: PassState | None = None
+        self._matcher: RecomputeMatcher | None = None
+        self._watcher: RecomputeWatcher | None = None
+
+    # ---- while forward runs (called by the recorder's bookkeeping) --------------------
+
+    def note(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
+        """An op produced `outputs` (some requiring grad): remember their autograd nodes."""
+        state = self.state
+        keep = node.activations is not None  # the save policy's choice, for grads too
+        for i, tensor in enumerate(outputs):
+            if not tensor.requires_grad:
+                continue
+            grad_fn = tensor.grad_fn
+            if grad_fn is None:  # the op returned a leaf (a parameter, requires_grad=True)
+                leaf = self.leaf(tensor, made_by=node)
+                if i == 0 and keep:
+                    leaf.ops.append(node)
+                continue
+            if grad_fn not in state.forward_op:
+                state.forward_op[grad_fn] = node
+            if i == 0 and keep:
+                state.by_node.setdefault(grad_fn, []).append((tensor.output_nr, node))
+
+    def leaf(
+        self, tensor: Tensor, source: OpRecord | None = None, made_by: OpRecord | None = None
+    ) -> LeafState:
+        """The leaf's state, made on first sight. `source`: its node in the log (a param,
+        input or const source); `made_by`: the recorded op that returned it."""
+        leaves = self.state.leaves
+        leaf = leaves.get(id(tensor))
+        if leaf is None:
+            named = self._recorder.names.tensors.get(id(tensor))
+            kind = "param" if named is not None and named[1] == "param" else "other"
+            leaf = leaves[id(tensor)] = LeafState(tensor, kind, named[0] if named else None)
+        if source is not None and leaf.node is None:
+            leaf.node = source
+            if source.kind == "input":
+                leaf.kind, leaf.name = "input", source.label
+        if made_by is not None and leaf.made_by is None:
+            leaf.made_by = made_by
+        return leaf
+
+    def note_recomputed(self, original: OpRecord, outputs: list[Tensor]) -> None:
+        """A checkpointed op ran again: list it; its new outputs stand for the original's."""
+        state = self.state
+        assert self._pass is not None
+        state.recomputed.append((original, self._pass.index))
+        first = outputs[0] if outputs else None
+        if first is not None and first.grad_fn is not None:
+            state.forward_op.setdefault(first.grad_fn, original)
+            if original.activations is not None:
+                state.by_node.setdefault(first.grad_fn, []).append((first.output_nr, original))
+
+    # ---- a backward call ------------------------------------------------------------------
+
+    def run(
+        self,
+        facts: FuncFacts,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        frame: Any,
+    ) -> Any:
+        """Run one backward call of the recorded code (the recorder's handler calls this)."""
+        recorder = self._recorder
+        with recorder.quiet:
+            call = describe_call(func, args, kwargs)
+            _, site = find_call_site(frame)
+            pass_state = PassState(
+                len(self.state.passes) + 1,
+                call.kind,
+                call.retain_graph,
+                recorder.source_text(site)[0],
+            )
+        self.state.passes.append(pass_state)
+        paths = PathTracker(recorder.tracker)
+        self._pass = pass_state
+        self._matcher = RecomputeMatcher(recorder._layers, paths)
+        self._watcher = RecomputeWatcher(self._matcher, self.run_nested, self.note_recomputed)
+        handles: list[Any] = []
+        swap_tracker(recorder.tracker, paths)
+        recorder.backward_capture = None  # the recorder records the call as it always does
+        try:
+            with recorder.quiet:
+                self._hook(call.roots, handles)
+            result = recorder._call_quietly(facts, func, args, kwargs, frame)
+        except BaseException as err:
+            with recorder.quiet:
+                self.state.failed(pass_state, err)
+            raise
+        else:
+            with recorder.quiet:
+                self._note_returned(call, result)
+                if not call.retain_graph:
+                    for node in pass_state.order:
+                        self.state.freed_by[node] = pass_state.index
+            return result
+        finally:
+            recorder.backward_capture = self
+            swap_tracker(paths, recorder.tracker)
+            for handle in handles:
+                handle.remove()
+            self._pass = self._matcher = self._watcher = None
+
+    def run_nested(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
+        """A backward call made inside a backward (a reentrant checkpoint backpropagating
+        through its recomputed region): part of the running pass."""
+        with torch._C.DisableTorchFunction():
+            call = describe_call(func, args, kwargs)
+            handles: list[Any] = []
+            self._hook(call.roots, handles)
+        try:
+            result = func(*args, **kwargs)
+            with torch._C.DisableTorchFunction():
+                self._note_returned(call, result)
+            return result
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    def _hook(self, roots: list[Node], handles: list[Any]) -> None:
+        by_node = self.state.by_node
+        for node in reachable_nodes(roots, set()):
+            handles.append(node.register_prehook(partial(self._before_node, node)))
+            entries = by_node.get(node)
+            if entries:
+                handles.append(node.register_hook(partial(self._after_node, entries)))
+
+    def _before_node(self, node: Node, grad_outputs: tuple[Tensor | None, ...]) -> None:
+        pass_state, matcher = self._pass, self._matcher
+        if pass_state is None or matcher is None:  # a hook of a call that has returned
+            return
+        with torch._C.DisableTorchFunction():
+            self.state.ran(node, pass_state, grad_outputs)
+            if type(node) is _ACCUMULATE_GRAD and grad_outputs and grad_outputs[0] is not None:
+                leaf = self.leaf(node.variable)  # type: ignore[attr-defined]
+                grads, index = leaf.grads, pass_state.index
+                # Twice in one pass only through nested backwards (reentrant checkpoints):
+                # summed in the order .grad accumulates them.
+                earlier = grads.get(index)
+                grads[index] = grad_outputs[0] if earlier is None else earlier + grad_outputs[0]
+            matcher.new_run()
+        # Until the engine restores its thread state after this node: see recompute.py.
+        _push_mode(self._watcher)
+
+    def _after_node(
+        self,
+        entries: list[tuple[int, OpRecord]],
+        grad_inputs: tuple[Tensor | None, ...],
+        grad_outputs: tuple[Tensor | None, ...],
+    ) -> None:
+        pass_state = self._pass
+        if pass_state is None:
+            return
+        op_grads = self.state.op_grads
+        for output_nr, op in entries:
+            grad = grad_outputs[output_nr] if output_nr < len(grad_outputs) else None
+            if grad is not None:
+                op_grads.setdefault(op, {})[pass_state.index] = grad
+
+    def _note_returned(self, call: BackwardCall, result: Any) -> None:
+        """autograd.grad hands back the gradients of its inputs instead of accumulating."""
+        if call.kind != "autograd.grad" or not isinstance(result, tuple) or self._pass is None:
+            return
+        index = self._pass.index
+        for tensor, grad in zip(call.inputs, result, strict=False):
+            if grad is None or not isinstance(tensor, Tensor):
+                continue
+            if tensor.grad_fn is None:
+                self.leaf(tensor).grads[index] = grad
+                continue
+            produced = self._recorder.producer_of(tensor)
+            if produced is not None and produced[1] == 0 and produced[0].activations is not None:
+                self.state.op_grads.setdefault(produced[0], {}).setdefault(index, grad)
+
+    # ---- the log --------------------------------------------------------------------------
+
+    def finish(self, log: ModelLog) -> None:
+        """Fill the log's gradients, leaves, backward passes and graph; then let go of the
+        autograd graph and every tensor not kept in the log."""
+        with torch._C.DisableTorchFunction():
+            fill_log(self.state, log, self._recorder.names)
+        self.state = CaptureState()

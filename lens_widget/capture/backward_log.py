@@ -1,0 +1,228 @@
+"""What the backward capture collects, and how it becomes the log's gradient fields.
+
+`CaptureState` holds the live objects (autograd nodes, leaf tensors, gradients) while the
+section runs; `fill_log` turns them into plain records once labels are final: op and
+source ``grads``, ``log.leaves`` by name, ``log.backward_passes`` and
+``log.backward_graph`` (node ids are strings: the log holds no autograd node).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+import networkx as nx
+import torch
+from torch.autograd.graph import Node
+
+from lens_widget.capture.autograd_calls import node_name
+from lens_widget.capture.model_names import ModelNames
+from lens_widget.log.gradients import BackwardPass, LeafKind, LeafRecord, Recomputation
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.records import OpRecord
+
+Tensor = torch.Tensor
+_NAN_NODE = re.compile(r"Function '(\w+)' returned nan")
+
+
+@dataclass(eq=False)
+class LeafState:
+    tensor: Tensor
+    kind: LeafKind
+    name: str | None  # a parameter's address / an input's label; else named at the end
+    node: OpRecord | None = None  # its source node in the log
+    made_by: OpRecord | None = None  # the recorded op that returned it
+    grads: dict[int, Tensor] = field(default_factory=dict)  # pass index -> gradient
+    ops: list[OpRecord] = field(default_factory=list)  # ops whose output is this leaf
+
+
+@dataclass(eq=False)
+class PassState:
+    index: int
+    call: str
+    retain_graph: bool
+    source: str
+    order: list[Node] = field(default_factory=list)
+    last: Node | None = None  # whose pre-hook ran last: on error, the node that raised
+    error: str | None = None
+    error_node: Node | None = None
+    freed_by: int | None = None
+
+
+@dataclass(eq=False)
+class NodeState:
+    order: int
+    first_pass: int
+    grad_shapes: tuple[tuple[int, ...] | None, ...]
+    passes: list[int]
+
+
+@dataclass(eq=False)
+class CaptureState:
+    # autograd node -> (output_nr, op) of the recorded outputs it is the grad_fn of
+    by_node: dict[Node, list[tuple[int, OpRecord]]] = field(default_factory=dict)
+    forward_op: dict[Node, OpRecord] = field(default_factory=dict)  # the op that made it
+    leaves: dict[int, LeafState] = field(default_factory=dict)  # by id(tensor)
+    op_grads: dict[OpRecord, dict[int, Tensor]] = field(default_factory=dict)
+    passes: list[PassState] = field(default_factory=list)
+    nodes: dict[Node, NodeState] = field(default_factory=dict)  # nodes that ran, in order
+    freed_by: dict[Node, int] = field(default_factory=dict)  # last pass that freed it
+    recomputed: list[tuple[OpRecord, int]] = field(default_factory=list)
+
+    def ran(
+        self, node: Node, pass_state: PassState, grad_outputs: tuple[Tensor | None, ...]
+    ) -> None:
+        pass_state.order.append(node)
+        pass_state.last = node
+        known = self.nodes.get(node)
+        if known is None:
+            shapes = tuple([None if g is None else tuple(g.shape) for g in grad_outputs])
+            self.nodes[node] = NodeState(
+                len(self.nodes), pass_state.index, shapes, [pass_state.index]
+            )
+        elif known.passes[-1] != pass_state.index:
+            known.passes.append(pass_state.index)
+
+    def failed(self, pass_state: PassState, err: BaseException) -> None:
+        message = str(err)
+        pass_state.error = f"{type(err).__name__}: {message}"
+        node = pass_state.last
+        match = _NAN_NODE.search(message)
+        if match is not None:  # anomaly mode names the node whose output had NaN
+            node = next(
+                (n for n in reversed(pass_state.order) if node_name(n) == match.group(1)), node
+            )
+        pass_state.error_node = node
+        if node is not None and "second time" in message:
+            pass_state.freed_by = self.freed_by.get(node)
+
+
+def fill_log(state: CaptureState, log: ModelLog, names: ModelNames) -> None:
+    """Write what `state` collected into `log` (labels final, torch functions disabled)."""
+    indices = range(1, len(state.passes) + 1)
+    for op in log.ops:
+        got = state.op_grads.get(op)
+        if got is not None or op.activations is not None:
+            op.grads = tuple([_plain(got.get(i)) if got else None for i in indices])
+    for param in names.params:  # parameters no recorded op read and no backward reached
+        if param.requires_grad and id(param) not in state.leaves:
+            state.leaves[id(param)] = LeafState(param, "param", names.tensors[id(param)][0])
+    log.leaves = _leaf_records(state, indices)
+    for sink in log.outputs:  # an output's gradient is its producer's
+        arg = sink.parent_args[0] if sink.parent_args else None
+        if arg is not None and arg.output_index == 0:
+            sink.grads = log.by_label[arg.parent].grads
+    node_ids = _graph(state, log)
+    log.backward_passes = [_backward_pass(p, node_ids, state, log) for p in state.passes]
+    log.recomputed = [Recomputation(op.label, op.func, index) for op, index in state.recomputed]
+
+
+def _plain(grad: Tensor | None) -> Tensor | None:
+    return grad.detach() if grad is not None and grad.requires_grad else grad
+
+
+def _leaf_records(state: CaptureState, indices: range) -> dict[str, LeafRecord]:
+    order = {"param": 0, "input": 1, "other": 2}
+    leaves = sorted(state.leaves.values(), key=lambda leaf: order[leaf.kind])
+    records: dict[str, LeafRecord] = {}
+    for leaf in leaves:
+        name, label, source = _leaf_name(leaf)
+        base, k = name, 1
+        while name in records:
+            k += 1
+            name = f"{base}#{k}"
+        leaf.name = name
+        grads = tuple([_plain(leaf.grads.get(i)) for i in indices])
+        tensor = leaf.tensor
+        records[name] = LeafRecord(
+            name, leaf.kind, tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."),
+            label, source, grads,
+        )  # fmt: skip
+        for node in (leaf.node, *leaf.ops):
+            if node is not None:
+                node.grads = grads
+    return records
+
+
+def _leaf_name(leaf: LeafState) -> tuple[str, str | None, str]:
+    """(name, log label, source) of a leaf."""
+    node, made_by = leaf.node, leaf.made_by
+    label = node.label if node is not None else (made_by.label if made_by is not None else None)
+    if leaf.name is not None:
+        return leaf.name, label, ""
+    if made_by is not None and made_by.source:  # made by user code in the section
+        return _short_source(made_by.source), label, made_by.source
+    if node is not None:  # made outside: named after the op that first used it
+        first = node.children[0] if node.children else node.label
+        return first, label, node.source
+    return "leaf", label, ""
+
+
+def _short_source(source: str) -> str:
+    path, _, line = source.rpartition(":")
+    return f"{os.path.basename(path)}:{line}"
+
+
+def _graph(state: CaptureState, log: ModelLog) -> dict[Node, str]:
+    """The nodes that ran (string ids such as ``MulBackward0_3``), edges as gradients flow."""
+    graph = nx.DiGraph()
+    ids: dict[Node, str] = {}
+    counts: dict[str, int] = {}
+    for node, facts in state.nodes.items():
+        name = node_name(node)
+        counts[name] = counts.get(name, 0) + 1
+        node_id = ids[node] = f"{name}_{counts[name]}"
+        op = state.forward_op.get(node)
+        leaf = None
+        if name == "AccumulateGrad":
+            found = state.leaves.get(id(node.variable))  # type: ignore[attr-defined]
+            leaf = found.name if found is not None else None
+        graph.add_node(
+            node_id, grad_fn=name, forward_op=op.label if op is not None else None,
+            order=facts.order, backward_pass=facts.first_pass, passes=list(facts.passes),
+            grad_shapes=facts.grad_shapes, leaf=leaf,
+        )  # fmt: skip
+    for node, node_id in ids.items():
+        for child, _ in node.next_functions:
+            child_id = ids.get(child) if child is not None else None
+            if child_id is not None:
+                graph.add_edge(node_id, child_id)
+    log.backward_graph = graph
+    return ids
+
+
+def _backward_pass(
+    pass_state: PassState, ids: dict[Node, str], state: CaptureState, log: ModelLog
+) -> BackwardPass:
+    record = BackwardPass(
+        pass_state.index, pass_state.call, pass_state.retain_graph, pass_state.source,
+        [ids[node] for node in pass_state.order if node in ids],
+    )  # fmt: skip
+    if pass_state.error is None:
+        return record
+    record.error = pass_state.error
+    record.freed_by = pass_state.freed_by
+    node = pass_state.error_node
+    op = state.forward_op.get(node) if node is not None else None
+    if op is not None:
+        record.error_op, record.error_source = op.label, op.source
+        if "modified by an inplace operation" in pass_state.error:
+            writer = inplace_writer(op, log.ops)
+            record.inplace_op = writer.label if writer is not None else None
+    return record
+
+
+def inplace_writer(op: OpRecord, ops: list[OpRecord]) -> OpRecord | None:
+    """The first op after `op` that wrote in place into `op`'s output or one of its inputs:
+    the write that invalidated a tensor `op` saved for backward."""
+    read = {id(op)}
+    if op.replay is not None:
+        read.update(id(parent) for _, parent, _ in op.replay[1])
+    for later in ops:
+        if later.index <= op.index or not later.inplace or later.replay is None:
+            continue
+        refs = later.replay[1]
+        if refs and id(refs[0][1]) in read:
+            return later
+    return None

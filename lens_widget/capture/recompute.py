@@ -1,0 +1,125 @@
+"""Forward ops that run again inside a backward pass: gradient checkpointing.
+
+``torch.utils.checkpoint`` drops a region's activations in forward and reruns the region
+when backward needs them. Those reruns are not new layers: each recomputed op is matched to
+the forward op it repeats (same module path, function and call path, as the recorder keys a
+layer) and listed in ``log.recomputed``; ``log.ops`` and module pass counts stay as the
+forward left them.
+
+The recorder's mode is not active while the engine runs (its handler is running), so the
+backward capture pushes a `RecomputeWatcher` in each autograd node's pre-hook: the engine
+restores its thread state after every node, so the watcher sees exactly what that node's
+backward runs, and nothing after it. Calls made with grad mode off (a custom Function's
+backward, tensor hooks) are passed through untouched.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from lens_widget.capture.call_site import find_call_site
+from lens_widget.capture.func_facts import BACKWARD_CALLS, FACTS, FuncFacts
+from lens_widget.capture.module_tracker import ModuleTracker
+from lens_widget.log.records import OpRecord
+from lens_widget.log.replay import tensor_leaves
+
+
+class PathTracker:
+    """Stands in for the module tracker during backward: follows the module path that forward
+    ops are keyed by, and records nothing about the modules."""
+
+    def __init__(self, tracker: ModuleTracker) -> None:
+        self._tracker = tracker
+        self.path: tuple[str, ...] = ()
+        self._open: list[tuple[str, ...]] = []
+
+    def enter(self, module: torch.nn.Module, args: Any = (), kwargs: Any = None) -> None:
+        self._open.append(self.path)
+        if module is self._tracker._root:
+            return
+        address = self._tracker._addresses.get(id(module))
+        if address is None:  # built inside forward and gone since: name it as forward would
+            parent = self.path[-1] if self.path else ""
+            address = ".".join(filter(None, (parent, f"<{type(module).__name__}>")))
+        self.path = (*self.path, address)
+
+    def exit(self, output: Any) -> Any:
+        if self._open:
+            self.path = self._open.pop()
+        return output
+
+
+class RecomputeMatcher:
+    """Which forward op each recomputed op repeats."""
+
+    def __init__(self, layers: dict[Any, Any], paths: PathTracker) -> None:
+        self._layers = layers  # the recorder's: (path, function, call path) -> Layer
+        self._paths = paths
+        self._last: OpRecord | None = None  # the previous match in the current run
+        self.matched: set[OpRecord] = set()  # in the current backward pass
+
+    def new_run(self) -> None:
+        """An autograd node starts: a following recomputation is a new region."""
+        self._last = None
+
+    def match(self, func: Callable[..., Any], frame: Any) -> OpRecord | None:
+        facts = FACTS.get(func)
+        if facts is None:
+            facts = FACTS[func] = FuncFacts(func)
+        if facts.metadata:
+            return None
+        site, _ = find_call_site(frame)
+        layer = self._layers.get((self._paths.path, facts.name, site))
+        if layer is None:
+            return None
+        passes = [layer.first, *layer.later]
+        last = self._last
+        free = [op for op in passes if op not in self.matched]
+        if last is not None:
+            # Within a region ops rerun in forward order: the next pass after the last match.
+            later = [op for op in free if op.index > last.index]
+            chosen = later[0] if later else None
+        else:
+            # Backward reaches regions last first: the latest pass not matched yet.
+            chosen = free[-1] if free else None
+        if chosen is not None:
+            self.matched.add(chosen)
+            self._last = chosen
+        return chosen
+
+
+class RecomputeWatcher(TorchFunctionMode):
+    """The mode pushed for each autograd node while a backward call runs."""
+
+    def __init__(
+        self,
+        matcher: RecomputeMatcher,
+        run_nested: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any],
+        note_recomputed: Callable[[OpRecord, list[torch.Tensor]], None],
+    ) -> None:
+        super().__init__()
+        self._matcher = matcher
+        self._run_nested = run_nested
+        self._note_recomputed = note_recomputed
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        if func in BACKWARD_CALLS:  # a reentrant checkpoint's inner backward
+            return self._run_nested(func, args, kwargs or {})
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if torch.is_grad_enabled():
+            with torch._C.DisableTorchFunction():
+                original = self._matcher.match(func, sys._getframe(1))
+                if original is not None:
+                    self._note_recomputed(original, tensor_leaves(out))
+        return out

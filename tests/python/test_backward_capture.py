@@ -1,0 +1,218 @@
+"""`trace(..., backward=fn)` on hand-written steps: several passes, retain_graph,
+autograd.grad, leaf names, the save selection, and the world left as an untraced step."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import torch
+from torch import nn
+
+import lens_widget as lw
+from lens_widget.capture.backward_capture import BackwardCapture
+
+
+class TwoLayer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 6)
+        self.fc2 = nn.Linear(6, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def setup() -> tuple[TwoLayer, torch.Tensor]:
+    torch.manual_seed(0)
+    return TwoLayer(), torch.randn(3, 4, requires_grad=True)
+
+
+def grads_of(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def test_two_backwards_keep_one_gradient_per_pass_and_sum_as_grad_accumulates() -> None:
+    model, x = setup()
+
+    def two_losses(out: torch.Tensor) -> None:
+        out.sum().backward(retain_graph=True)
+        out.pow(2).sum().backward()
+
+    out = model(x)
+    out.sum().backward(retain_graph=True)
+    first_fc1 = model.fc1.weight.grad.clone()
+    out.pow(2).sum().backward()
+    plain, plain_x = grads_of(model), x.grad.clone()
+    model.zero_grad(set_to_none=True)
+    x.grad = None
+
+    log = lw.trace(model, (x,), backward=two_losses)
+    assert [(p.index, p.call, p.retain_graph) for p in log.backward_passes] == [
+        (1, "backward", True),
+        (2, "backward", False),
+    ]
+    leaf = log.leaves["fc1.weight"]
+    assert len(leaf.grads) == 2 and torch.equal(leaf.grads[0], first_fc1)
+    for name, grad in plain.items():
+        assert torch.equal(log.leaves[name].grad, grad), name
+        assert torch.equal(model.get_parameter(name).grad, grad), name
+    assert torch.equal(x.grad, plain_x) and torch.equal(log.leaves["input.0"].grad, plain_x)
+    fc2 = log["fc2"]
+    assert len(fc2.grads) == 2 and torch.equal(fc2.grads[0], torch.ones(3, 2))
+    assert torch.equal(fc2.grad, fc2.grads[0] + fc2.grads[1])
+    # the first loss's ops get no gradient from the second pass
+    first_sum = next(op for op in log.ops if op.func == "sum")
+    assert first_sum.grads[0] is not None and first_sum.grads[1] is None
+    # nodes run in both passes are one node of the backward graph, with both passes
+    graph = log.backward_graph
+    shared = graph.nodes[log.backward_passes[1].nodes[-1]]
+    assert shared["passes"] == [1, 2] or shared["backward_pass"] == 2
+    assert all(graph.nodes[n]["backward_pass"] in (1, 2) for n in graph)
+
+
+def test_autograd_grad_is_a_pass_whose_gradients_are_logged_and_grad_is_untouched() -> None:
+    model, x = setup()
+    expected = torch.autograd.grad(model(x).sum(), [x, model.fc1.weight])
+    kept: list[Any] = []
+
+    def grad_call(out: torch.Tensor) -> None:
+        kept.extend(torch.autograd.grad(out.sum(), [x, model.fc1.weight]))
+
+    log = lw.trace(model, (x,), backward=grad_call)
+    (only,) = log.backward_passes
+    assert only.call == "autograd.grad" and not only.retain_graph
+    assert torch.equal(log.leaves["input.0"].grad, expected[0])
+    assert torch.equal(log.leaves["fc1.weight"].grad, expected[1])
+    assert torch.equal(kept[0], expected[0])
+    assert all(p.grad is None for p in model.parameters()) and x.grad is None
+    assert log["fc1"].grad is not None and log["fc1"].grad.shape == (3, 6)
+    assert not log.leaves["fc2.weight"].received  # autograd.grad asked only for fc1.weight
+
+
+def test_returned_loss_is_recorded_at_the_top_level_with_its_source() -> None:
+    model, x = setup()
+    log = lw.trace(model, (x,), backward=lambda out: out.float().pow(2).mean())
+    loss_ops = [op for op in log.ops if op.func in ("pow", "mean")]
+    assert [op.module for op in loss_ops] == ["", ""]
+    assert all(op.source.startswith(__file__) for op in loss_ops)
+    assert log.backward_passes[0].source.startswith(__file__)
+    assert torch.equal(loss_ops[-1].grad, torch.tensor(1.0))
+
+
+def test_leaves_are_named_by_address_input_and_the_line_that_made_them() -> None:
+    model, x = setup()
+    outside = torch.randn(2, requires_grad=True)  # made before the trace: named by first use
+
+    def with_leaves(out: torch.Tensor) -> torch.Tensor:
+        scale = torch.ones(2, requires_grad=True)  # made inside: named by this line
+        return (out * scale * outside).sum()
+
+    log = lw.trace(model, (x,), backward=with_leaves)
+    kinds = {name: leaf.kind for name, leaf in log.leaves.items()}
+    params = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert [n for n, k in kinds.items() if k == "param"] == params
+    assert [n for n, k in kinds.items() if k == "input"] == ["input.0"]
+    other = {n for n, k in kinds.items() if k == "other"}
+    inside_name = f"test_backward_capture.py:{_line('made inside')}"
+    assert inside_name in other and len(other) == 2
+    made_inside = log.leaves[inside_name]
+    assert made_inside.source.startswith(__file__) and made_inside.received
+    (used_first,) = other - {inside_name}
+    assert log[used_first].func in ("mul", "__mul__")  # the op that first used it
+    assert torch.equal(log.leaves[used_first].grad, outside_grad(model, x, outside))
+
+
+def outside_grad(model: TwoLayer, x: torch.Tensor, outside: torch.Tensor) -> torch.Tensor:
+    leaf = outside.detach().requires_grad_()
+    (model(x) * torch.ones(2) * leaf).sum().backward()
+    return leaf.grad
+
+
+def _line(marker: str) -> int:
+    with open(__file__) as source:
+        return next(i for i, line in enumerate(source, 1) if marker in line and "=" in line)
+
+
+def test_save_selection_applies_to_op_gradients_but_leaves_are_always_kept() -> None:
+    model, x = setup()
+    log = lw.trace(model, (x,), save=["fc2"], backward=lambda out: out.sum())
+    kept = [op.label for op in log.ops if op.grads is not None]
+    assert kept == [log["fc2"].label]
+    assert log["fc1"].grads is None and log["fc1"].grad is None
+    assert all(leaf.received for leaf in log.leaves.values())
+    nothing = lw.trace(model, (x,), save=None, backward=lambda out: out.sum())
+    assert all(op.grads is None for op in nothing.ops)
+    assert nothing.leaves["fc1.weight"].received
+    assert any(
+        d["forward_op"] == nothing["fc1"].label for _, d in nothing.backward_graph.nodes(data=True)
+    )
+
+
+def test_a_forward_only_trace_has_no_gradients() -> None:
+    model, x = setup()
+    log = lw.trace(model, (x,))
+    assert log.leaves == {} and log.backward_passes == [] and len(log.backward_graph) == 0
+    assert all(op.grads is None for op in log.ops)
+
+
+def test_timed_trace_with_backward() -> None:
+    model, x = setup()
+    log = lw.trace(model, (x,), timing=True, backward=lambda out: out.sum())
+    assert log["fc1"].time_ms is not None and log["fc1"].grad is not None
+
+
+def test_world_ends_as_after_an_untraced_step() -> None:
+    model, x = setup()
+    torch.manual_seed(3)
+    out = model(x)
+    out.sum().backward(retain_graph=True)
+    plain = grads_of(model)
+    rng = torch.get_rng_state()
+    model.zero_grad(set_to_none=True)
+    kept: dict[str, torch.Tensor] = {}
+
+    def keep_graph(out: torch.Tensor) -> None:
+        kept["loss"] = out.sum()
+        kept["loss"].backward(retain_graph=True)
+
+    torch.manual_seed(3)
+    log = lw.trace(model, (x,), backward=keep_graph)
+    assert torch.equal(torch.get_rng_state(), rng)
+    for name, grad in plain.items():
+        assert torch.equal(model.get_parameter(name).grad, grad)
+    for p in model.parameters():
+        assert not p._backward_hooks
+    assert x._backward_hooks is None or not x._backward_hooks
+    del log
+    gc.collect()
+    # No hook is left on any autograd node: a node hook would hold the capture alive, and
+    # the graph is still alive here (kept["loss"]).
+    assert not [o for o in gc.get_objects() if type(o) is BackwardCapture]
+    # The graph still works as the user's: a plain backward through it adds the same again.
+    model.zero_grad(set_to_none=True)
+    kept["loss"].backward()
+    for name, grad in plain.items():
+        assert torch.equal(model.get_parameter(name).grad, grad)
+
+
+def test_backward_fn_returning_something_else_is_a_clear_error() -> None:
+    model, x = setup()
+    try:
+        lw.trace(model, (x,), backward=lambda out: 3.0)
+    except TypeError as err:
+        assert "backward=fn returned float" in str(err)
+    else:
+        raise AssertionError("no error")
+
+
+def test_saved_log_keeps_op_gradients(tmp_path: Any) -> None:
+    model, x = setup()
+    log = lw.trace(model, (x,), backward=lambda out: out.sum())
+    log.save(tmp_path / "step")
+    loaded = lw.load(tmp_path / "step")
+    for before, after in zip(log.nodes, loaded.nodes, strict=True):
+        assert (before.grads is None) == (after.grads is None), before.label
+        if before.grad is not None:
+            assert torch.equal(before.grad, after.grad), before.label
+    assert loaded["fc1"].grad is not None and loaded["fc1.weight"].grad is not None
