@@ -73,7 +73,7 @@ class BackwardPass:
     retain_graph: bool
     source: str = ""  # "file.py:12" of the call
     # Node ids of ``ModelLog.backward_graph`` in the order they ran during this pass.
-    nodes: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list, repr=False)
     # Set when the pass raised: the message, the forward op whose saved tensors were
     # involved (label and source line) and, for a second backward through freed saved
     # tensors, the index of the earlier pass that freed them.

@@ -3,8 +3,8 @@ handler): the inspector's activation | gradient switch plotting the op's real gr
 gradient-norm overlay, the backward panel listing a cut-off parameter as "no gradient", and
 the banner of a backward that raised.
 
-Logs with gradients come from tests/python/gradient_fixture.py (`traced_with_grads`), the
-stand-in for the capture side until `lw.trace(..., backward=...)` lands.
+Logs with gradients come from tests/python/gradient_fixture.py (`traced_with_grads`): the
+model's forward and backward traced by `lw.trace(..., backward=...)`.
 """
 
 from __future__ import annotations
@@ -118,11 +118,13 @@ def test_gradient_norm_colors_the_graph_and_the_legend_says_so(page, artifacts) 
     page.select_option("[data-testid=metric-picker]", "gradNorm")
     page.locator("[data-testid=overlay-legend]").wait_for(state="visible")
     page.wait_for_function("() => window.__el.__lens.overlayColor('relu_1_2') !== null")
-    got = colors(page, ops)
-    reached = [op for op in ops if log[op].grad is not None]
-    norms = {op: float(torch.linalg.vector_norm(log[op].grad)) for op in reached}
+    # the scale spans every op the backward reached, the loss's own ops included
+    norms = {
+        op.label: float(torch.linalg.vector_norm(op.grad)) for op in log.ops if op.grad is not None
+    }
     top = max(norms, key=norms.__getitem__)
     bottom = min(norms, key=norms.__getitem__)
+    got = colors(page, [*ops, top, bottom])
     assert got[top] == "rgb(253,231,37)" and got[bottom] == "rgb(68,1,84)"
     assert got["linear_2_3"] == "#dee2e6"  # no gradient reached it: "no value"
     legend = page.inner_text("[data-testid=overlay-legend]")
@@ -216,10 +218,15 @@ def test_a_backward_that_raised_shows_a_banner_naming_the_op(page) -> None:
     banner = page.locator("[data-testid=backward-banner]")
     banner.wait_for(state="visible")
     text = banner.inner_text()
-    assert "Backward pass 2 raised: Trying to backward through the graph a second time" in text
+    assert (
+        "Backward pass 2 raised: RuntimeError: Trying to backward through the graph a second"
+        in text
+    )
     assert "freed by backward pass 1" in text
+    involved = w.model_log.backward_passes[1].error_op
+    assert involved is not None and involved.startswith("pow_")  # the loss's pow saved its input
     page.click("[data-testid=backward-error-op]")
-    page.wait_for_function("() => window.__el.__lens.selected === 'linear_3_6'")
+    page.wait_for_function(f"() => window.__el.__lens.selected === {involved!r}")
     assert page.locator("[data-testid=inspector]").is_visible()
     assert page.errors == []
 
