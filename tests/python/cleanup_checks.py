@@ -8,6 +8,7 @@ outputs, state, RNG, inputs, hooks and patched globals. The smaller helpers are 
 from __future__ import annotations
 
 import copy
+import gc
 import random
 import sys
 import types
@@ -334,3 +335,13 @@ def compare_with_plain_forward(
     assert_plain_tensors(output)
     assert_tensors_equal(output, reference)
     return Comparison(log=log, output=output, reference=reference, reference_model=reference_model)
+
+
+def captures_alive() -> int:
+    """BackwardCapture objects alive after a full collection. Tests compare counts before and
+    after their own trace: a log kept by an earlier test (a widget stays registered with
+    ipywidgets, a partial log's traceback holds its frames) may hold one of its own."""
+    from lens_widget.capture.backward_capture import BackwardCapture
+
+    gc.collect()
+    return sum(type(o) is BackwardCapture for o in gc.get_objects())

@@ -3,14 +3,13 @@ autograd.grad, leaf names, the save selection, and the world left as an untraced
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 import torch
+from cleanup_checks import captures_alive
 from torch import nn
 
 import lens_widget as lw
-from lens_widget.capture.backward_capture import BackwardCapture
 
 
 class TwoLayer(nn.Module):
@@ -171,6 +170,7 @@ def test_world_ends_as_after_an_untraced_step() -> None:
     rng = torch.get_rng_state()
     model.zero_grad(set_to_none=True)
     kept: dict[str, torch.Tensor] = {}
+    captures_before = captures_alive()
 
     def keep_graph(out: torch.Tensor) -> None:
         kept["loss"] = out.sum()
@@ -185,10 +185,9 @@ def test_world_ends_as_after_an_untraced_step() -> None:
         assert not p._backward_hooks
     assert x._backward_hooks is None or not x._backward_hooks
     del log
-    gc.collect()
     # No hook is left on any autograd node: a node hook would hold the capture alive, and
     # the graph is still alive here (kept["loss"]).
-    assert not [o for o in gc.get_objects() if type(o) is BackwardCapture]
+    assert captures_alive() == captures_before
     # The graph still works as the user's: a plain backward through it adds the same again.
     model.zero_grad(set_to_none=True)
     kept["loss"].backward()

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import gc
 import warnings
 from typing import Any
 
 import pytest
 import torch
+from cleanup_checks import captures_alive
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 import lens_widget as lw
-from lens_widget.capture.backward_capture import BackwardCapture
 
 
 class ExpNet(nn.Module):
@@ -84,13 +83,9 @@ def test_a_backward_that_raises_leaves_no_hook_behind() -> None:
         loss.backward()
         loss.backward()
 
+    before = captures_alive()
     traced_error(twice)
-    assert _captures_alive() == 0
-
-
-def _captures_alive() -> int:
-    gc.collect()
-    return sum(type(o) is BackwardCapture for o in gc.get_objects())
+    assert captures_alive() == before
 
 
 def _line_of(text: str) -> int:

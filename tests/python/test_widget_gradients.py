@@ -1,6 +1,6 @@
 """The kernel side of the widget's gradient views: the payload's `gradients`, the activation
 request's `value: "grad"` / `backwardPass`, and the `gradNorm` / `gradNonfinite` metrics,
-on logs whose gradients are real (tests/python/gradient_fixture.py: `lw.trace(..., backward=...)`)."""
+on logs whose gradients are real (gradient_fixture.py: `lw.trace(..., backward=...)`)."""
 
 import math
 
