@@ -18,6 +18,7 @@ lw / plain (target <= 1.6x) and torchlens / plain.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 from collections.abc import Callable
@@ -42,6 +43,7 @@ def loss_of(output: Any) -> torch.Tensor:
 def _clear(case: ZooCase) -> None:
     for p in case.model.parameters():
         p.grad = None
+    gc.collect()  # a contender's garbage (TorchLens' logs are cyclic) must not cost the next
 
 
 def plain(case: ZooCase) -> Any:
@@ -114,28 +116,39 @@ def bench_model(name: str, size: str, rounds: int, log: Callable[[str], None]) -
     return row
 
 
+def bench_backward(
+    quick: bool, rounds: int | None = None, models: list[str] | None = None, log: Any = print
+) -> dict[str, Any]:
+    """The rows (one per model) and the medians over models of lw / plain and torchlens /
+    plain; `bench.run` reports them as its "training step" section."""
+    size = "tiny" if quick else "bench"
+    rounds = rounds or (3 if quick else 7)
+    torch.manual_seed(0)
+    log(f"forward+backward, save='all' + gradients, {size} models, {rounds} rounds")
+    rows = [bench_model(name, size, rounds, log) for name in models or list(BENCH_MODELS)]
+    summary: dict[str, Any] = {"rows": rows, "target": TARGET, "rounds": rounds}
+    for key in ("lw", "torchlens"):
+        ratios = [row[f"{key}_ratio"] for row in rows if f"{key}_ratio" in row]
+        summary[f"{key}_median_ratio"] = statistics.median(ratios) if ratios else None
+    lw_ratio, tl_ratio = summary["lw_median_ratio"], summary["torchlens_median_ratio"]
+    log(
+        "forward+backward trace(save='all', grads) / untraced forward+backward: "
+        f"median x{lw_ratio:.2f} (target <= {TARGET}x)"
+        + (f"; TorchLens save_grads x{tl_ratio:.2f}" if tl_ratio is not None else "")
+    )
+    return summary
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny models, 3 rounds")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--models", nargs="*", default=list(BENCH_MODELS))
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (as bench.run)")
     args = parser.parse_args(argv)
-    size = "tiny" if args.quick else "bench"
-    rounds = args.rounds or (3 if args.quick else 7)
-    torch.manual_seed(0)
-    print(f"forward+backward, save='all' + gradients, {size} models, {rounds} rounds")
-    rows = [bench_model(name, size, rounds, print) for name in args.models]
-    summary: dict[str, Any] = {"rows": rows, "target": TARGET}
-    for key in ("lw", "torchlens"):
-        ratios = [row[f"{key}_ratio"] for row in rows if f"{key}_ratio" in row]
-        summary[f"{key}_median_ratio"] = statistics.median(ratios) if ratios else None
-    lw_ratio, tl_ratio = summary["lw_median_ratio"], summary["torchlens_median_ratio"]
-    print(
-        "forward+backward trace(save='all', grads) / untraced forward+backward: "
-        f"median x{lw_ratio:.2f} (target <= {TARGET}x)"
-        + (f"; TorchLens save_grads x{tl_ratio:.2f}" if tl_ratio is not None else "")
-    )
+    torch.set_num_threads(args.threads)
+    summary = bench_backward(args.quick, args.rounds, args.models)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(summary, out, indent=1)

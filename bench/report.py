@@ -300,6 +300,11 @@ def render(results: dict[str, Any], source: str) -> str:
     if skipped:
         lines += ["Not run: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()), ""]
 
+    backward = results.get("backward", {})
+    if backward.get("rows"):
+        lines += ["## Training step", "", BACKWARD_METHOD, ""]
+        lines += backward_table(backward) + [""]
+
     graph = results.get("graph", [])
     if graph:
         lines += ["## Graph building", "", "Median ms over fresh traces.", ""]
@@ -322,6 +327,30 @@ def render(results: dict[str, Any], source: str) -> str:
     tl = env.get("torchlens") or "(not installed)"
     lines.append(HOW.format(repeats=meta["repeats"], torchlens=tl))
     return "\n".join(lines)
+
+
+BACKWARD_METHOD = (
+    "`python -m bench.backward_bench`: train mode, a mean-square loss on the first output, "
+    "forward + backward. Median ms per contender over interleaved rounds: untraced, "
+    "`lw.trace(save='all', backward=loss)` (every activation and gradient, leaves, the backward "
+    "graph) and TorchLens with `save_grads=True` then `log_backward`."
+)
+
+
+def backward_table(backward: dict[str, Any]) -> list[str]:
+    lines = ["| model | plain ms | lw traced | TorchLens save_grads |", "|---|---|---|---|"]
+    for r in backward["rows"]:
+        tl = r.get("torchlens_ratio")
+        lines.append(
+            f"| {r['model']} | {r['plain_ms']:.1f} | {r['lw_ratio']:.2f}x "
+            f"| {f'{tl:.2f}x' if tl is not None else '-'} |"
+        )
+    tl_median = backward.get("torchlens_median_ratio")
+    lines.append(
+        f"| **median** | | **{backward['lw_median_ratio']:.2f}x** "
+        f"| {f'{tl_median:.2f}x' if tl_median is not None else '-'} |"
+    )
+    return lines
 
 
 def write_report(run_file: pathlib.Path, out: pathlib.Path) -> pathlib.Path:

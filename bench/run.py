@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from .backward_bench import bench_backward
 from .device import DEVICES, device_name, pick_device, synchronizer
 from .environment import LoadMeter, machine_info
 from .graph_bench import bench_graph
@@ -61,6 +62,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--no-graph", action="store_true")
     p.add_argument("--no-widget", action="store_true")
+    p.add_argument("--no-backward", action="store_true", help="skip the training-step section")
     return p.parse_args(argv)
 
 
@@ -141,6 +143,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     _say("tracing:")
     results: dict[str, Any] = _trace_rows(args, modes, repeats, device, skipped)
     results |= {"graph": [], "widget": {}}
+
+    if not args.no_backward:
+        _say("training step (forward + backward with gradients):")
+        models = args.models.split(",") if args.models else None
+        try:
+            results["backward"] = bench_backward(args.quick, None, models, log=_say)
+        except Exception as err:  # report, keep the rest of the results
+            skipped["backward"] = f"{type(err).__name__}: {err}"
+            _say(f"  backward bench failed: {skipped['backward']}")
 
     if not args.no_graph:
         _say("graphs:")

@@ -179,6 +179,20 @@ def _payload_targets(payload: dict[str, Any]) -> list[Target]:
     return targets
 
 
+def _backward_targets(backward: dict[str, Any]) -> list[Target]:
+    ratio = backward.get("lw_median_ratio")
+    if ratio is None:
+        return []
+    return [
+        _target(
+            f"forward+backward traced with every gradient <= {backward['target']}x an untraced "
+            "step (median over the models)",
+            f"{ratio:.2f}x",
+            ratio <= backward["target"],
+        )
+    ]
+
+
 def evaluate_targets(results: dict[str, Any]) -> list[Target]:
     """Every target the run has figures for, in the order the report lists them."""
     rows = results.get("trace", [])
@@ -187,6 +201,7 @@ def evaluate_targets(results: dict[str, Any]) -> list[Target]:
         targets += _model_targets(row)
     return (
         targets
+        + _backward_targets(results.get("backward", {}))
         + _graph_targets(results.get("graph", []))
         + _payload_targets(results.get("payload", {}))
         + _widget_targets(results.get("widget", {}))

@@ -65,8 +65,13 @@ def test_quick_bench_writes_results(tmp_path):
     assert meta["machine"]["torch"]
     assert {"pass", "target", "measured"} <= set(evaluate_targets(results)[0])
 
+    backward = results["backward"]
+    assert [r["model"] for r in backward["rows"]] == ["gpt2", "looped"]
+    assert all(r["plain_ms"] > 0 and r["lw_ratio"] > 0 for r in backward["rows"])
+
     md = (tmp_path / "RESULTS.md").read_text()
     assert "## Tracing time" in md and "| gpt2 |" in md and "## Graph building" in md
+    assert "## Training step" in md
 
 
 @pytest.mark.skipif(
