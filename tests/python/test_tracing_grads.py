@@ -9,6 +9,7 @@ import copy
 import pytest
 import torch
 from cleanup_checks import seed_all
+from small_models import Discriminator, Generator
 from torch import nn
 
 import lens_widget as lw
@@ -77,26 +78,6 @@ def _line_of(code: str) -> int:
         return next(i for i, line in enumerate(source, 1) if line.strip() == code)
 
 
-class Generator(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer1 = nn.Linear(4, 8)
-        self.layer2 = nn.Linear(8, 6)
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return self.layer2(torch.tanh(self.layer1(z)))
-
-
-class Discriminator(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(6, 1)
-        self.unused = nn.Linear(6, 1)  # requires grad, never reached: the bug users hunt
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(x)
-
-
 def gan_step(gen: Generator, disc: Discriminator, z: torch.Tensor, real: torch.Tensor) -> None:
     fake = gen(z)
     d_loss = disc(real).mean() - disc(fake.detach()).mean()
@@ -108,6 +89,7 @@ def gan_step(gen: Generator, disc: Discriminator, z: torch.Tensor, real: torch.T
 def test_two_models_by_keyword_and_two_backwards() -> None:
     torch.manual_seed(0)
     gen, disc = Generator(), Discriminator()
+    disc.unused = nn.Linear(6, 1)  # requires grad, never reached: the bug users hunt
     z, real = torch.randn(5, 4), torch.randn(5, 6)
     gen_twin, disc_twin = copy.deepcopy(gen), copy.deepcopy(disc)
     gan_step(gen_twin, disc_twin, z, real)

@@ -21,27 +21,11 @@ from cleanup_checks import (
     rng_state,
     seed_all,
 )
+from small_models import SmallNet
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
 import lens_widget as lw
-
-
-class SmallNet(nn.Module):
-    """BatchNorm (running stats), dropout (RNG), in-place ops and a factory call."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(3, 4, 3, padding=1)
-        self.bn = nn.BatchNorm2d(4)
-        self.drop = nn.Dropout(0.3)
-        self.head = nn.Linear(4, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.relu_(self.bn(self.conv(x)))
-        y = self.drop(y.mean((2, 3)))
-        y += torch.randn(y.shape) * 0.01
-        return self.head(y)
 
 
 def training_step(model: nn.Module, x: torch.Tensor) -> torch.Tensor:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from small_models import Discriminator, Generator
 from torch import nn
 
 import lens_widget as lw
@@ -76,25 +77,6 @@ def test_a_section_that_only_calls_the_model_matches_trace(gpt2):
     assert {a: m.n_ops for a, m in log.modules.items()} == {
         a: m.n_ops for a, m in reference.modules.items()
     }
-
-
-class Generator(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer1 = nn.Linear(4, 8)
-        self.layer2 = nn.Linear(8, 6)
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return self.layer2(torch.tanh(self.layer1(z)))
-
-
-class Discriminator(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(6, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(x).sigmoid()
 
 
 def test_two_models_by_keyword():
