@@ -172,15 +172,19 @@ def click_an_op_and_see_its_plot(page: object, op_ids: list[str]) -> dict:
     return target
 
 
-def test_click_node_shows_activation_and_syncs_selected(
-    lab: Lab, page: object, artifacts: Path
-) -> None:
-    page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+def open_demo_widget(lab: Lab, page: object, height: int) -> None:
+    """Open the demo notebook, run it down to the GPT-2 widget's cell, wait for the widget."""
+    page.set_viewport_size({"width": 1400, "height": height})  # type: ignore[attr-defined]
     page.goto(f"{lab.url}/lab/tree/demo.ipynb")  # type: ignore[attr-defined]
     wait_for_kernel_idle(page)
     run_through_widget_cell(page)
-
     wait_for_widget(page)
+
+
+def test_click_node_shows_activation_and_syncs_selected(
+    lab: Lab, page: object, artifacts: Path
+) -> None:
+    open_demo_widget(lab, page, height=1000)
 
     kernel = Kernel(lab.connection_file())
     try:
@@ -257,11 +261,7 @@ def wait_for_looks(page: object, canvas: str, tick: str) -> dict:
 def test_live_theme_switch_and_the_wheel_in_jupyterlab(
     lab: Lab, page: object, artifacts: Path
 ) -> None:
-    page.set_viewport_size({"width": 1400, "height": 900})  # type: ignore[attr-defined]
-    page.goto(f"{lab.url}/lab/tree/demo.ipynb")  # type: ignore[attr-defined]
-    wait_for_kernel_idle(page)
-    run_through_widget_cell(page)
-    wait_for_widget(page)
+    open_demo_widget(lab, page, height=900)
     kernel = Kernel(lab.connection_file())
     try:
         click_an_op_and_see_its_plot(page, op_ids(kernel))
@@ -316,11 +316,7 @@ BANNER = f'{ROOT} [data-testid="ablation-banner"]'
 def test_ablate_from_the_inspector_and_back_in_jupyterlab(
     lab: Lab, page: object, artifacts: Path
 ) -> None:
-    page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
-    page.goto(f"{lab.url}/lab/tree/demo.ipynb")  # type: ignore[attr-defined]
-    wait_for_kernel_idle(page)
-    run_through_widget_cell(page)
-    wait_for_widget(page)
+    open_demo_widget(lab, page, height=1000)
     kernel = Kernel(lab.connection_file())
     try:
         # an op of the second block's MLP: the embeddings and block 0 come before it
