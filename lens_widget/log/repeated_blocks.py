@@ -114,13 +114,19 @@ def folded_layers(nodes: Sequence[OpRecord], groups: Sequence[Sequence[str]]) ->
     # Each repeat's address -> its first block's address, in group order.
     first_of = {m: group[0] for group in groups for m in group[1:]}
     order = {m: i for i, m in enumerate(first_of)}
+    holders: dict[str, list[str]] = {}  # module address -> the repeats it lies in, in order
     for node in nodes:
         if node.kind not in ("param", "buffer"):
             continue
         # The repeats holding this parameter (their addresses are dotted prefixes of its
         # name), in group order: a later one overrides an earlier one.
-        holders = [a for a in _enclosing(node.label) if a in first_of]
-        for mine in sorted(holders, key=order.__getitem__):
+        owner = node.label.rpartition(".")[0]
+        found = holders.get(owner)
+        if found is None:
+            found = holders[owner] = sorted(
+                (a for a in (*_enclosing(owner), owner) if a in first_of), key=order.__getitem__
+            )
+        for mine in found:
             twin = first_of[mine] + node.label[len(mine) :]
             if twin in labels:
                 alias[node.layer] = alias.get(twin, twin)
