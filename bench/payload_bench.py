@@ -1,6 +1,14 @@
 """The widget's synced graph: its size as JSON and on the wire, and what a saved notebook grows by.
 
     python -m bench.payload_bench [--quick]     # prints the figures as JSON
+    python -m bench.payload_bench --kernel 20000,100000   # only the kernel-side timings
+
+Kernel side: for a synthetic chain of nested `Sequential`s (bench.zoo.chain, folded into one
+`×N` stack) and a flat loop of tiny ops (bench.per_op.TinyLoop: 3 ops per `Linear`, nothing
+folds), each of ~20k and ~100k ops: the trace (save=None), `LensWidget.from_log` (it builds
+the payload and encodes it when the widget opens), then on a fresh trace of the same model
+`log.repeated_blocks`, `log.graph`, `log.rolled_graph`, `build_payload` and `wire.encode`
+one by one (wall-clock seconds, one run each: compare rows of one run, not across runs).
 
 Graphs: real GPT-2 traces (transformers, random weights, width 32 and as many layers as it
 takes to reach ~5k and ~20k ops: module paths, source lines and shapes as any real model has
@@ -32,9 +40,10 @@ from nbclient import NotebookClient
 from transformers import GPT2Config, GPT2LMHeadModel
 
 import lens_widget
-from lens_widget.widget import wire
+from lens_widget.widget import LensWidget, wire
 from lens_widget.widget.payload import build_payload
 
+from .per_op import TinyLoop
 from .zoo import ZooCase, chain
 from .zoo.case import build, token_ids
 from .zoo.synthetic_payload import make_payload
@@ -88,6 +97,51 @@ def _graphs(quick: bool) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
         ("synthetic 20000", lambda: make_payload(target_ops=20000)),
         ("synthetic 100000", lambda: make_payload(target_ops=100000)),
     ]
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def _kernel_models(n_ops: int) -> list[tuple[str, torch.nn.Module, torch.Tensor]]:
+    case = chain(n_ops)
+    torch.manual_seed(0)
+    return [
+        (f"chain {n_ops}", case.model, case.args[0]),
+        (f"tiny loop {n_ops}", TinyLoop(n_ops // 3), torch.randn(4, 8)),
+    ]
+
+
+def kernel_rows(sizes: list[int], log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Seconds the kernel spends from a log to the bytes the widget syncs (see the docstring)."""
+    rows = []
+    for n_ops in sizes:
+        for name, model, x in _kernel_models(n_ops):
+            with torch.no_grad():
+                trace_s, traced = _timed(lambda m=model, x=x: lens_widget.trace(m, (x,), save=None))
+            widget_s, _ = _timed(lambda t=traced: LensWidget.from_log(t))
+            with torch.no_grad():
+                fresh = lens_widget.trace(model, (x,), save=None)
+            row: dict[str, Any] = {"graph": name, "ops": len(fresh.ops), "trace_s": trace_s}
+            row["widget_s"] = widget_s
+            row["repeated_blocks_s"], _ = _timed(lambda f=fresh: f.repeated_blocks)
+            row["graph_s"], _ = _timed(lambda f=fresh: f.graph)
+            row["rolled_graph_s"], _ = _timed(lambda f=fresh: f.rolled_graph)
+            row["payload_s"], payload = _timed(lambda f=fresh: build_payload(f))
+            row["encode_s"], data = _timed(lambda p=payload: wire.encode(p))
+            row["wire_bytes"] = len(data)
+            log(
+                f"  {name}: {row['ops']} ops, trace {trace_s:.2f}s, LensWidget.from_log "
+                f"{widget_s:.2f}s | repeated_blocks {row['repeated_blocks_s']:.2f}s, graph "
+                f"{row['graph_s']:.2f}s, rolled {row['rolled_graph_s']:.2f}s, payload "
+                f"{row['payload_s']:.2f}s, encode {row['encode_s']:.2f}s "
+                f"({len(data) / 2**20:.2f} MiB)"
+            )
+            rows.append(row)
+            del traced, fresh, payload, data
+    return rows
 
 
 NOTEBOOK_SETUP = """\
@@ -145,14 +199,20 @@ def bench_payload(quick: bool, log: Callable[[str], None] = print) -> dict[str, 
             f"wire {row['wire_bytes'] / 2**20:.2f} MiB (encode {row['encode_ms']:.0f} ms)"
         )
         rows.append(row)
+    kernel = kernel_rows([2000] if quick else [20000, 100000], log=log)
     notebook = notebook_growth(300 if quick else NOTEBOOK_OPS)
     grow, graph, esm = (notebook[k] / 2**20 for k in ("growth_bytes", "graph_bytes", "esm_bytes"))
     ops = notebook["ops"]
     log(f"  notebook, {ops}-op widget: +{grow:.2f} MiB (graph {graph:.2f}, ESM {esm:.2f})")
-    return {"rows": rows, "notebook": notebook}
+    return {"rows": rows, "kernel": kernel, "notebook": notebook}
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
-    print(json.dumps(bench_payload(parser.parse_args().quick), indent=1))
+    parser.add_argument("--kernel", metavar="SIZES", help="only the kernel rows, e.g. 20000,100000")
+    args = parser.parse_args()
+    if args.kernel:
+        print(json.dumps(kernel_rows([int(s) for s in args.kernel.split(",")]), indent=1))
+    else:
+        print(json.dumps(bench_payload(args.quick), indent=1))

@@ -102,6 +102,23 @@ def payload_lines(payload: dict[str, Any]) -> list[str]:
             f"| {r['graph']} | {r['ops']} | {r['nodes']} | {mib(r['json_bytes'])} "
             f"| {mib2(r['wire_bytes'])} | {ms(r['encode_ms'])} |"
         )
+    kernel = payload.get("kernel")
+    if kernel:
+        out += [
+            "",
+            "Kernel side, seconds (one run each): the trace (save=None), `LensWidget.from_log` "
+            "(payload built and encoded), then each step alone on a fresh trace.",
+            "",
+            "| graph | ops | trace | LensWidget.from_log | repeated_blocks | log.graph "
+            "| log.rolled_graph | build_payload | wire.encode | wire MiB |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in kernel:
+            out.append(
+                f"| {r['graph']} | {r['ops']} | {r['trace_s']:.2f} | {r['widget_s']:.2f} "
+                f"| {r['repeated_blocks_s']:.2f} | {r['graph_s']:.2f} | {r['rolled_graph_s']:.2f} "
+                f"| {r['payload_s']:.2f} | {r['encode_s']:.2f} | {mib2(r['wire_bytes'])} |"
+            )
     nb = payload.get("notebook")
     if nb:
         out += [

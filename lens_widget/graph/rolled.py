@@ -7,11 +7,46 @@ stack of 24 identical blocks rolls into one block whose ops carry 24 passes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import networkx as nx
 
-from lens_widget.graph.unrolled import shape_text
+from lens_widget.graph.unrolled import Edges, shape_text
 from lens_widget.log.records import OpRecord, index_by_label
+
+
+@dataclass
+class RolledLayers:
+    """The rolled graph as plain dicts: rolled node -> its passes' records (in first-seen
+    order), and (source, target) -> {"passes", "shape"} in the order edges are first seen."""
+
+    records: dict[str, list[OpRecord]]
+    edges: Edges
+
+
+def roll_layers(
+    nodes: Sequence[OpRecord], by_label: Mapping[str, OpRecord], fold: Mapping[str, str]
+) -> RolledLayers:
+    records: dict[str, list[OpRecord]] = {}
+    rolled_layer: dict[str, str] = {}  # label -> its rolled node
+    rolled_pass: dict[str, int] = {}  # label -> its pass (1-based) within that node
+    for node in nodes:
+        layer = fold.get(node.layer, node.layer)
+        passes = records.setdefault(layer, [])
+        passes.append(node)
+        rolled_layer[node.label] = layer
+        rolled_pass[node.label] = len(passes)
+    edges: Edges = {}
+    for node in nodes:
+        target, pass_index = rolled_layer[node.label], rolled_pass[node.label]
+        for parent in node.parents:
+            key = (rolled_layer[parent], target)
+            seen = edges.get(key)
+            if seen is None:
+                edges[key] = {"passes": [pass_index], "shape": shape_text(by_label[parent].shape)}
+            elif seen["passes"][-1] != pass_index:
+                seen["passes"].append(pass_index)
+    return RolledLayers(records, edges)
 
 
 def build_rolled_graph(
@@ -24,33 +59,13 @@ def build_rolled_graph(
     """One graph node per layer (attrs `records`, `n_passes`); edges carry `passes`, `shape`.
     `by_label` is `nodes` indexed by label, when the caller has it."""
     by_label = index_by_label(nodes) if by_label is None else by_label
-    fold = fold or {}
+    rolled = roll_layers(nodes, by_label, fold or {})
     graph = nx.DiGraph(model_class=model_class)
-    records: dict[str, list[OpRecord]] = {}
-    rolled_layer: dict[str, str] = {}  # label -> its rolled node
-    rolled_pass: dict[str, int] = {}  # label -> its pass (1-based) within that node
-    for node in nodes:
-        layer = fold.get(node.layer, node.layer)
-        passes = records.setdefault(layer, [])
-        passes.append(node)
-        rolled_layer[node.label] = layer
-        rolled_pass[node.label] = len(passes)
-    for layer, passes in records.items():
+    for layer, passes in rolled.records.items():
         first = passes[0]
         graph.add_node(
             layer, records=passes, n_passes=len(passes), kind=first.kind, func=first.func,
             module=first.module, shape=first.shape,
         )  # fmt: skip
-    for node in nodes:
-        target, pass_index = rolled_layer[node.label], rolled_pass[node.label]
-        for parent in node.parents:
-            source = rolled_layer[parent]
-            if graph.has_edge(source, target):
-                passes_seen = graph.edges[source, target]["passes"]
-                if passes_seen[-1] != pass_index:
-                    passes_seen.append(pass_index)
-            else:
-                graph.add_edge(
-                    source, target, passes=[pass_index], shape=shape_text(by_label[parent].shape)
-                )
+    graph.add_edges_from((s, t, data) for (s, t), data in rolled.edges.items())
     return graph

@@ -10,7 +10,7 @@ as query/key/value), form a group; the groups drive the `×24` fold in both view
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from lens_widget.log.records import ModuleInfo, OpRecord
 
@@ -77,8 +77,8 @@ def find_repeated_blocks(
         if len(run) > 1:
             groups.append(run)
 
-    hidden = [member for group in groups for member in group[1:]]
-    kept = [g for g in groups if not any(_within(g[0], outer) for outer in hidden)]
+    hidden = {member for group in groups for member in group[1:]}
+    kept = [g for g in groups if not any(a in hidden for a in _enclosing(g[0]))]
     order = {address: i for i, address in enumerate(modules)}
     return sorted(kept, key=lambda g: order[g[0]])
 
@@ -88,8 +88,13 @@ def _feeds(before: Sequence[OpRecord], after: Sequence[OpRecord]) -> bool:
     return any(parent in produced for op in after for parent in op.parents)
 
 
-def _within(address: str, outer: str) -> bool:
-    return address.startswith(outer + ".")
+def _enclosing(name: str) -> Iterator[str]:
+    """Every dotted prefix of `name`, shortest first: "a.b.c" -> "a", "a.b" (the modules
+    that hold it). Looking these up in a set replaces a scan over every module."""
+    dot = name.find(".")
+    while dot != -1:
+        yield name[:dot]
+        dot = name.find(".", dot + 1)
 
 
 def folded_layers(nodes: Sequence[OpRecord], groups: Sequence[Sequence[str]]) -> dict[str, str]:
@@ -106,13 +111,23 @@ def folded_layers(nodes: Sequence[OpRecord], groups: Sequence[Sequence[str]]) ->
             for mine, theirs in zip(inside[member], first, strict=True):
                 alias[mine.layer] = alias.get(theirs.layer, theirs.layer)
     labels = {node.label for node in nodes}
-    prefixes = {m + ".": group[0] + "." for group in groups for m in group[1:]}
+    # Each repeat's address -> its first block's address, in group order.
+    first_of = {m: group[0] for group in groups for m in group[1:]}
+    order = {m: i for i, m in enumerate(first_of)}
+    holders: dict[str, list[str]] = {}  # module address -> the repeats it lies in, in order
     for node in nodes:
         if node.kind not in ("param", "buffer"):
             continue
-        for prefix, first_prefix in prefixes.items():
-            if node.label.startswith(prefix):
-                twin = first_prefix + node.label[len(prefix) :]
-                if twin in labels:
-                    alias[node.layer] = alias.get(twin, twin)
+        # The repeats holding this parameter (their addresses are dotted prefixes of its
+        # name), in group order: a later one overrides an earlier one.
+        owner = node.label.rpartition(".")[0]
+        found = holders.get(owner)
+        if found is None:
+            found = holders[owner] = sorted(
+                (a for a in (*_enclosing(owner), owner) if a in first_of), key=order.__getitem__
+            )
+        for mine in found:
+            twin = first_of[mine] + node.label[len(mine) :]
+            if twin in labels:
+                alias[node.layer] = alias.get(twin, twin)
     return alias

@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lens_widget.gc_pause import gc_paused
+from lens_widget.graph.rolled import roll_layers
+from lens_widget.graph.unrolled import by_source, unrolled_edges
 from lens_widget.log.attention import has_attention_map
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
+from lens_widget.log.repeated_blocks import folded_layers
 from lens_widget.widget import protocol
 from lens_widget.widget.gradient_payload import gradient_info
 
@@ -81,19 +84,25 @@ def module_list(modules: Mapping[str, ModuleInfo]) -> list[protocol.ModuleInfo]:
         if info.parent is not None:
             emit(info.parent)
         done.add(address)
-        out.append(
-            {
-                "address": info.address,
-                "className": info.class_name,
-                "parent": info.parent,
-                "nPasses": int(info.n_passes),
-                "nOps": int(info.n_ops),
-            }
-        )
+        out.append(_module_info(info))
 
-    for address in modules:
-        emit(address)
+    for address, info in modules.items():
+        if info.parent is None or info.parent in done:  # call order: parents come first
+            done.add(address)
+            out.append(_module_info(info))
+        else:
+            emit(address)
     return out
+
+
+def _module_info(info: ModuleInfo) -> protocol.ModuleInfo:
+    return {
+        "address": info.address,
+        "className": info.class_name,
+        "parent": info.parent,
+        "nPasses": int(info.n_passes),
+        "nOps": int(info.n_ops),
+    }
 
 
 def build_payload(log: ModelLog) -> protocol.GraphPayload:
@@ -106,28 +115,34 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
     records = log.nodes
     by_label = log.by_label
     consumer = first_consumers(by_label)
+    order = [r.label for r in records]
 
-    # ---- unrolled view: one node per record, edges straight from the log's graph ----
+    # ---- unrolled view: one node per record, edges as the log's graph has them ----
     u_nodes: list[protocol.NodeInfo] = []
+    groups_of: dict[tuple[tuple[str, int], ...], list[str]] = {}  # ops of one call share them
     for r in records:
         placed = consumer.get(r.label, r)
-        u_nodes.append(_node(r, unrolled_groups(placed), [r.label]))
+        groups = groups_of.get(placed.module_stack)
+        if groups is None:
+            groups = groups_of[placed.module_stack] = unrolled_groups(placed)
+        u_nodes.append(_node(r, groups.copy(), [r.label]))
     u_edges: list[protocol.EdgeInfo] = []
     edge_shape: dict[tuple[str, str], str] = {}  # (source layer, target layer) -> first shape
-    for src, dst, data in log.graph.edges(data=True):
-        text = data["shape"]  # the graph's edge label (graph.unrolled.shape_text)
+    # the same edges, in the same order, as log.graph.edges: without building that graph
+    for src, dst, data in by_source(unrolled_edges(records, by_label), order):
+        text = data["shape"]
         u_edges.append({"source": src, "target": dst, "shape": text, "passes": []})
         edge_shape.setdefault((by_label[src].layer, by_label[dst].layer), text)
 
-    # ---- rolled view: one node per layer, passes folded ----
+    # ---- rolled view: one node per layer, passes folded (log.rolled_graph as dicts) ----
+    rolled = roll_layers(records, by_label, folded_layers(records, log.repeated_blocks))
     r_nodes: list[protocol.NodeInfo] = []
-    for layer, data in log.rolled_graph.nodes(data=True):
-        passes: list[OpRecord] = list(data["records"])
+    for layer, passes in rolled.records.items():
         first = passes[0]
         node = _node(first, rolled_groups(consumer.get(first.label, first)), [])
         node.update(
             id=layer,
-            nPasses=int(data.get("n_passes", len(passes))),
+            nPasses=len(passes),
             passes=[p.label for p in passes],
             saved=all(p.saved for p in passes),
             failed=any(p.failed for p in passes),
@@ -141,9 +156,9 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
             "source": src,
             "target": dst,
             "shape": edge_shape.get((src, dst), ""),
-            "passes": [int(p) for p in data.get("passes", [])],
+            "passes": [int(p) for p in data["passes"]],
         }
-        for src, dst, data in log.rolled_graph.edges(data=True)
+        for src, dst, data in by_source(rolled.edges, rolled.records)
     ]
 
     payload: protocol.GraphPayload = {

@@ -65,11 +65,16 @@ class _Encoder:
         self.chunks: list[bytes] = []
         self.size = 0
 
-    def ints(self, values: list[int]) -> int | list[int]:
-        """Integers (within 2**53) as a block (its index), or inline when they are few."""
+    def ints(
+        self, values: list[int], lo: int | None = None, hi: int | None = None
+    ) -> int | list[int]:
+        """Integers (within 2**53) as a block (its index), or inline when they are few;
+        `lo`, `hi`: their min and max, when the caller has them."""
         if len(values) <= _INLINE_MAX:
             return list(values)
-        return self._block(_int_dtype(values), values)
+        if lo is None or hi is None:
+            lo, hi = min(values), max(values)
+        return self._block(_int_dtype(lo, hi), values)
 
     def floats(self, values: list[float]) -> int:
         return self._block("f64", values)
@@ -97,15 +102,24 @@ class _Encoder:
                 return {"c": "null"}
             present = [v is not None for v in values]
             kept = [v for v in values if v is not None]
-            return {"c": "opt", "m": self.ints(list(map(int, present))), "v": self.column(kept)}
+            return {
+                "c": "opt",
+                "m": self.ints(list(map(int, present)), 0, 1),
+                "v": self.column(kept),
+            }
         if len(types) == 1:
             (kind,) = types
             if kind is str:
-                return {"c": "str", "d": self.ints(list(map(self.strings.__getitem__, values)))}
+                before = len(self.strings)
+                indices = list(map(self.strings.__getitem__, values))
+                hi = len(self.strings) - 1 if len(self.strings) > before else max(indices)
+                return {"c": "str", "d": self.ints(indices, 0, hi)}
             if kind is bool:
-                return {"c": "bool", "d": self.ints(list(map(int, values)))}
-            if kind is int and min(values) >= -_EXACT_INT and max(values) <= _EXACT_INT:
-                return {"c": "int", "d": self.ints(values)}
+                return {"c": "bool", "d": self.ints(list(map(int, values)), 0, 1)}
+            if kind is int:
+                lo, hi = min(values), max(values)
+                if lo >= -_EXACT_INT and hi <= _EXACT_INT:
+                    return {"c": "int", "d": self.ints(values, lo, hi)}
             if kind is float:
                 return {"c": "float", "d": self.floats(values)}
             if kind is dict:
@@ -143,12 +157,11 @@ class _Encoder:
             else:
                 present = [int(key in v) for v in values]
                 columns.append(self.column([v[key] for v in values if key in v]))
-                masks.append(self.ints(present))
+                masks.append(self.ints(present, 0, 1))
         return {"c": "obj", "k": keys, "v": columns, "m": masks}
 
 
-def _int_dtype(values: list[int]) -> str:
-    lo, hi = (min(values), max(values)) if values else (0, 0)
+def _int_dtype(lo: int, hi: int) -> str:
     for dtype, low, high in _INT_RANGES if lo >= 0 else _SIGNED_RANGES:
         if low <= lo and hi <= high:
             return dtype
@@ -168,7 +181,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:200] + "…"
 
 
-def encode(value: Any, level: int = 6) -> bytes:
+def encode(value: Any, level: int = 4) -> bytes:
     """`value` (dicts, lists, str, int, float, bool, None) as compressed bytes."""
     enc = _Encoder()
     root = enc.column([value])

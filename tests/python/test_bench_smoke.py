@@ -93,5 +93,9 @@ def test_quick_widget_bench_runs(tmp_path):
     # the synced graph's size, and a saved notebook's growth with the ESM bundle in it
     payload = results["payload"]
     assert payload["rows"] and all(0 < r["wire_bytes"] < r["json_bytes"] for r in payload["rows"])
+    # the kernel side: each step timed, for the folded chain and the flat loop
+    kernel = payload["kernel"]
+    assert [r["graph"].split(" ")[0] for r in kernel] == ["chain", "tiny"]
+    assert all(r["ops"] > 1000 and r["widget_s"] > 0 and r["wire_bytes"] > 0 for r in kernel)
     notebook = payload["notebook"]
     assert notebook["growth_bytes"] > notebook["esm_bytes"] > 0 and notebook["graph_bytes"] > 0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
+from repeated_blocks_reference import reference_folded_layers, reference_repeated_blocks
 from torch import nn
 from transformers import (
     BertConfig,
@@ -14,6 +16,8 @@ from transformers import (
 )
 
 import lens_widget as lw
+from bench.zoo import TEST_MODELS, chain
+from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
 
 
 def _gpt2(n_layer: int) -> lw.ModelLog:
@@ -92,3 +96,51 @@ def test_a_model_without_repeats_rolls_as_before() -> None:
     log = lw.trace(model, (torch.randn(2, 4),))
     assert log.repeated_blocks == []
     assert set(log.rolled_graph) == {n.layer for n in log.nodes}
+
+
+class _Nested(nn.Module):
+    """Stacks of stacks: inner repeats inside the first outer block and inside the later ones
+    (kept there, dropped here), parameters folding through two levels."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outer = nn.ModuleList(_Blocks([4, 4, 4]) for _ in range(3))
+        self.head = _Blocks([4, 4])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.outer:
+            x = block(x)
+        return self.head(x)
+
+
+def test_nested_stacks_fold_through_both_levels() -> None:
+    log = lw.trace(_Nested(), (torch.randn(2, 4),))
+    assert log.repeated_blocks == [
+        ["outer.0", "outer.1", "outer.2"],
+        ["outer.0.blocks.0", "outer.0.blocks.1", "outer.0.blocks.2"],
+        ["head.blocks.0", "head.blocks.1"],
+    ]
+    fold = folded_layers(log.nodes, log.repeated_blocks)
+    # a weight of outer.2's third inner block folds onto outer.0's first inner block
+    assert fold["outer.2.blocks.2.0.weight"] == "outer.0.blocks.0.0.weight"
+    assert fold["head.blocks.1.2.bias"] == "head.blocks.0.2.bias"
+
+
+def _case_log(name: str) -> lw.ModelLog:
+    case = chain(400) if name == "chain" else TEST_MODELS[name]()
+    with torch.no_grad():
+        return lw.trace(case.model, case.args, case.kwargs, save=None)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert", "t5", "resnet", "swin", "chain", "nested"])
+def test_fast_search_and_fold_match_the_plain_reference(name: str) -> None:
+    if name == "nested":
+        log = lw.trace(_Nested(), (torch.randn(2, 4),), save=None)
+    else:
+        log = _case_log(name)
+    groups = find_repeated_blocks(log.nodes, log.modules)
+    assert groups == reference_repeated_blocks(log.nodes, log.modules)
+    fold = folded_layers(log.nodes, groups)
+    assert fold == reference_folded_layers(log.nodes, groups)
+    if name in ("gpt2", "bert", "chain", "nested"):  # these do repeat: the fold is not empty
+        assert groups and fold
