@@ -1,7 +1,9 @@
 """Summary statistics of saved activations, computed in one batch on the tensors' devices.
 
-Each distinct set of values gets five reading passes (sum, L2 norm, min, max and
-``count_nonzero``), queued on its own device, with nothing the size of the tensor allocated.
+Each distinct set of values gets five reading passes (sum, L2 norm, min, max and the
+non-zero count), queued on its own device, with nothing the size of the tensor allocated:
+on CPU the count writes ``x != 0`` into one reused float buffer and sums it, about twice as
+fast as ``count_nonzero`` (torch 2.13), which counts tensors too big for the buffer.
 Views that hold the same elements in another order (a ``view``, ``transpose`` or ``permute``
 of another output) are the same set: it is read once, in memory order (the fastest order,
 see ``_in_memory_order``). The small results are stacked and copied to the host once per
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import torch
@@ -71,14 +73,16 @@ def activation_stats(tensors: Sequence[Tensor]) -> list[ActivationStats]:
     firsts = [distinct.setdefault(values_key(t), i) for i, t in enumerate(ordered)]
     todo = [i for i in distinct.values() if tensors[i].numel() > 0]
 
-    # Pass 1: mean, ||x||, min, max and the non-zero count of every tensor.
-    rows = _batched([(ordered[i], _moments) for i in todo])
+    # Pass 1: sum, ||x||, min, max and the non-zero count of every tensor.
+    moments = _moments(_NonzeroCounter(ordered[i] for i in todo))
+    rows = _batched([(ordered[i], moments) for i in todo])
     results: dict[int, ActivationStats] = {}
     refine: list[tuple[int, float]] = []  # (position, mean) of tensors the formula fails
-    for i, (mean, norm, lo, hi, nonzero) in zip(todo, rows, strict=True):
+    for i, (total, norm, lo, hi, nonzero) in zip(todo, rows, strict=True):
         n = tensors[i].numel()
+        mean = total / n
         zero_fraction = (n - nonzero) / n
-        if not all(math.isfinite(v) for v in (mean, norm, lo, hi)):
+        if not all(math.isfinite(v) for v in (total, norm, lo, hi)):
             # NaN/Inf present (or a float32 overflow): count them, describe the rest
             results[i] = _with_nonfinite(_real_values(tensors[i]), zero_fraction)
             continue
@@ -125,9 +129,37 @@ def _in_memory_order(t: Tensor) -> Tensor:
     return t.detach().as_strided(sizes, strides, t.storage_offset())
 
 
-def _moments(x: Tensor) -> list[Tensor]:
-    # amin and amax are each about 3x faster than aminmax on CPU (torch 2.13)
-    return [x.mean(), torch.linalg.vector_norm(x), x.amin(), x.amax(), torch.count_nonzero(x)]
+class _NonzeroCounter:
+    """Counts the non-zero values of a tensor. On CPU, ``x != 0`` written into a float
+    buffer reused for every tensor and then summed is about twice as fast as
+    ``count_nonzero`` (torch 2.13); the sum of ones is exact in float32 up to 2**24, far
+    above the buffer. Other devices, and tensors bigger than the buffer, use
+    ``count_nonzero``."""
+
+    MAX_NUMEL = 1 << 20  # 4 MiB of float32: stays in cache, and no count can round
+
+    def __init__(self, tensors: Iterable[Tensor]) -> None:
+        numel = max(
+            (t.numel() for t in tensors if t.device.type == "cpu" and t.numel() <= self.MAX_NUMEL),
+            default=0,
+        )
+        self._buffer = torch.empty(numel, dtype=torch.float32)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        if x.device.type != "cpu" or x.numel() > self._buffer.numel():
+            return torch.count_nonzero(x)
+        is_nonzero = self._buffer[: x.numel()].view(x.shape)
+        torch.ne(x, 0, out=is_nonzero)
+        return is_nonzero.sum()
+
+
+def _moments(count_nonzero: Callable[[Tensor], Tensor]) -> Callable[[Tensor], list[Tensor]]:
+    def moments(x: Tensor) -> list[Tensor]:
+        # amin and amax are each about 3x faster than aminmax on CPU (torch 2.13); the sum
+        # is faster than the mean, which Python divides out exactly enough in float64
+        return [x.sum(), torch.linalg.vector_norm(x), x.amin(), x.amax(), count_nonzero(x)]
+
+    return moments
 
 
 def _spread_around(mean: float) -> Callable[[Tensor], list[Tensor]]:
