@@ -70,43 +70,17 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
   const mkGroup = (key: string, parent: string | null, depth: number, order: number): GroupNode => {
     const [address, pass] = key === ROOT ? ["", null] : parseGroupKey(key, viewName);
     const mod = modules.get(address);
+    // what every group starts with; its contents are counted as nodes are placed below
+    const fresh = { key, parent, depth, order, childGroups: [], childNodes: [], nOps: 0, nNodes: 0, nSources: 0, outShape: null };
     const chunk = chunks.get(key);
     if (chunk)
-      return {
-        key,
-        address: chunk.address,
-        pass: null,
-        parent,
-        depth,
-        childGroups: [],
-        childNodes: [],
-        order,
-        nOps: 0,
-        nNodes: 0,
-        nSources: 0,
-        outShape: null,
-        className: "",
-        nPasses: 1,
-        kind: "chunk",
-        members: [],
-        aliases: [],
-        chunk,
-      };
+      return { ...fresh, address: chunk.address, pass: null, className: "", nPasses: 1, kind: "chunk", members: [], aliases: [], chunk };
     const added = folds.added.get(key);
     if (added)
       return {
-        key,
+        ...fresh,
         address: key,
         pass: null,
-        parent,
-        depth,
-        childGroups: [],
-        childNodes: [],
-        order,
-        nOps: 0,
-        nNodes: 0,
-        nSources: 0,
-        outShape: null,
         className: added.className,
         nPasses: 1,
         kind: added.kind,
@@ -115,18 +89,9 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
         chunk: null,
       };
     return {
-      key,
+      ...fresh,
       address,
       pass,
-      parent,
-      depth,
-      childGroups: [],
-      childNodes: [],
-      order,
-      nOps: 0,
-      nNodes: 0,
-      nSources: 0,
-      outShape: null,
       className: mod?.className ?? (key === ROOT ? payload.modelClass : address.split(".").pop() || "Module"),
       nPasses: (mod?.nPasses ?? 1) * (folds.repeat.get(address) ?? 1),
       kind: "module",
