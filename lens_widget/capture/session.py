@@ -125,10 +125,11 @@ class Session:
                 )  # fmt: skip
                 if self.backward is not None:
                     self.backward.finish(log)  # and drops its references to the autograd graph
+            if error is None:  # a partial log may sit in a cycle with its error: leave it young
+                # Before the collector resumes: its first young collection would scan them.
+                promote_to_old_generation()
         finally:
             self._contexts.close()
-        if error is None:  # a partial log may sit in a cycle with its error: leave it young
-            promote_to_old_generation()
         self._warn_on_unmatched_save_names(stacklevel + 1)
         if error is None and self.interventions is not None:
             known = {n.label for n in log.ops} | {n.layer for n in log.ops} | set(log.modules)
