@@ -4,7 +4,7 @@ The exception is raised unchanged. Its partial log is set as ``err.lens_log`` (w
 saying so) where the exception takes new attributes; `partial_log(err)` finds it also for
 exceptions that refuse them (a frozen dataclass, a class that forbids setattr). Nothing
 here keeps the exception alive: the log is freed with it, without waiting for the cyclic
-garbage collector (the log holds its error weakly, see lens_widget.log.held_error).
+garbage collector (the log does not hold its error, see lens_widget.log.held_error).
 """
 
 from __future__ import annotations

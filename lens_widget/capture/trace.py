@@ -34,9 +34,11 @@ def trace(
     the partial log attached as ``err.lens_log`` and a note saying so. Exceptions that take
     no new attributes (frozen dataclasses, classes overriding ``__setattr__``) come back
     exactly as raised; ``lens_widget.partial_log(err)`` finds the partial log of any of
-    them. The log holds its exception weakly: dropping the exception (and the log) frees
-    both at once, without the cyclic garbage collector, except for Python's built-in
-    exception classes, which cannot be referenced weakly.
+    them. The log does not keep its exception alive: dropping the exception (and the log)
+    frees both at once, without the cyclic garbage collector, also for Python's built-in
+    exception classes, which take no weak reference (their ``__dict__`` becomes a
+    ``LiveDict``, a dict the log references weakly; see lens_widget.log.error_handle).
+    A log kept alone has ``log.error``: a copy of the exception without traceback.
 
     ``timing=True`` sets each op's ``time_ms``: wall time around the torch call alone (not
     the tracer's bookkeeping). On CUDA every op is synchronised before and after, which

@@ -7,14 +7,19 @@ the exception weakly. While anyone holds the exception, ``log.error`` is that ob
 it is gone, ``log.error`` is a stand-in of the same class and contents without traceback,
 made when the log was built, so a log kept alone still says what went wrong.
 
-Python's built-in exception classes cannot be referenced weakly; for those (RuntimeError,
-ValueError, ...) the log holds the exception itself and the pair waits for the collector.
+Python's built-in exception classes (RuntimeError, ValueError, ...) cannot be referenced
+weakly: for those the log keeps the exception's address and a sign of its life instead
+(lens_widget.log.error_handle), with the same effect. Only where that cannot be done (an
+interpreter other than CPython with the GIL, an exception refusing a new ``__dict__``) is
+the exception held itself, and the pair waits for the collector.
 """
 
 from __future__ import annotations
 
 import weakref
 from typing import Any
+
+from lens_widget.log.error_handle import handle
 
 
 def _stand_in(error: BaseException) -> BaseException:
@@ -55,7 +60,9 @@ class HeldError:
             return
         try:
             obj.__dict__[self._slot] = (weakref.ref(error), _stand_in(error))
-        except TypeError:
-            # Python's built-in exception classes (RuntimeError, ValueError...) cannot be
-            # referenced weakly: held strongly, the pair is freed by the cyclic collector.
-            obj.__dict__[self._slot] = (lambda: error, None)
+        except TypeError:  # built-in exception classes (RuntimeError...) take no weak reference
+            held = handle(error)
+            if held is not None:
+                obj.__dict__[self._slot] = (held, _stand_in(error))
+            else:  # held strongly: the pair is freed by the cyclic collector
+                obj.__dict__[self._slot] = (lambda: error, None)

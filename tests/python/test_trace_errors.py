@@ -32,14 +32,28 @@ class PlainUserError(Exception):
     pass
 
 
-def _raising(make_error: Callable[[], BaseException]) -> FunctionModule:
-    """A forward that runs two ops, then raises a new exception (no frame keeps it)."""
+class Witness:
+    """Held by the raising forward's frame, so by the exception's traceback: it dies with
+    the exception (which a built-in exception class does not let a test reference weakly)."""
+
+
+def _raising(make_error: Callable[[], BaseException], *, torch_error: bool = False):
+    """A forward that runs two ops, then raises a new exception (no frame keeps it), or
+    with `torch_error` a third op that raises torch's own RuntimeError (a shape mismatch).
+    ``model.witnesses`` gets a weak reference to a `Witness` of each call."""
+    witnesses: list[weakref.ref] = []
 
     def forward(x: torch.Tensor) -> torch.Tensor:
-        torch.relu(x) * 2
+        witness = Witness()
+        witnesses.append(weakref.ref(witness))
+        y = torch.relu(x) * 2
+        if torch_error:
+            return y @ torch.ones(5, 5)
         raise make_error()
 
-    return FunctionModule(forward)
+    model = FunctionModule(forward)
+    model.witnesses = witnesses
+    return model
 
 
 @pytest.mark.parametrize(
@@ -65,27 +79,105 @@ def test_partial_log_finds_the_log_of_an_ordinary_exception_too():
     assert lw.partial_log(ValueError("never traced")) is None
 
 
-def _trace_and_drop(make_error: Callable[[], BaseException]) -> tuple[weakref.ref, weakref.ref]:
-    """Trace a forward that raises, keep only weak references to the log and the error."""
+def _trace_and_drop(model: torch.nn.Module) -> tuple[weakref.ref, ...]:
+    """Trace a forward that raises, keep only weak references to the log, the error and
+    a tensor the log saved."""
     try:
-        lw.trace(_raising(make_error), torch.randn(3))
+        lw.trace(model, torch.randn(3))
     except Exception as err:
         log = lw.partial_log(err)
         assert log is not None and log.error is err
-        return weakref.ref(log), weakref.ref(err)
+        saved = log.ops[0].activation
+        assert saved is not None
+        return weakref.ref(log), model.witnesses[-1], weakref.ref(saved)
     raise AssertionError("the forward should have raised")
 
 
-@pytest.mark.parametrize(
-    "make_error", [lambda: PlainUserError("boom"), lambda: FrozenError(3)], ids=["plain", "frozen"]
-)
-def test_a_partial_log_is_freed_when_the_user_drops_it(make_error):
+# Python's built-in exception classes cannot be referenced weakly (issue 11, item 8).
+BUILT_IN = {
+    "runtime": lambda: _raising(lambda: RuntimeError("boom")),
+    "value": lambda: _raising(lambda: ValueError("bad value")),
+    "shape": lambda: _raising(lambda: RuntimeError(), torch_error=True),
+}
+MODELS = {
+    "plain": lambda: _raising(lambda: PlainUserError("boom")),
+    "frozen": lambda: _raising(lambda: FrozenError(3)),
+    **BUILT_IN,
+}
+
+
+@pytest.mark.parametrize("make_model", MODELS.values(), ids=MODELS.keys())
+def test_a_partial_log_is_freed_when_the_user_drops_it(make_model):
+    model = make_model()
     gc.collect()
     gc.disable()
     try:
-        log_ref, error_ref = _trace_and_drop(make_error)
+        log_ref, error_ref, saved_ref = _trace_and_drop(model)
         assert error_ref() is None, "the exception outlived the user's references"
         assert log_ref() is None, "the partial log waits for the cyclic garbage collector"
+        assert saved_ref() is None, "the log's activations outlived it"
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("make_model", BUILT_IN.values(), ids=BUILT_IN.keys())
+def test_a_built_in_exception_kept_keeps_its_log_and_frees_it_after(make_model):
+    model = make_model()
+    gc.disable()
+    try:
+        try:
+            lw.trace(model, torch.randn(3))
+        except Exception as err:  # noqa: BLE001 - the built-in class under test
+            error = err
+        log_ref = weakref.ref(error.lens_log)  # the user's reference to the log is dropped
+        assert type(error).__module__ == "builtins"
+        assert error.lens_log is log_ref() and lw.partial_log(error) is log_ref()
+        assert log_ref().error is error
+        assert "the partial log is at err.lens_log" in error.__notes__[-1]
+        assert error.__traceback__ is not None
+        del error
+        assert log_ref() is None
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("make_model", BUILT_IN.values(), ids=BUILT_IN.keys())
+def test_a_log_kept_alone_names_a_stand_in_of_its_built_in_exception(make_model):
+    model = make_model()
+    gc.disable()
+    try:
+        try:
+            lw.trace(model, torch.randn(3))
+        except Exception as err:  # noqa: BLE001 - the built-in class under test
+            log, kind, message = err.lens_log, type(err), str(err)
+        assert model.witnesses[-1]() is None, "the log kept its exception alive"
+        error = log.error
+        assert type(error) is kind and str(error) == message
+        assert error.__traceback__ is None and not hasattr(error, "lens_log")
+        assert log.error is error and "PARTIAL" in str(log)
+    finally:
+        gc.enable()
+
+
+def _section_and_drop(make_error: Callable[[], BaseException]) -> weakref.ref:
+    try:
+        with lw.tracing() as t:
+            torch.relu(torch.randn(3)) * 2
+            raise make_error()
+    except Exception as err:
+        assert err.lens_log is t.log and t.log.error is err
+        return weakref.ref(t.log)
+    raise AssertionError("the block should have raised")
+
+
+@pytest.mark.parametrize(
+    "make_error", [lambda: RuntimeError("step"), lambda: StopIteration(4)], ids=["runtime", "stop"]
+)
+def test_a_partial_section_log_is_freed_when_the_user_drops_it(make_error):
+    gc.collect()
+    gc.disable()
+    try:
+        assert _section_and_drop(make_error)() is None
     finally:
         gc.enable()
 
