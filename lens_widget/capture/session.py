@@ -117,6 +117,9 @@ class Session:
                 self._recording.close()
             finally:
                 self.recorder.top_frame = None  # holds the section's frame, and its locals
+                # A bound method of the section's inputs, which hold the recorder: a cycle
+                # that would keep the saved tensors until the cyclic collector runs.
+                self.recorder.outside_input = None
             elapsed = time.perf_counter() - self._start
             with self._quiet:
                 self.log = log = build_log(

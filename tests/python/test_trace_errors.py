@@ -159,14 +159,17 @@ def test_a_log_kept_alone_names_a_stand_in_of_its_built_in_exception(make_model)
         gc.enable()
 
 
-def _section_and_drop(make_error: Callable[[], BaseException]) -> weakref.ref:
+def _section_and_drop(make_error: Callable[[], BaseException]) -> list[weakref.ref]:
+    """Weak references to the partial log of a section that raised and to a saved tensor."""
     try:
         with lw.tracing() as t:
             torch.relu(torch.randn(3)) * 2
             raise make_error()
     except Exception as err:
         assert err.lens_log is t.log and t.log.error is err
-        return weakref.ref(t.log)
+        saved = t.log.ops[-1].activation
+        assert saved is not None
+        return [weakref.ref(t.log), weakref.ref(saved)]
     raise AssertionError("the block should have raised")
 
 
@@ -177,7 +180,7 @@ def test_a_partial_section_log_is_freed_when_the_user_drops_it(make_error):
     gc.collect()
     gc.disable()
     try:
-        assert _section_and_drop(make_error)() is None
+        assert [ref() for ref in _section_and_drop(make_error)] == [None, None]
     finally:
         gc.enable()
 
