@@ -188,6 +188,12 @@ class ModelLog:
         return find_repeated_blocks(self.nodes, self.modules)
 
     @cached_property
+    def folded_layers(self) -> dict[str, str]:
+        """Layer -> the layer of the first block it folds into, for every repeat of a
+        repeated block after the first (shared by `rolled_graph` and the widget payload)."""
+        return folded_layers(self.nodes, self.repeated_blocks)
+
+    @cached_property
     def rolled_graph(self) -> nx.DiGraph:
         """Passes of the same layer folded into one node; edges list their passes. The
         repeats of each repeated block fold onto its first block (node ids are its layers)."""
@@ -196,7 +202,7 @@ class ModelLog:
                 self.nodes,
                 model_class=self.model_class,
                 by_label=self._by_label,
-                fold=folded_layers(self.nodes, self.repeated_blocks),
+                fold=self.folded_layers,
             )
 
     @property

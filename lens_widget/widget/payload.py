@@ -14,7 +14,6 @@ from lens_widget.graph.unrolled import by_source, unrolled_edges
 from lens_widget.log.attention import has_attention_map
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
-from lens_widget.log.repeated_blocks import folded_layers
 from lens_widget.widget import protocol
 from lens_widget.widget.gradient_payload import gradient_info
 
@@ -135,7 +134,7 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         edge_shape.setdefault((by_label[src].layer, by_label[dst].layer), text)
 
     # ---- rolled view: one node per layer, passes folded (log.rolled_graph as dicts) ----
-    rolled = roll_layers(records, by_label, folded_layers(records, log.repeated_blocks))
+    rolled = roll_layers(records, by_label, log.folded_layers)
     r_nodes: list[protocol.NodeInfo] = []
     for layer, passes in rolled.records.items():
         first = passes[0]
