@@ -56,8 +56,13 @@ export function isWireBytes(v: unknown): v is WireBytes {
 /** zlib-inflates `bytes` with the browser's own DecompressionStream. */
 export async function inflate(bytes: WireBytes): Promise<Uint8Array> {
   const src = asBytes(bytes).slice(); // a copy: the model's buffer must not be transferred away
-  const stream = new Blob([src]).stream().pipeThrough(new DecompressionStream("deflate"));
-  return new Uint8Array(await new Response(stream).arrayBuffer());
+  // written straight into the stream (~20% faster than through a Blob's stream for 4 MB); bad
+  // bytes fail the read below, so the writer's own rejections are dropped
+  const inflater = new DecompressionStream("deflate");
+  const writer = inflater.writable.getWriter();
+  writer.write(src).catch(() => {});
+  writer.close().catch(() => {});
+  return new Uint8Array(await new Response(inflater.readable).arrayBuffer());
 }
 
 /** The value wire.py's `encode` was given. */
@@ -158,10 +163,18 @@ class Reader {
         return out;
       }
       case "int":
-      case "float":
-        return Array.from(this.data(col.d, n));
-      case "bool":
-        return Array.from(this.data(col.d, n), (v) => v !== 0);
+      case "float": {
+        const d = this.data(col.d, n);
+        const out = new Array<number>(n); // a loop: Array.from of a typed array is ~8x slower
+        for (let i = 0; i < n; i++) out[i] = d[i];
+        return out;
+      }
+      case "bool": {
+        const d = this.data(col.d, n);
+        const out = new Array<boolean>(n);
+        for (let i = 0; i < n; i++) out[i] = d[i] !== 0;
+        return out;
+      }
       case "null":
         return new Array<null>(n).fill(null);
       case "json":
