@@ -87,7 +87,7 @@ export function chunkNodes(
   const firstPos = new Map<string, number>();
   const lastPos = new Map<string, number>();
   const boxAddress = (box: string): string => (box === ROOT ? "" : addressOf(box));
-  const pathOf = (box: string, pos: number, name: string, out: string[]): void => {
+  const pathOf = (box: string, pos: number, name: string, out: string[]): string[] => {
     const levels = spans.get(box)!;
     const total = count.get(box)!;
     let prev = "";
@@ -114,6 +114,14 @@ export function chunkNodes(
       }
       out.push(key);
     }
+    return out;
+  };
+  // the chunk keys in front of a group: the same wherever it is met (asked once per group)
+  const before = new Map<string, string[]>();
+  const keysBefore = (box: string, g: string): string[] => {
+    let keys = before.get(g);
+    if (!keys) before.set(g, (keys = pathOf(box, position.get(g)!, addressOf(g), [])));
+    return keys;
   };
   const out = new Array<readonly string[]>(nodes.length);
   // nodes of one box whose box is not chunked share the groups of the one before them
@@ -137,7 +145,7 @@ export function chunkNodes(
     let box = ROOT;
     for (let d = 0; d < gs.length; d++) {
       const g = gs[d];
-      if (spans.has(box)) pathOf(box, position.get(g)!, addressOf(g), path);
+      if (spans.has(box)) for (const k of keysBefore(box, g)) path.push(k);
       path.push(g);
       box = g;
     }
