@@ -68,7 +68,6 @@ export function foldView(payload: GraphPayload, viewName: ViewName): Folds {
   const added = new Map<string, AddedGroup>();
   const repeat = new Map<string, number>();
   const aliases = new Map<string, string[]>();
-  const className = new Map(payload.modules.map((m) => [m.address, m.className]));
   const nodes = view.nodes;
   let groups: (readonly string[])[] | null = null;
   // a group key of this view -> its module address
@@ -78,7 +77,8 @@ export function foldView(payload: GraphPayload, viewName: ViewName): Folds {
 
   if (viewName === "unrolled") {
     const stackOf = new Map<string, string>(); // block address -> stack key
-    for (const chain of allChains(chains, new Set(payload.modules.map((m) => m.address)))) {
+    const className = new Map(chains.length ? payload.modules.map((m) => [m.address, m.className]) : []);
+    for (const chain of allChains(chains, new Set(chains.length ? payload.modules.map((m) => m.address) : []))) {
       const key = stackKey(chain);
       added.set(key, { key, kind: "stack", className: className.get(chain[0]) ?? "Module", members: chain });
       for (const block of chain) stackOf.set(block, key);
