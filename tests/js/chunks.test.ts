@@ -72,6 +72,19 @@ describe("chunks of huge boxes", () => {
     expect(m.view.nodes).toBe(p.unrolled.nodes);
   });
 
+  it("keeps the chunk keys in the view's groups, not in the payload's nodes, which stay as sent", () => {
+    const p = blocks(300);
+    const sent = p.unrolled.nodes.map((n) => [...n.groups]);
+    const m = buildModel(p, "unrolled");
+    expect(m.view.nodes).toBe(p.unrolled.nodes); // no copy of every node
+    expect(p.unrolled.nodes.map((n) => n.groups)).toEqual(sent);
+    const i = m.index.get("a_150")!;
+    expect(m.groupsOf[i]).toEqual(["#77-152", "blk.150:1"]); // 302 children: chunks of 76
+    expect(m.nodes.get("a_150")!.groups).toEqual(m.groupsOf[i]); // a lookup has the view's groups
+    expect(m.nodes.get("a_150")).toBe(m.nodes.get("a_150"));
+    expect(buildModel(p, "unrolled").groupsOf[i]).toEqual(m.groupsOf[i]); // built twice: the same
+  });
+
   it("a flat box of 100,000 ops: bounded layout jobs, and every op reachable", () => {
     const m = buildModel(flat(100_000), "unrolled");
     for (const g of m.groups.values()) expect(children(m, g.key)).toBeLessThanOrEqual(CHUNK_LIMIT);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fmtBytes, fmtNum, fmtShape, shortPath } from "../../js/src/panel/format";
+import { fmtBytes, fmtCount, fmtNum, fmtShape, shortPath } from "../../js/src/panel/format";
 
 describe("format", () => {
   it("formats numbers compactly", () => {
@@ -8,6 +8,12 @@ describe("format", () => {
     expect(fmtNum(123456789)).toBe("1.235e+8");
     expect(fmtNum(NaN)).toBe("NaN");
     expect(fmtNum(null)).toBe("—");
+  });
+
+  it("writes counts with thousands commas, as toLocaleString(\"en-US\") does", () => {
+    for (const n of [0, 7, 999, 1000, 12345, 100000, 1234567, -4321, 2 ** 53 - 1])
+      expect(fmtCount(n)).toBe(n.toLocaleString("en-US"));
+    expect(fmtCount(1.5)).toBe("1.5");
   });
 
   it("formats sizes and shapes", () => {

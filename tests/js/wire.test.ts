@@ -59,6 +59,18 @@ describe("wire decoding", () => {
     expect(JSON.parse(JSON.stringify(decoded))).toStrictEqual(payloadJson());
   });
 
+  it("gives consecutive rows with equal lists of plain values one array (no copy per node)", async () => {
+    const nodes = ((await decodeWire(fixture("wire_payload.bin"))) as GraphPayload).unrolled.nodes;
+    const [bias, conv, flatten, transpose] = nodes.slice(2, 6);
+    expect(conv.groups).toBe(bias.groups); // the same enclosing modules
+    expect(transpose.groups).toBe(flatten.groups);
+    expect(transpose.shape).toBe(flatten.shape);
+    expect(flatten.groups).not.toBe(conv.groups);
+    expect(flatten.groups).toEqual(["patch_embed:1"]);
+    expect(flatten.params).toBe(transpose.params); // empty
+    expect(conv.params).not.toBe(flatten.params);
+  });
+
   it("rejects bytes that are not a graph with a clear error", async () => {
     await expect(decodeWire(new Uint8Array([1, 2, 3]))).rejects.toThrow();
     const raw = await inflate(fixture("wire_edge.bin"));

@@ -2,6 +2,7 @@
 // parameters toggles, the search box, the SVG download, and the kernel's status.
 import type { ViewName } from "../model/protocol";
 import type { SearchHit } from "../model/search";
+import { fmtCount } from "../panel/format";
 import { h } from "../render/dom";
 import { SearchBox } from "./searchBox";
 
@@ -66,7 +67,7 @@ export class Toolbar {
   }
 
   showTitle(modelClass: string | null, nOps: number): void {
-    const ops = `${nOps.toLocaleString("en-US")} ops`;
+    const ops = `${fmtCount(nOps)} ops`;
     if (modelClass === null) this.title.textContent = "no graph";
     else this.title.replaceChildren(modelClass, h("small", "", ops));
     // a long class name is cut with an ellipsis to keep the toolbar on one line: the tooltip has it whole

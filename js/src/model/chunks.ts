@@ -8,7 +8,8 @@
 // A chunk is a group key "<box key>#<first>-<last>" (1-based positions among the box's
 // children) whose address, the one the expanded set holds, is "<box address>#<first>-<last>":
 // opening it opens that run in every pass of the box (lens_widget/widget/group_keys.py accepts it).
-// Node ids never change: only NodeInfo.groups gets the chunk keys. Linear and iterative.
+// Node ids never change, nor the nodes: only a view's list of each node's groups gets the chunk
+// keys. Linear and iterative.
 import type { NodeInfo } from "./protocol";
 
 export const CHUNK_LIMIT = 200; // a box with more direct children than this is chunked
@@ -27,7 +28,7 @@ export interface Chunk {
 }
 
 export interface Chunked {
-  nodes: NodeInfo[];
+  groups: (readonly string[])[]; // each node's groups, chunk keys included
   chunks: Map<string, Chunk>;
 }
 
@@ -43,11 +44,12 @@ export function chunkSpans(n: number, limit = CHUNK_LIMIT, size = CHUNK_SIZE): n
 }
 
 /**
- * The view's nodes with chunk keys in `groups` wherever a box holds more than `limit` children
- * (`nodes` itself, untouched, when none does). `addressOf` maps a group key to its address.
+ * Each node's groups (`groups[i]` those of `nodes[i]`) with chunk keys wherever a box holds more
+ * than `limit` children (`groups` itself when none does). `addressOf`: a group key's address.
  */
 export function chunkNodes(
-  nodes: NodeInfo[],
+  nodes: readonly NodeInfo[],
+  groups: readonly (readonly string[])[],
   addressOf: (key: string) => string,
   limit = CHUNK_LIMIT,
   size = CHUNK_SIZE,
@@ -58,7 +60,7 @@ export function chunkNodes(
   const nodePos = new Int32Array(nodes.length);
   let prev: readonly string[] = [];
   for (let i = 0; i < nodes.length; i++) {
-    const gs = nodes[i].groups;
+    const gs = groups[i];
     let box = ROOT;
     for (let d = 0; d < gs.length; d++) {
       const g = gs[d];
@@ -79,13 +81,13 @@ export function chunkNodes(
   const spans = new Map<string, number[]>();
   for (const [box, n] of count) if (n > limit) spans.set(box, chunkSpans(n, limit, size));
   const chunks = new Map<string, Chunk>();
-  if (!spans.size) return { nodes, chunks };
+  if (!spans.size) return { groups: groups as (readonly string[])[], chunks };
 
   // pass 2: the chunk keys in front of each child of a chunked box
   const firstPos = new Map<string, number>();
   const lastPos = new Map<string, number>();
   const boxAddress = (box: string): string => (box === ROOT ? "" : addressOf(box));
-  const pathOf = (box: string, pos: number, name: string, out: string[]): void => {
+  const pathOf = (box: string, pos: number, name: string, out: string[]): string[] => {
     const levels = spans.get(box)!;
     const total = count.get(box)!;
     let prev = "";
@@ -112,42 +114,49 @@ export function chunkNodes(
       }
       out.push(key);
     }
+    return out;
   };
-  const out = new Array<NodeInfo>(nodes.length);
+  // the chunk keys in front of a group: the same wherever it is met (asked once per group)
+  const before = new Map<string, string[]>();
+  const keysBefore = (box: string, g: string): string[] => {
+    let keys = before.get(g);
+    if (!keys) before.set(g, (keys = pathOf(box, position.get(g)!, addressOf(g), [])));
+    return keys;
+  };
+  const out = new Array<readonly string[]>(nodes.length);
   // nodes of one box whose box is not chunked share the groups of the one before them
   let prevIn: readonly string[] = [];
   let prevOut: string[] | null = null;
   for (let i = 0; i < nodes.length; i++) {
-    const n = nodes[i];
-    const gs = n.groups;
+    const gs = groups[i];
     const own = gs.length ? gs[gs.length - 1] : ROOT;
-    if (prevOut && !spans.has(own) && sameList(gs, prevIn)) {
-      out[i] = { ...n, groups: prevOut };
+    if (prevOut && !spans.has(own) && (gs === prevIn || sameList(gs, prevIn))) {
+      out[i] = prevOut;
       continue;
     }
     let touched = spans.has(ROOT);
     for (let d = 0; d < gs.length && !touched; d++) touched = spans.has(gs[d]);
     prevOut = null;
     if (!touched) {
-      out[i] = n;
+      out[i] = gs;
       continue;
     }
-    const groups: string[] = [];
+    const path: string[] = [];
     let box = ROOT;
     for (let d = 0; d < gs.length; d++) {
       const g = gs[d];
-      if (spans.has(box)) pathOf(box, position.get(g)!, addressOf(g), groups);
-      groups.push(g);
+      if (spans.has(box)) for (const k of keysBefore(box, g)) path.push(k);
+      path.push(g);
       box = g;
     }
-    if (spans.has(box)) pathOf(box, nodePos[i], n.id, groups);
+    if (spans.has(box)) pathOf(box, nodePos[i], nodes[i].id, path);
     else {
       prevIn = gs;
-      prevOut = groups;
+      prevOut = path;
     }
-    out[i] = { ...n, groups };
+    out[i] = path;
   }
-  return { nodes: out, chunks };
+  return { groups: out, chunks };
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

@@ -6,7 +6,8 @@
 //   (h.7.attn for h.0.attn) is open;
 // - an *output group*: outputs of one kind ("output.past_key_values.layers.3.keys", …) are one
 //   group "past_key_values ×48" placed beside the modules that produced them.
-// Node ids never change: only NodeInfo.groups gets the added group keys.
+// Node ids never change, nor the payload's nodes: the added group keys go in a view's own
+// list of each node's groups (GraphModel.groupsOf).
 import type { GraphPayload, NodeInfo, ViewName } from "./protocol";
 
 export type AddedKind = "stack" | "outputs";
@@ -19,7 +20,7 @@ export interface AddedGroup {
 }
 
 export interface Folds {
-  nodes: NodeInfo[]; // the view's nodes, with the added groups in `groups`
+  groups: (readonly string[])[]; // each of the view's nodes' groups, the added groups included
   added: Map<string, AddedGroup>;
   repeat: Map<string, number>; // rolled: module address -> how many blocks it stands for
   aliases: Map<string, string[]>; // rolled: module address -> its twins in the folded blocks
@@ -67,8 +68,8 @@ export function foldView(payload: GraphPayload, viewName: ViewName): Folds {
   const added = new Map<string, AddedGroup>();
   const repeat = new Map<string, number>();
   const aliases = new Map<string, string[]>();
-  const className = new Map(payload.modules.map((m) => [m.address, m.className]));
-  let nodes = view.nodes;
+  const nodes = view.nodes;
+  let groups: (readonly string[])[] | null = null;
   // a group key of this view -> its module address
   const addressOf = (key: string): string => (viewName === "unrolled" ? key.replace(/:\d+$/, "") : key);
   // where output groups may not go: inside a stack, or inside a folded block
@@ -76,25 +77,32 @@ export function foldView(payload: GraphPayload, viewName: ViewName): Folds {
 
   if (viewName === "unrolled") {
     const stackOf = new Map<string, string>(); // block address -> stack key
-    for (const chain of allChains(chains, new Set(payload.modules.map((m) => m.address)))) {
+    const className = new Map(chains.length ? payload.modules.map((m) => [m.address, m.className]) : []);
+    for (const chain of allChains(chains, new Set(chains.length ? payload.modules.map((m) => m.address) : []))) {
       const key = stackKey(chain);
       added.set(key, { key, kind: "stack", className: className.get(chain[0]) ?? "Module", members: chain });
       for (const block of chain) stackOf.set(block, key);
     }
-    if (stackOf.size)
-      nodes = nodes.map((n) => {
+    if (stackOf.size) {
+      // nodes in a row mostly share one groups array (kernel/wire.ts): one answer for them all
+      let prevIn: readonly string[] | null = null;
+      let prevOut: readonly string[] = [];
+      groups = nodes.map((n) => {
+        if (n.groups === prevIn) return prevOut;
         let changed = false;
-        const groups: string[] = [];
+        const out: string[] = [];
         for (const g of n.groups) {
           const stack = stackOf.get(addressOf(g));
-          if (stack !== undefined && groups[groups.length - 1] !== stack) {
-            groups.push(stack);
+          if (stack !== undefined && out[out.length - 1] !== stack) {
+            out.push(stack);
             changed = true;
           }
-          groups.push(g);
+          out.push(g);
         }
-        return changed ? { ...n, groups } : n;
+        prevIn = n.groups;
+        return (prevOut = changed ? out : n.groups);
       });
+    }
     inFold = (key) => added.has(key);
   } else {
     const addresses = payload.modules.map((m) => m.address);
@@ -114,17 +122,19 @@ export function foldView(payload: GraphPayload, viewName: ViewName): Folds {
     inFold = (key) => repeat.has(key);
   }
 
-  nodes = groupOutputs(nodes, view.edges, inFold, added);
-  return { nodes, added, repeat, aliases };
+  groups ??= nodes.map((n) => n.groups);
+  groupOutputs(nodes, groups, view.edges, inFold, added);
+  return { groups, added, repeat, aliases };
 }
 
 /** Outputs of one kind move into one group, placed in the innermost group that holds all their producers. */
 function groupOutputs(
-  nodes: NodeInfo[],
+  nodes: readonly NodeInfo[],
+  groups: (readonly string[])[], // each node's groups: those of the moved outputs are replaced
   edges: readonly { source: string; target: string }[],
   inFold: (key: string) => boolean,
   added: Map<string, AddedGroup>,
-): NodeInfo[] {
+): void {
   const byKind = new Map<string, NodeInfo[]>();
   for (const n of nodes) {
     if (n.kind !== "output") continue;
@@ -135,14 +145,19 @@ function groupOutputs(
     else byKind.set(kind, [n]);
   }
   const kinds = [...byKind].filter(([, members]) => members.length >= MIN_OUTPUTS);
-  if (!kinds.length) return nodes;
-  const groupsOf = new Map(nodes.map((n) => [n.id, n.groups]));
+  if (!kinds.length) return;
+  const outputs = new Set(kinds.flatMap(([, members]) => members.map((m) => m.id)));
   const producers = new Map<string, string[]>();
   for (const e of edges) {
+    if (!outputs.has(e.target)) continue;
     const list = producers.get(e.target);
     if (list) list.push(e.source);
     else producers.set(e.target, [e.source]);
   }
+  // the groups of the producers only, not of every node
+  const wanted = new Set([...producers.values()].flat());
+  const groupsOf = new Map<string, readonly string[]>();
+  nodes.forEach((n, i) => wanted.has(n.id) && groupsOf.set(n.id, groups[i]));
   const moved = new Map<string, string[]>(); // output id -> its new groups
   for (const [kind, members] of kinds) {
     let common: readonly string[] | null = null;
@@ -165,8 +180,8 @@ function groupOutputs(
     added.set(kind, { key: kind, kind: "outputs", className: name, members: members.map((m) => m.id) });
     for (const out of members) moved.set(out.id, [...place, kind]);
   }
-  return nodes.map((n) => {
-    const groups = moved.get(n.id);
-    return groups ? { ...n, groups } : n;
+  nodes.forEach((n, i) => {
+    const g = moved.get(n.id);
+    if (g) groups[i] = g;
   });
 }

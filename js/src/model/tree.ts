@@ -30,10 +30,17 @@ export interface GroupNode {
   aliases: string[]; // rolled: the folded twins whose expansion opens this group too
 }
 
+/** A view's nodes by id, with the view's groups (NodeInfo.groups plus the keys the frontend adds). */
+export interface NodeLookup {
+  get(id: string): NodeInfo | undefined;
+  has(id: string): boolean;
+}
+
 export interface GraphModel {
   viewName: ViewName;
-  view: ViewGraph;
-  nodes: Map<string, NodeInfo>;
+  view: ViewGraph; // the payload's nodes and edges, untouched: a node's groups here lack the added ones
+  groupsOf: readonly (readonly string[])[]; // view.nodes[i]'s groups in this view, added groups included
+  nodes: NodeLookup;
   index: Map<string, number>;
   groups: Map<string, GroupNode>;
   modules: Map<string, ModuleInfo>;
@@ -46,12 +53,18 @@ export interface GraphModel {
 
 /** "a.b:3" -> ["a.b", 3] in the unrolled view; rolled keys are plain addresses. */
 export function parseGroupKey(key: string, view: ViewName): [string, number | null] {
-  if (view === "unrolled") {
-    const m = /^(.*):(\d+)$/.exec(key);
-    if (m) return [m[1], Number(m[2])];
+  // what /^(.*):(\d+)$/ matches, without a regex: asked once per group of a 100k-op graph
+  const colon = view === "unrolled" && !key.includes("\n") ? key.lastIndexOf(":") : -1;
+  if (colon < 0 || colon === key.length - 1) return [key, null];
+  for (let i = colon + 1; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 48 || c > 57) return [key, null];
   }
-  return [key, null];
+  return [key.slice(0, colon), Number(key.slice(colon + 1))];
 }
+
+// The members and aliases of most groups: one shared empty list, frozen (they are only read).
+const NONE = Object.freeze([]) as unknown as string[];
 
 export function edgeKey(source: string, target: string): string {
   return source + "\n" + target;
@@ -61,10 +74,9 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
   const folds = foldView(payload, viewName);
   const raw = viewName === "rolled" ? payload.rolled : payload.unrolled;
   const addressOf = (key: string): string => (folds.added.has(key) ? key : parseGroupKey(key, viewName)[0]);
-  const { nodes: viewNodes, chunks } = chunkNodes(folds.nodes, addressOf);
-  const view: ViewGraph = { nodes: viewNodes, edges: raw.edges };
+  const { groups: groupsOf, chunks } = chunkNodes(raw.nodes, folds.groups, addressOf);
+  const view: ViewGraph = { nodes: raw.nodes, edges: raw.edges };
   const modules = new Map(payload.modules.map((m) => [m.address, m]));
-  const nodes = new Map<string, NodeInfo>();
   const index = new Map<string, number>();
   const groups = new Map<string, GroupNode>();
   const mkGroup = (key: string, parent: string | null, depth: number, order: number): GroupNode => {
@@ -74,7 +86,7 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
     const fresh = { key, parent, depth, order, childGroups: [], childNodes: [], nOps: 0, nNodes: 0, nSources: 0, outShape: null };
     const chunk = chunks.get(key);
     if (chunk)
-      return { ...fresh, address: chunk.address, pass: null, className: "", nPasses: 1, kind: "chunk", members: [], aliases: [], chunk };
+      return { ...fresh, address: chunk.address, pass: null, className: "", nPasses: 1, kind: "chunk", members: NONE, aliases: NONE, chunk };
     const added = folds.added.get(key);
     if (added)
       return {
@@ -85,7 +97,7 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
         nPasses: 1,
         kind: added.kind,
         members: added.members,
-        aliases: [],
+        aliases: NONE,
         chunk: null,
       };
     return {
@@ -95,8 +107,8 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
       className: mod?.className ?? (key === ROOT ? payload.modelClass : address.split(".").pop() || "Module"),
       nPasses: (mod?.nPasses ?? 1) * (folds.repeat.get(address) ?? 1),
       kind: "module",
-      members: [],
-      aliases: folds.aliases.get(address) ?? [],
+      members: NONE,
+      aliases: folds.aliases.get(address) ?? NONE,
       chunk: null,
     };
   };
@@ -108,9 +120,8 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
   const list = view.nodes;
   for (let i = 0; i < list.length; i++) {
     const n = list[i];
-    nodes.set(n.id, n);
     index.set(n.id, i);
-    const gs = n.groups;
+    const gs = groupsOf[i];
     const op = n.kind === "op";
     const source = SOURCE_KINDS.has(n.kind);
     root.nNodes++;
@@ -147,8 +158,8 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
     edgeSource[k] = si;
     edgeTarget[k] = ti;
     if (si < 0 || ti < 0) continue;
-    const sg = list[si].groups;
-    const tg = list[ti].groups;
+    const sg = groupsOf[si];
+    const tg = groupsOf[ti];
     let common = 0;
     while (common < sg.length && common < tg.length && sg[common] === tg[common]) common++;
     if (common === sg.length) continue;
@@ -168,7 +179,7 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
     const parents = new Map<string, string[]>();
     const children = new Map<string, string[]>();
     for (const e of view.edges) {
-      if (!nodes.has(e.source) || !nodes.has(e.target)) continue;
+      if (!index.has(e.source) || !index.has(e.target)) continue;
       push(children, e.source, e.target);
       push(parents, e.target, e.source);
     }
@@ -177,7 +188,8 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
   return {
     viewName,
     view,
-    nodes,
+    groupsOf,
+    nodes: nodeLookup(list, groupsOf, index),
     index,
     groups,
     modules,
@@ -189,6 +201,23 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
     get children() {
       return links()[1];
     },
+  };
+}
+
+/** Nodes by id; one whose groups this view changed is a copy with them, made when first asked for. */
+function nodeLookup(list: readonly NodeInfo[], groupsOf: readonly (readonly string[])[], index: ReadonlyMap<string, number>): NodeLookup {
+  const copies = new Map<number, NodeInfo>();
+  return {
+    get(id) {
+      const i = index.get(id);
+      if (i === undefined) return undefined;
+      const n = list[i];
+      if (n.groups === groupsOf[i]) return n;
+      let copy = copies.get(i);
+      if (!copy) copies.set(i, (copy = { ...n, groups: groupsOf[i] as string[] }));
+      return copy;
+    },
+    has: (id) => index.has(id),
   };
 }
 

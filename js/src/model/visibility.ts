@@ -109,7 +109,7 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
   for (let i = 0; i < list.length; i++) {
     const n = list[i];
     if (!isShown(n, opts.showParams)) continue;
-    const gs = n.groups;
+    const gs = model.groupsOf[i];
     if (prevCut >= 0 && gs.length > prevCut) {
       let same = true;
       for (let d = prevCut; d >= 0 && same; d--) same = gs[d] === prevGroups[d];

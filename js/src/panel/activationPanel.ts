@@ -4,7 +4,7 @@ import type { Activation } from "../kernel/messages";
 import type { ActivationRequest, ValueKind } from "../model/protocol";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
-import { fmtNum, fmtShape, gradientCaption } from "./format";
+import { fmtCount, fmtNum, fmtShape, gradientCaption } from "./format";
 import { indexSlider } from "./pickers";
 import { plotHistogram, plotMain, purge } from "./plots";
 import { Section } from "./section";
@@ -164,7 +164,7 @@ function statsTable(act: Activation): HTMLElement {
     ["zeros", `${(s.zeros * 100).toFixed(1)}%`],
     ["NaN", String(s.nan)],
     ["Inf", String(s.inf)],
-    ["numel", s.numel.toLocaleString("en-US")],
+    ["numel", fmtCount(s.numel)],
   ];
   const t = h("table", "lens-stats-table");
   t.dataset.testid = "stats";

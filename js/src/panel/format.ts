@@ -8,6 +8,19 @@ export function fmtNum(v: number | null | undefined): string {
   return Number(v.toPrecision(5)).toString();
 }
 
+/**
+ * An integer with thousands commas ("100,000"), as toLocaleString("en-US") writes it; the first
+ * toLocaleString loads the browser's locale data (~30 ms), on the way to first paint.
+ */
+export function fmtCount(n: number): string {
+  if (!Number.isSafeInteger(n)) return String(n);
+  const digits = String(Math.abs(n));
+  const head = digits.length % 3 || 3;
+  let out = digits.slice(0, head);
+  for (let i = head; i < digits.length; i += 3) out += "," + digits.slice(i, i + 3);
+  return n < 0 ? "-" + out : out;
+}
+
 export function fmtBytes(n: number): string {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let i = 0;

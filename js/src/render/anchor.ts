@@ -15,8 +15,10 @@ export interface Anchor {
 /** The first op (else any node) inside a group, in execution order. */
 export function firstNodeIn(model: GraphModel, key: string): string | null {
   let fallback: string | null = null;
-  for (const n of model.view.nodes) {
-    if (!n.groups.includes(key)) continue;
+  const list = model.view.nodes;
+  for (let i = 0; i < list.length; i++) {
+    const n = list[i];
+    if (!model.groupsOf[i].includes(key)) continue;
     if (n.kind === "op") return n.id;
     fallback ??= n.id;
   }
