@@ -148,6 +148,57 @@ def test_stats_of_every_dtype_equal_a_direct_computation(tensor):
     assert batched[2].numel == 0 and math.isnan(batched[2].mean)
 
 
+def _big(fill: str, dtype: torch.dtype) -> torch.Tensor:
+    """Millions of values, as many as GPT-2's logits: read in several pieces on CPU
+    (log/host_moments.py), where float32 sums of squares lost digits (std off by 1e-4)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4_000_003, generator=g, dtype=dtype)
+    if fill == "shifted":  # a mean that does not cancel, yet small against the spread
+        x += 0.5
+    elif fill == "negative":  # all below zero but one late value
+        x = -x.abs() - 0.1
+        x[3_999_999] = 0.5
+    elif fill == "non-negative":  # ReLU-like: zeros, one -0.0, nothing negative
+        x = x.relu()
+        x[77] = -0.0
+    elif fill == "nan-late":
+        x[3_900_000] = float("nan")
+    elif fill == "inf-early":
+        x[3] = -float("inf")
+    elif fill == "offset":  # mean large against the spread: the variance around the mean
+        x = 3 + x * 1e-3
+    return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize(
+    "fill", ["shifted", "negative", "non-negative", "nan-late", "inf-early", "offset"]
+)
+def test_stats_of_large_tensors_in_pieces_equal_a_direct_computation(fill, dtype):
+    x = _big(fill, dtype)
+    _assert_stats_equal(activation_stats([x])[0], x)
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        -torch.rand(300) - 1,  # all negative
+        torch.rand(300) + 1,  # all positive
+        torch.tensor([-0.0, 0.0, -0.0]),
+        torch.tensor([-0.0, -2.0]),
+        torch.tensor([1e-45, -1e-45, 3e-45]),  # subnormals
+        torch.tensor([3e38, 3e38, -3e38]),  # the sum of squares overflows float32
+        torch.randn(64, 96, dtype=torch.float64).t(),
+        torch.randn(10, 20, 30)[:, 3:7, ::2],  # strided, read as it lies
+        torch.randn(3, 30000)[:, ::3],  # strided rows longer than a BLAS row
+        torch.tensor(2.5),
+    ],
+    ids=lambda t: f"{tuple(t.shape)}-{t.dtype}-{float(t.flatten()[0]):.3g}",
+)
+def test_stats_of_signs_zeros_and_layouts_equal_a_direct_computation(tensor):
+    _assert_stats_equal(activation_stats([tensor])[0], tensor)
+
+
 def test_stats_are_none_when_not_saved_and_batched_equal_one_by_one():
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
     x = torch.randn(3, 4)
