@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 import torch
@@ -93,6 +93,16 @@ def _trace_and_drop(model: torch.nn.Module) -> tuple[weakref.ref, ...]:
     raise AssertionError("the forward should have raised")
 
 
+@pytest.fixture
+def gc_off() -> Iterator[None]:
+    """The cyclic collector paused: what is freed meanwhile is freed by reference counting."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 # Python's built-in exception classes cannot be referenced weakly (issue 11, item 8).
 BUILT_IN = {
     "runtime": lambda: _raising(lambda: RuntimeError("boom")),
@@ -107,56 +117,44 @@ MODELS = {
 
 
 @pytest.mark.parametrize("make_model", MODELS.values(), ids=MODELS.keys())
-def test_a_partial_log_is_freed_when_the_user_drops_it(make_model):
+def test_a_partial_log_is_freed_when_the_user_drops_it(make_model, gc_off):
     model = make_model()
     gc.collect()
-    gc.disable()
-    try:
-        log_ref, error_ref, saved_ref = _trace_and_drop(model)
-        assert error_ref() is None, "the exception outlived the user's references"
-        assert log_ref() is None, "the partial log waits for the cyclic garbage collector"
-        assert saved_ref() is None, "the log's activations outlived it"
-    finally:
-        gc.enable()
+    log_ref, error_ref, saved_ref = _trace_and_drop(model)
+    assert error_ref() is None, "the exception outlived the user's references"
+    assert log_ref() is None, "the partial log waits for the cyclic garbage collector"
+    assert saved_ref() is None, "the log's activations outlived it"
 
 
 @pytest.mark.parametrize("make_model", BUILT_IN.values(), ids=BUILT_IN.keys())
-def test_a_built_in_exception_kept_keeps_its_log_and_frees_it_after(make_model):
+def test_a_built_in_exception_kept_keeps_its_log_and_frees_it_after(make_model, gc_off):
     model = make_model()
-    gc.disable()
     try:
-        try:
-            lw.trace(model, torch.randn(3))
-        except Exception as err:  # noqa: BLE001 - the built-in class under test
-            error = err
-        log_ref = weakref.ref(error.lens_log)  # the user's reference to the log is dropped
-        assert type(error).__module__ == "builtins"
-        assert error.lens_log is log_ref() and lw.partial_log(error) is log_ref()
-        assert log_ref().error is error
-        assert "the partial log is at err.lens_log" in error.__notes__[-1]
-        assert error.__traceback__ is not None
-        del error
-        assert log_ref() is None
-    finally:
-        gc.enable()
+        lw.trace(model, torch.randn(3))
+    except Exception as err:  # noqa: BLE001 - the built-in class under test
+        error = err
+    log_ref = weakref.ref(error.lens_log)  # the user's reference to the log is dropped
+    assert type(error).__module__ == "builtins"
+    assert error.lens_log is log_ref() and lw.partial_log(error) is log_ref()
+    assert log_ref().error is error
+    assert "the partial log is at err.lens_log" in error.__notes__[-1]
+    assert error.__traceback__ is not None
+    del error
+    assert log_ref() is None
 
 
 @pytest.mark.parametrize("make_model", BUILT_IN.values(), ids=BUILT_IN.keys())
-def test_a_log_kept_alone_names_a_stand_in_of_its_built_in_exception(make_model):
+def test_a_log_kept_alone_names_a_stand_in_of_its_built_in_exception(make_model, gc_off):
     model = make_model()
-    gc.disable()
     try:
-        try:
-            lw.trace(model, torch.randn(3))
-        except Exception as err:  # noqa: BLE001 - the built-in class under test
-            log, kind, message = err.lens_log, type(err), str(err)
-        assert model.witnesses[-1]() is None, "the log kept its exception alive"
-        error = log.error
-        assert type(error) is kind and str(error) == message
-        assert error.__traceback__ is None and not hasattr(error, "lens_log")
-        assert log.error is error and "PARTIAL" in str(log)
-    finally:
-        gc.enable()
+        lw.trace(model, torch.randn(3))
+    except Exception as err:  # noqa: BLE001 - the built-in class under test
+        log, kind, message = err.lens_log, type(err), str(err)
+    assert model.witnesses[-1]() is None, "the log kept its exception alive"
+    error = log.error
+    assert type(error) is kind and str(error) == message
+    assert error.__traceback__ is None and not hasattr(error, "lens_log")
+    assert log.error is error and "PARTIAL" in str(log)
 
 
 def _section_and_drop(make_error: Callable[[], BaseException]) -> list[weakref.ref]:
@@ -176,25 +174,17 @@ def _section_and_drop(make_error: Callable[[], BaseException]) -> list[weakref.r
 @pytest.mark.parametrize(
     "make_error", [lambda: RuntimeError("step"), lambda: StopIteration(4)], ids=["runtime", "stop"]
 )
-def test_a_partial_section_log_is_freed_when_the_user_drops_it(make_error):
+def test_a_partial_section_log_is_freed_when_the_user_drops_it(make_error, gc_off):
     gc.collect()
-    gc.disable()
-    try:
-        assert [ref() for ref in _section_and_drop(make_error)] == [None, None]
-    finally:
-        gc.enable()
+    assert [ref() for ref in _section_and_drop(make_error)] == [None, None]
 
 
-def test_a_log_kept_alone_still_says_what_went_wrong():
-    gc.disable()
+def test_a_log_kept_alone_still_says_what_went_wrong(gc_off):
     try:
-        try:
-            lw.trace(_raising(lambda: PlainUserError("kept")), torch.randn(3))
-        except PlainUserError as err:
-            log = err.lens_log
-        error = log.error  # the original exception is gone: a stand-in without traceback
-        assert type(error) is PlainUserError and str(error) == "kept"
-        assert error.__traceback__ is None and not hasattr(error, "lens_log")
-        assert "PARTIAL" in str(log)
-    finally:
-        gc.enable()
+        lw.trace(_raising(lambda: PlainUserError("kept")), torch.randn(3))
+    except PlainUserError as err:
+        log = err.lens_log
+    error = log.error  # the original exception is gone: a stand-in without traceback
+    assert type(error) is PlainUserError and str(error) == "kept"
+    assert error.__traceback__ is None and not hasattr(error, "lens_log")
+    assert "PARTIAL" in str(log)
