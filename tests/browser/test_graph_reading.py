@@ -61,9 +61,12 @@ def test_gpt2_24_opens_whole_readable_with_the_blocks_folded(page, gpt2_24, arti
         assert item in shown, item
     assert any(i == "@lm_head:1" or i.startswith("linear") for i in shown)
     assert lens(page, f"itemLines({STACK!r})")[0] == "GPT2Block ×24"
-    # 48 KV-cache tensors are one node beside the blocks, not a row of outputs
-    assert not [i for i in shown if i.startswith("output.past_key_values")]
-    assert lens(page, "itemLines('@output.past_key_values')")[0] == "past_key_values ×48"
+    # 48 KV-cache tensors are one node beside the blocks, not a row of outputs (the
+    # cache field is `past_key_values`, or `cache` from transformers 5.x on)
+    nodes = gpt2_24["unrolled"]["nodes"]
+    (cache,) = {n["id"].split(".")[1] for n in nodes if n["id"].endswith(".keys")}
+    assert not [i for i in shown if i.startswith(f"output.{cache}.")]
+    assert lens(page, f"itemLines('@output.{cache}')")[0] == f"{cache} ×48"
     assert len(shown) < 30
     # the expansion the view settled on went to the kernel
     sets = [v for k, v in kernel_log(page)["sets"] if k == "expanded"]

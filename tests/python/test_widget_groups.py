@@ -71,8 +71,10 @@ def test_chunk_addresses() -> None:
 def test_expanded_accepts_the_frontends_groups(gpt2) -> None:
     w = LensWidget(*gpt2)
     stack = stack_address(w.graph["repeatedBlocks"][0])
-    w.expanded = ["transformer", stack, "transformer.h.1", "output.past_key_values"]
-    assert w.expanded == ["transformer", stack, "transformer.h.1", "output.past_key_values"]
+    # the KV cache's output group (`past_key_values`, or `cache` from transformers 5.x on)
+    (cache,) = output_groups([n.label for n in w.model_log.outputs])
+    w.expanded = ["transformer", stack, "transformer.h.1", cache]
+    assert w.expanded == ["transformer", stack, "transformer.h.1", cache]
     with pytest.raises(traitlets.TraitError, match="unknown module addresses 'output.logits'"):
         w.expanded = ["output.logits"]
     with pytest.raises(traitlets.TraitError, match="unknown module"):
