@@ -11,7 +11,7 @@ import warnings
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from lens_widget.capture.links import link_parents, relabel_first_passes
+from lens_widget.capture.links import index_labels, link_parents, relabel_first_passes
 from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.recorder import Recorder
 from lens_widget.log.model_log import ModelLog
@@ -47,7 +47,8 @@ def build_log(
     """
     nodes = recorder.nodes
     sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
-    relabel_first_passes(recorder.repeated, nodes)
+    by_label = index_labels(nodes)  # made once, for the relabelling and the log
+    relabel_first_passes(recorder.repeated, by_label)
     partial = error is not None or section is not None
     # An op that raised inside a call that caught it does not end the pass.
     failed = recorder.failed if error is not None else None
@@ -73,6 +74,7 @@ def build_log(
         elapsed=elapsed,
         n_params=sum([p.numel() for p in params]),
         param_bytes=sum([p.numel() * p.element_size() for p in params]),
+        label_index=by_label,
     )
 
 

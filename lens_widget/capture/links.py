@@ -58,17 +58,21 @@ def link_parents(label: str, parent_refs: ParentRefs) -> tuple[list[str], list[P
     return parents, parent_args, from_input
 
 
-def relabel_first_passes(repeated: list[Layer], nodes: list[OpRecord]) -> None:
+def index_labels(nodes: list[OpRecord]) -> dict[str, OpRecord]:
+    """label -> node, made in a C loop (no bytecode per node)."""
+    return dict(zip(map(_label_of, nodes), nodes, strict=True))
+
+
+def relabel_first_passes(repeated: list[Layer], by_label: dict[str, OpRecord]) -> None:
     """Give the first pass of every layer that ran more than once its ``:1`` label, in the
-    node and in every link that names it, and set n_passes on all passes of those layers."""
-    if not repeated:
-        return
-    by_label = dict(zip(map(_label_of, nodes), nodes, strict=True))  # a C loop, no bytecode
+    node, in every link that names it and in `by_label` (every node by label), and set
+    n_passes on all passes of those layers."""
     for layer in repeated:
         first = layer.first
         assert first is not None
         old = first.label
         new = first.label = f"{layer.base}:1"
+        del by_label[old]  # no other node has it: later passes are named `base:k`
         by_label[new] = first
         first.n_passes = layer.passes
         for node in layer.later:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import operator
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,9 +76,11 @@ class ModelLog:
     # ran; they are not in ``ops`` (see gradients.Recomputation).
     recomputed: list[Recomputation] = field(default_factory=list)
     _by_label: dict[str, OpRecord] = field(init=False, repr=False)
+    # Every node by label, when the builder has one already (else it is made here).
+    label_index: InitVar[dict[str, OpRecord] | None] = None
 
-    def __post_init__(self) -> None:
-        self._by_label = index_by_label(self.nodes)
+    def __post_init__(self, label_index: dict[str, OpRecord] | None) -> None:
+        self._by_label = index_by_label(self.nodes) if label_index is None else label_index
 
     # ---- views of the nodes -----------------------------------------------------------
 
