@@ -9,6 +9,9 @@ one Linear reused 1,000 times ("reused": a loop whose layers fold into passes).
 Reported, as the median of interleaved rounds:
 - plain: the forward alone (ms of CPU time: one thread, so load elsewhere does not count);
 - floor: a bare TorchFunctionMode that keeps every output, in µs/op above plain;
+- rows floor: a TorchFunctionMode that keeps one row per op of what a record is made of
+  (function, call site, producers of its inputs, output metadata) and builds nothing else:
+  below it no tracer that records each op in Python can go (tracers.KeepRows);
 - trace None / trace all: `lw.trace(save=None)` / `save="all"`, in µs/op above plain;
 - GPT-2 6L: `trace(save="all")` time over plain forward time for a GPT-2 of 6 layers,
   d=384, seq 128 (random weights, eval, no_grad), with torch's default threads.
@@ -35,7 +38,7 @@ from torch import nn
 import lens_widget as lw
 
 from .device import DEVICES, device_name, pick_device, synchronizer
-from .tracers import KeepOutputs
+from .tracers import KeepOutputs, KeepRows
 
 
 class TinyLoop(nn.Module):
@@ -90,6 +93,13 @@ def _floor(model: nn.Module, x: torch.Tensor) -> list[Any]:
     return mode.outputs
 
 
+def _rows_floor(model: nn.Module, x: torch.Tensor) -> list[Any]:
+    mode = KeepRows(keep_outputs=True)
+    with mode:
+        model(x)
+    return mode.rows
+
+
 def _interleaved(
     runs: dict[str, Callable[[], Any]],
     rounds: int,
@@ -109,7 +119,8 @@ def _interleaved(
 def measure_per_op(
     n_ops: int = 3000, rounds: int = 7, reused: bool = False, device: str = "cpu"
 ) -> dict[str, float]:
-    """plain ms and floor / trace None / trace all µs per op above plain, one thread."""
+    """plain ms and floor / rows floor / trace None / trace all µs per op above plain, one
+    thread."""
     where = torch.device(device)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -123,6 +134,7 @@ def measure_per_op(
                 {
                     "plain": lambda: model(x),
                     "floor": lambda: _floor(model, x),
+                    "rows": lambda: _rows_floor(model, x),
                     "none": lambda: lw.trace(model, (x,), save=None),
                     "all": lambda: lw.trace(model, (x,), save="all"),
                 },
@@ -140,6 +152,7 @@ def measure_per_op(
         "ops": n_traced,
         "plain_ms": med["plain"] * 1e3,
         "floor_us": per_op["floor"],
+        "rows_floor_us": per_op["rows"],
         "trace_none_us": per_op["none"],
         "trace_all_us": per_op["all"],
     }
@@ -195,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(f"  plain forward              {r['plain_ms']:8.1f} ms")
         print(f"  floor (bare mode, keeps)   {r['floor_us']:8.1f} µs/op above plain")
+        print(f"  rows floor (a row per op)  {r['rows_floor_us']:8.1f} µs/op above plain")
         print(f"  trace(save=None)           {r['trace_none_us']:8.1f} µs/op above plain")
         print(f'  trace(save="all")          {r["trace_all_us"]:8.1f} µs/op above plain')
     if not args.no_gpt2:

@@ -6,6 +6,8 @@ op counts and saved bytes out of one result (untimed).
 
 from __future__ import annotations
 
+import sys
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -79,6 +81,47 @@ class KeepOutputs(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         self.outputs.append(out)
+        return out
+
+
+class KeepRows(TorchFunctionMode):
+    """The floor of any tracer that records per op in Python: per call one row of what a
+    record is made of (the function, its call site, which row produced each tensor input,
+    the output's shape, dtype, device and requires_grad), and the output when saving. No
+    records, labels, links, module tracking or replay templates: what it costs is below what
+    any per-op record design can reach (bench/per_op.py's "rows floor")."""
+
+    _METADATA = frozenset({"dim", "size", "numel", "shape", "dtype", "device", "__get__"})
+
+    def __init__(self, keep_outputs: bool) -> None:
+        super().__init__()
+        self.keep_outputs = keep_outputs
+        self.rows: list[tuple[Any, ...]] = []
+        self._producers: dict[int, tuple[Any, int]] = {}  # id(tensor) -> (weakref, row)
+        self._passed: dict[Any, bool] = {}  # func -> a metadata read, passed straight through
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        passed = self._passed.get(func)
+        if passed is None:
+            passed = self._passed[func] = getattr(func, "__name__", "") in self._METADATA
+        if passed:
+            return func(*args, **kwargs) if kwargs else func(*args)
+        frame = sys._getframe(1)
+        producers = self._producers
+        inputs = []
+        for value in args:
+            kind = type(value)
+            if kind is torch.Tensor or kind is torch.nn.Parameter:
+                entry = producers.get(id(value))
+                inputs.append(entry[1] if entry is not None and entry[0]() is value else -1)
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if type(out) is torch.Tensor:
+            rows = self.rows
+            producers[id(out)] = (weakref.ref(out), len(rows))
+            rows.append(
+                (func, id(frame.f_code) * (1 << 24) + frame.f_lasti, inputs, tuple(out.shape),
+                 out.dtype, out.device, out.requires_grad, out if self.keep_outputs else None)
+            )  # fmt: skip
         return out
 
 

@@ -99,3 +99,25 @@ def test_quick_widget_bench_runs(tmp_path):
     assert all(r["ops"] > 1000 and r["widget_s"] > 0 and r["wire_bytes"] > 0 for r in kernel)
     notebook = payload["notebook"]
     assert notebook["growth_bytes"] > notebook["esm_bytes"] > 0 and notebook["graph_bytes"] > 0
+
+
+def test_rows_floor_keeps_one_row_per_recorded_op_with_its_producers():
+    """bench/per_op.py's "rows floor" must see the ops a trace records, linked as the trace
+    links them, or it is no floor of the same work."""
+    import torch
+
+    import lens_widget as lw
+    from bench.per_op import TinyLoop
+    from bench.tracers import KeepRows
+
+    model, x = TinyLoop(4).eval(), torch.randn(4, 8)
+    mode = KeepRows(keep_outputs=True)
+    with torch.no_grad(), mode:
+        out = model(x)
+    log = lw.trace(model, x)
+    assert [row[0].__name__ for row in mode.rows] == [op.func for op in log.ops]
+    # each op's tensor inputs: the rows that made them (-1: from outside, a param or input)
+    made_by = {op.label: i for i, op in enumerate(log.ops)}
+    expected = [[made_by.get(arg.parent, -1) for arg in op.parent_args] for op in log.ops]
+    assert [row[2] for row in mode.rows] == expected
+    assert mode.rows[-1][3] == tuple(out.shape) and mode.rows[-1][7] is out
