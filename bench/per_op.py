@@ -13,14 +13,17 @@ Reported, as the median of interleaved rounds:
   (function, call site, producers of its inputs, output metadata) and builds nothing else:
   below it no tracer that records each op in Python can go (tracers.KeepRows);
 - trace None / trace all: `lw.trace(save=None)` / `save="all"`, in µs/op above plain;
+- TorchLens none / all: `torchlens.trace` without / with saved activations, in µs/op above
+  plain, on the distinct loop, when TorchLens is installed (requirements-bench.txt; fewer
+  rounds: one of its traces of 3,000 ops takes seconds);
 - GPT-2 6L: `trace(save="all")` time over plain forward time for a GPT-2 of 6 layers,
   d=384, seq 128 (random weights, eval, no_grad), with torch's default threads.
 
 On `--device cuda` the models and inputs live on the GPU, every clock read waits for the
 device (torch.cuda.synchronize), and times are wall time (CPU time would miss the GPU's).
-Imports only bench.device from bench/, and nothing of the widget, so it runs where only
-torch and transformers are installed; `measure_per_op()` and `measure_gpt2_ratio()` return
-the numbers.
+Imports nothing of the widget, so it runs where only torch and transformers are installed
+(TorchLens too for its rows); `measure_per_op()`, `measure_torchlens_per_op()` and
+`measure_gpt2_ratio()` return the numbers.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from torch import nn
 import lens_widget as lw
 
 from .device import DEVICES, device_name, pick_device, synchronizer
-from .tracers import KeepOutputs, KeepRows
+from .tracers import KeepOutputs, KeepRows, TorchLens
+from .zoo.case import ZooCase
 
 
 class TinyLoop(nn.Module):
@@ -158,6 +162,40 @@ def measure_per_op(
     }
 
 
+def measure_torchlens_per_op(
+    n_ops: int = 3000, rounds: int = 3, device: str = "cpu"
+) -> dict[str, float] | None:
+    """TorchLens' none / all µs per op above plain on the distinct loop, one thread; None
+    when TorchLens is not installed. Its torch wrappers go in before and out after each
+    timed call (untimed), so they never slow the plain runs."""
+    contenders = {"tl_none": TorchLens(save_all=False), "tl_all": TorchLens(save_all=True)}
+    if contenders["tl_none"].available() is not None:
+        return None
+    where = torch.device(device)
+    clock = time.process_time if where.type == "cpu" else time.perf_counter
+    sync = synchronizer(where)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(0)
+        case = ZooCase("tiny-op loop", TinyLoop(n_ops // 3).eval(), (torch.randn(4, 8),))
+        case.to(where)
+        times: dict[str, list[float]] = {"plain": [], **{name: [] for name in contenders}}
+        with torch.no_grad():
+            for _ in range(rounds):
+                times["plain"].append(_time(lambda: case.model(*case.args), clock, sync))
+                for name, tl in contenders.items():
+                    tl.before()
+                    try:
+                        times[name].append(_time(lambda tl=tl: tl.call(case), clock, sync))
+                    finally:
+                        tl.after(None)
+    finally:
+        torch.set_num_threads(threads)
+    med = {name: statistics.median(values) for name, values in times.items()}
+    return {f"{name}_us": (med[name] - med["plain"]) / n_ops * 1e6 for name in contenders}
+
+
 def measure_gpt2_ratio(rounds: int = 7, device: str = "cpu") -> dict[str, float]:
     """trace(save="all") / plain forward on a 6-layer GPT-2, d=384, seq 128."""
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -186,6 +224,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=None, help="default 7 (quick: 2)")
     parser.add_argument("--ops", type=int, default=None, help="default 3000 (quick: 300)")
     parser.add_argument("--no-gpt2", action="store_true")
+    parser.add_argument("--no-torchlens", action="store_true", help="skip the TorchLens rows")
     parser.add_argument("--device", choices=DEVICES, default="cpu", help="where models run")
     parser.add_argument("--quick", action="store_true", help="300 ops, 2 rounds: a smoke run")
     args = parser.parse_args(argv)
@@ -211,6 +250,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  rows floor (a row per op)  {r['rows_floor_us']:8.1f} µs/op above plain")
         print(f"  trace(save=None)           {r['trace_none_us']:8.1f} µs/op above plain")
         print(f'  trace(save="all")          {r["trace_all_us"]:8.1f} µs/op above plain')
+        tl = None if reused or args.no_torchlens else measure_torchlens_per_op(args.ops)
+        if tl is not None:
+            print(f"  TorchLens (none), 3 rounds {tl['tl_none_us']:8.1f} µs/op above plain")
+            print(f"  TorchLens (all), 3 rounds  {tl['tl_all_us']:8.1f} µs/op above plain")
     if not args.no_gpt2:
         g = measure_gpt2_ratio(args.rounds, args.device)
         print(
