@@ -53,6 +53,23 @@ def _scan(value: Any, position: str, found: list[tuple[str, Tensor]]) -> Any:
 LEAF_TYPES = frozenset(
     {int, float, bool, str, type(None), torch.dtype, torch.device, torch.Size, torch.layout}
 )
+# What may sit in a tuple or list argument that the fast path keeps in the template as it
+# is: a shape, a list of dims, an index such as (Ellipsis, slice(None, 3)). The careful
+# path's scan keeps those sequences as they are too.
+_LITERAL_ITEM_TYPES = LEAF_TYPES | {slice, type(Ellipsis)}
+
+
+def is_literal(value: Any) -> bool:
+    """A scalar-like argument, a slice, or a flat tuple or list of those: no tensor to
+    resolve, and nothing the recorder calls on it can reach a torch function."""
+    kind = type(value)
+    if kind in _LITERAL_ITEM_TYPES:
+        return True
+    if kind is not tuple and kind is not list:
+        return False
+    return all(map(_LITERAL_ITEM_TYPES.__contains__, map(type, value)))  # C loops
+
+
 # Calls with up to this many positional arguments take the recorder's fast path, which
 # shares these (immutable) slots and position texts among all templates.
 MAX_FAST_ARGS = 64

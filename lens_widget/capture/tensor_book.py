@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import Any
 
 import torch
@@ -21,6 +22,7 @@ from lens_widget.capture.arguments import (
     MAX_FAST_ARGS,
     POSITION_TEXT,
     SLOTS,
+    is_literal,
     scan_call,
 )
 from lens_widget.capture.call_site import SourceTexts, find_call_site
@@ -50,6 +52,12 @@ DTYPE_NAMES = {
     for dtype in vars(torch).values()
     if isinstance(dtype, torch.dtype)
 }
+
+
+def _slot_or(value: Any, slots: Iterator[Any]) -> Any:
+    """The next tensor slot for a plain tensor argument, else the value itself."""
+    kind = type(value)
+    return next(slots) if kind is Tensor or kind is Parameter else value
 
 
 class TensorBook:
@@ -149,25 +157,36 @@ class TensorBook:
     def _resolve_plain_inputs(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
     ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]] | None:
-        """_resolve_inputs for positional plain tensors and scalars, keywords only scalars (the
-        hot path); None for any other call."""
-        if len(args) > MAX_FAST_ARGS:
-            return None
+        """_resolve_inputs for plain tensors and literals (scalars, slices, flat tuples and
+        lists of them: shapes, dims, indices), positional or keyword (the hot path; torch's
+        Python wrappers such as F.layer_norm pass tensors by keyword); None for any other
+        call."""
+        arguments: Iterable[tuple[str, Any]] = zip(POSITION_TEXT, args, strict=False)
+        tensor_kwargs = False
         if kwargs:
+            if len(args) + len(kwargs) > MAX_FAST_ARGS:
+                return None
             for value in kwargs.values():
-                if type(value) not in LEAF_TYPES:
+                kind = type(value)
+                if kind is Tensor or kind is Parameter:
+                    tensor_kwargs = True
+                elif kind not in LEAF_TYPES and not is_literal(value):
                     return None
             kwargs = dict(kwargs)
+            if tensor_kwargs:  # after the positional ones, as scan_call orders them
+                arguments = chain(arguments, kwargs.items())
+        elif len(args) > MAX_FAST_ARGS:
+            return None
         producers = self._producers
         check_writes = not self.keeps_nothing  # a write matters only to saved values
         track = self.track_versions
         parent_refs: ParentRefs = []
         params: tuple[ParamUse, ...] = ()
         literals: dict[int, Tensor] | None = None
-        for i, value in enumerate(args):
+        for position, value in arguments:
             kind = type(value)
             if kind is not Tensor and kind is not Parameter:
-                if kind in LEAF_TYPES:
+                if kind in LEAF_TYPES or is_literal(value):
                     continue
                 return None
             entry = producers.get(id(value))
@@ -182,22 +201,26 @@ class TensorBook:
                         moved = self._version(value) != entry[3]
                     if moved:
                         literals = self._literal(literals, len(parent_refs), value)
-                parent_refs.append((POSITION_TEXT[i], parent, entry[2]))
+                parent_refs.append((position, parent, entry[2]))
             else:
                 parent = self._source_for(value, func)
-                parent_refs.append((POSITION_TEXT[i], parent, 0))
+                parent_refs.append((position, parent, 0))
             if parent.kind != "op":
                 use = self._param_uses.get(parent)
                 if use is not None:
                     params = (*params, use)
         n_tensors = len(parent_refs)
-        if n_tensors == len(args):  # only tensors: a shared template
-            template: tuple[Any, ...] = ALL_SLOTS[n_tensors]
+        if tensor_kwargs:
+            slots = iter(SLOTS)
+            template: tuple[Any, ...] = tuple([_slot_or(v, slots) for v in args])
+            kwargs = {k: _slot_or(v, slots) for k, v in kwargs.items()}  # type: ignore[union-attr]
+        elif n_tensors == len(args):  # only tensors: a shared template
+            template = ALL_SLOTS[n_tensors]
         elif n_tensors == 0:
             template = args
         else:
             slots = iter(SLOTS)
-            template = tuple([v if type(v) in LEAF_TYPES else next(slots) for v in args])
+            template = tuple([_slot_or(v, slots) for v in args])
         replay = ReplayCall(func, template, kwargs or _NO_KWARGS)
         if literals is not None:
             replay.literals = literals
