@@ -10,7 +10,8 @@ and saving a value appends to a list. Which node made each tensor: tensor_book.p
 
 A user's own mode or Tensor subclass around the trace sees exactly the calls of a plain
 forward: the bookkeeping runs with torch functions disabled, except on the fast path, where
-no mode is active and every argument is a plain tensor, so nothing it calls can reach one.
+no mode is active and every argument is a plain tensor or a literal (a scalar, a shape, a
+slice), so nothing it calls can reach one.
 Nothing here reads a tensor's values (no device synchronisation).
 """
 
@@ -129,7 +130,8 @@ class Recorder(TensorBook, TorchFunctionMode):
         if facts.metadata:
             return func(*args, **kwargs) if kwargs else func(*args)
         frame = sys._getframe(1)
-        # The fast path: positional plain tensors and scalars, no user mode around the trace.
+        # The fast path: plain tensors and literals (scalars, shapes, dims, slices; see
+        # TensorBook._resolve_plain_inputs), no user mode around the trace.
         # Then no call made by the bookkeeping can reach a mode or a Tensor subclass, and it
         # runs without DisableTorchFunction.
         if (
