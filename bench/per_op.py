@@ -16,6 +16,9 @@ Reported, as the median of interleaved rounds:
 - TorchLens none / all: `torchlens.trace` without / with saved activations, in µs/op above
   plain, on the distinct loop, when TorchLens is installed (requirements-bench.txt; fewer
   rounds: one of its traces of 3,000 ops takes seconds);
+- the same table for a small real transformer (GPT-2 of 6 layers, width 64, 16 tokens):
+  torch's Python wrappers, keyword and shape arguments and the per-trace costs over a few
+  hundred ops make its per-op figures higher than the loop's;
 - GPT-2 6L: `trace(save="all")` time over plain forward time for a GPT-2 of 6 layers,
   d=384, seq 128 (random weights, eval, no_grad), with torch's default threads.
 
@@ -23,7 +26,7 @@ On `--device cuda` the models and inputs live on the GPU, every clock read waits
 device (torch.cuda.synchronize), and times are wall time (CPU time would miss the GPU's).
 Imports nothing of the widget, so it runs where only torch and transformers are installed
 (TorchLens too for its rows); `measure_per_op()`, `measure_torchlens_per_op()` and
-`measure_gpt2_ratio()` return the numbers.
+`measure_small_gpt2_per_op()` and `measure_gpt2_ratio()` return the numbers.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import gc
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -90,17 +94,17 @@ def _time(fn: Callable[[], Any], clock: Callable[[], float], sync: Callable[[], 
     return elapsed
 
 
-def _floor(model: nn.Module, x: torch.Tensor) -> list[Any]:
+def _floor(model: nn.Module, args: tuple[Any, ...]) -> list[Any]:
     mode = KeepOutputs()
     with mode:
-        model(x)
+        model(*args)
     return mode.outputs
 
 
-def _rows_floor(model: nn.Module, x: torch.Tensor) -> list[Any]:
+def _rows_floor(model: nn.Module, args: tuple[Any, ...]) -> list[Any]:
     mode = KeepRows(keep_outputs=True)
     with mode:
-        model(x)
+        model(*args)
     return mode.rows
 
 
@@ -120,27 +124,23 @@ def _interleaved(
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def measure_per_op(
-    n_ops: int = 3000, rounds: int = 7, reused: bool = False, device: str = "cpu"
+def _per_op_table(
+    model: nn.Module, args: tuple[Any, ...], rounds: int, where: torch.device
 ) -> dict[str, float]:
     """plain ms and floor / rows floor / trace None / trace all µs per op above plain, one
-    thread."""
-    where = torch.device(device)
+    thread, for `model(*args)` (model and args on `where`)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        torch.manual_seed(0)
-        model = (ReusedLoop if reused else TinyLoop)(n_ops // 3).eval().to(where)
-        x = torch.randn(4, 8).to(where)
         with torch.no_grad():
-            n_traced = len(lw.trace(model, (x,), save=None).ops)
+            n_traced = len(lw.trace(model, args, save=None).ops)
             med = _interleaved(
                 {
-                    "plain": lambda: model(x),
-                    "floor": lambda: _floor(model, x),
-                    "rows": lambda: _rows_floor(model, x),
-                    "none": lambda: lw.trace(model, (x,), save=None),
-                    "all": lambda: lw.trace(model, (x,), save="all"),
+                    "plain": lambda: model(*args),
+                    "floor": lambda: _floor(model, args),
+                    "rows": lambda: _rows_floor(model, args),
+                    "none": lambda: lw.trace(model, args, save=None),
+                    "all": lambda: lw.trace(model, args, save="all"),
                 },
                 rounds,
                 # One thread: its CPU time, which other processes on a busy machine leave alone
@@ -160,6 +160,30 @@ def measure_per_op(
         "trace_none_us": per_op["none"],
         "trace_all_us": per_op["all"],
     }
+
+
+def measure_per_op(
+    n_ops: int = 3000, rounds: int = 7, reused: bool = False, device: str = "cpu"
+) -> dict[str, float]:
+    """The per-op table of the tiny-op loop (distinct Linears, or one reused)."""
+    where = torch.device(device)
+    torch.manual_seed(0)
+    model = (ReusedLoop if reused else TinyLoop)(n_ops // 3).eval().to(where)
+    return _per_op_table(model, (torch.randn(4, 8).to(where),), rounds, where)
+
+
+def measure_small_gpt2_per_op(rounds: int = 7, device: str = "cpu") -> dict[str, float]:
+    """The per-op table of a small real transformer (GPT-2, 6 layers of width 64, 16 tokens,
+    KV cache on): torch's Python wrappers (F.layer_norm, dropout), keyword arguments,
+    shapes, a cache object in the output, and the per-trace costs over a few hundred ops."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    where = torch.device(device)
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=6, n_embd=64, n_head=4, vocab_size=500, bos_token_id=0,
+                        eos_token_id=0)  # fmt: skip
+    ids = torch.randint(0, 500, (1, 16), generator=torch.Generator().manual_seed(1))
+    return _per_op_table(GPT2LMHeadModel(config).eval().to(where), (ids.to(where),), rounds, where)
 
 
 def measure_torchlens_per_op(
@@ -223,7 +247,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=None, help="default 7 (quick: 2)")
     parser.add_argument("--ops", type=int, default=None, help="default 3000 (quick: 300)")
-    parser.add_argument("--no-gpt2", action="store_true")
+    parser.add_argument("--no-gpt2", action="store_true", help="skip both GPT-2 measurements")
     parser.add_argument("--no-torchlens", action="store_true", help="skip the TorchLens rows")
     parser.add_argument("--device", choices=DEVICES, default="cpu", help="where models run")
     parser.add_argument("--quick", action="store_true", help="300 ops, 2 rounds: a smoke run")
@@ -237,21 +261,25 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     device = pick_device(args.device)
     print(f"device: {device_name(device)}")
-    for reused in (False, True):
-        r = measure_per_op(args.ops, args.rounds, reused, args.device)
-        kind = "one Linear reused" if reused else "distinct Linears"
-        clock = "CPU time" if device.type == "cpu" else "wall time, synchronised"
-        print(
-            f"tiny-op loop ({kind}), {r['ops']:.0f} ops, 1 thread, median of {args.rounds} "
-            f"({clock})"
-        )
+    clock = "CPU time" if device.type == "cpu" else "wall time, synchronised"
+    loop = partial(measure_per_op, args.ops, args.rounds, device=args.device)
+    tables: list[tuple[str, Callable[[], dict[str, float]]]] = [
+        ("tiny-op loop (distinct Linears)", partial(loop, reused=False)),
+        ("tiny-op loop (one Linear reused)", partial(loop, reused=True)),
+    ]
+    if not args.no_gpt2:
+        small = partial(measure_small_gpt2_per_op, args.rounds, args.device)
+        tables.append(("GPT-2 6L d=64, 16 tokens", small))
+    for i, (title, measure) in enumerate(tables):
+        r = measure()
+        print(f"{title}, {r['ops']:.0f} ops, 1 thread, median of {args.rounds} ({clock})")
         print(f"  plain forward              {r['plain_ms']:8.1f} ms")
         print(f"  floor (bare mode, keeps)   {r['floor_us']:8.1f} µs/op above plain")
         print(f"  rows floor (a row per op)  {r['rows_floor_us']:8.1f} µs/op above plain")
         print(f"  trace(save=None)           {r['trace_none_us']:8.1f} µs/op above plain")
         print(f'  trace(save="all")          {r["trace_all_us"]:8.1f} µs/op above plain')
-        tl = None if reused or args.no_torchlens else measure_torchlens_per_op(args.ops)
-        if tl is not None:
+        tl = measure_torchlens_per_op(args.ops) if i == 0 and not args.no_torchlens else None
+        if tl is not None:  # the distinct loop, the issue's measurement
             print(f"  TorchLens (none), 3 rounds {tl['tl_none_us']:8.1f} µs/op above plain")
             print(f"  TorchLens (all), 3 rounds  {tl['tl_all_us']:8.1f} µs/op above plain")
     if not args.no_gpt2:
