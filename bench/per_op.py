@@ -25,7 +25,7 @@ Reported, as the median of interleaved rounds:
 On `--device cuda` the models and inputs live on the GPU, every clock read waits for the
 device (torch.cuda.synchronize), and times are wall time (CPU time would miss the GPU's).
 Imports nothing of the widget, so it runs where only torch and transformers are installed
-(TorchLens too for its rows); `measure_per_op()`, `measure_torchlens_per_op()` and
+(TorchLens too for its rows); `measure_per_op()`, `measure_torchlens_per_op()`,
 `measure_small_gpt2_per_op()` and `measure_gpt2_ratio()` return the numbers.
 """
 
@@ -35,7 +35,8 @@ import argparse
 import gc
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -94,6 +95,23 @@ def _time(fn: Callable[[], Any], clock: Callable[[], float], sync: Callable[[], 
     return elapsed
 
 
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _tiny_loop(n_ops: int, reused: bool, where: torch.device) -> tuple[nn.Module, tuple[Any, ...]]:
+    """The loop of about `n_ops` tiny ops and its input, seeded, on `where`."""
+    torch.manual_seed(0)
+    model = (ReusedLoop if reused else TinyLoop)(n_ops // 3).eval().to(where)
+    return model, (torch.randn(4, 8).to(where),)
+
+
 def _floor(model: nn.Module, args: tuple[Any, ...]) -> list[Any]:
     mode = KeepOutputs()
     with mode:
@@ -106,6 +124,13 @@ def _rows_floor(model: nn.Module, args: tuple[Any, ...]) -> list[Any]:
     with mode:
         model(*args)
     return mode.rows
+
+
+def _clock(where: torch.device) -> Callable[[], float]:
+    """One thread: its CPU time, which other processes on a busy machine leave alone (wall
+    time there counts the time spent waiting for a core). On CUDA, wall time: the GPU's work
+    is not this process's CPU time."""
+    return time.process_time if where.type == "cpu" else time.perf_counter
 
 
 def _interleaved(
@@ -129,28 +154,20 @@ def _per_op_table(
 ) -> dict[str, float]:
     """plain ms and floor / rows floor / trace None / trace all µs per op above plain, one
     thread, for `model(*args)` (model and args on `where`)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.no_grad():
-            n_traced = len(lw.trace(model, args, save=None).ops)
-            med = _interleaved(
-                {
-                    "plain": lambda: model(*args),
-                    "floor": lambda: _floor(model, args),
-                    "rows": lambda: _rows_floor(model, args),
-                    "none": lambda: lw.trace(model, args, save=None),
-                    "all": lambda: lw.trace(model, args, save="all"),
-                },
-                rounds,
-                # One thread: its CPU time, which other processes on a busy machine leave alone
-                # (wall time there counts the time spent waiting for a core). On CUDA, wall
-                # time: the GPU's work is not this process's CPU time.
-                time.process_time if where.type == "cpu" else time.perf_counter,
-                synchronizer(where),
-            )
-    finally:
-        torch.set_num_threads(threads)
+    with _one_thread(), torch.no_grad():
+        n_traced = len(lw.trace(model, args, save=None).ops)
+        med = _interleaved(
+            {
+                "plain": lambda: model(*args),
+                "floor": lambda: _floor(model, args),
+                "rows": lambda: _rows_floor(model, args),
+                "none": lambda: lw.trace(model, args, save=None),
+                "all": lambda: lw.trace(model, args, save="all"),
+            },
+            rounds,
+            _clock(where),
+            synchronizer(where),
+        )
     per_op = {k: (v - med["plain"]) / n_traced * 1e6 for k, v in med.items() if k != "plain"}
     return {
         "ops": n_traced,
@@ -167,9 +184,7 @@ def measure_per_op(
 ) -> dict[str, float]:
     """The per-op table of the tiny-op loop (distinct Linears, or one reused)."""
     where = torch.device(device)
-    torch.manual_seed(0)
-    model = (ReusedLoop if reused else TinyLoop)(n_ops // 3).eval().to(where)
-    return _per_op_table(model, (torch.randn(4, 8).to(where),), rounds, where)
+    return _per_op_table(*_tiny_loop(n_ops, reused, where), rounds, where)
 
 
 def measure_small_gpt2_per_op(rounds: int = 7, device: str = "cpu") -> dict[str, float]:
@@ -196,26 +211,18 @@ def measure_torchlens_per_op(
     if contenders["tl_none"].available() is not None:
         return None
     where = torch.device(device)
-    clock = time.process_time if where.type == "cpu" else time.perf_counter
-    sync = synchronizer(where)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        torch.manual_seed(0)
-        case = ZooCase("tiny-op loop", TinyLoop(n_ops // 3).eval(), (torch.randn(4, 8),))
-        case.to(where)
-        times: dict[str, list[float]] = {"plain": [], **{name: [] for name in contenders}}
-        with torch.no_grad():
-            for _ in range(rounds):
-                times["plain"].append(_time(lambda: case.model(*case.args), clock, sync))
-                for name, tl in contenders.items():
-                    tl.before()
-                    try:
-                        times[name].append(_time(lambda tl=tl: tl.call(case), clock, sync))
-                    finally:
-                        tl.after(None)
-    finally:
-        torch.set_num_threads(threads)
+    clock, sync = _clock(where), synchronizer(where)
+    case = ZooCase("tiny-op loop", *_tiny_loop(n_ops, False, where))
+    times: dict[str, list[float]] = {"plain": [], **{name: [] for name in contenders}}
+    with _one_thread(), torch.no_grad():
+        for _ in range(rounds):
+            times["plain"].append(_time(lambda: case.model(*case.args), clock, sync))
+            for name, tl in contenders.items():
+                tl.before()
+                try:
+                    times[name].append(_time(lambda tl=tl: tl.call(case), clock, sync))
+                finally:
+                    tl.after(None)
     med = {name: statistics.median(values) for name, values in times.items()}
     return {f"{name}_us": (med[name] - med["plain"]) / n_ops * 1e6 for name in contenders}
 
