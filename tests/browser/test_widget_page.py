@@ -270,6 +270,22 @@ def test_search_jumps_to_and_selects_a_hidden_op(page, payload) -> None:
     assert page.errors == []
 
 
+def test_search_typed_right_after_escape_stays_open(page, payload) -> None:
+    """Escape closes the results; typing again at once reopens them for good (a hide left
+    from the blur used to close them again 150 ms later, and a quick user lost the list)."""
+    open_widget(page, payload)
+    page.fill("[data-testid=search]", "softmax")
+    page.locator("[data-testid=search-result]").first.wait_for()
+    page.keyboard.press("Escape")
+    assert page.locator("[data-testid=search-results]").is_hidden()
+    page.fill("[data-testid=search]", "gelu")
+    page.wait_for_timeout(400)  # past the blur's hide delay
+    results = page.locator("[data-testid=search-result]")
+    assert results.first.is_visible()
+    assert "gelu" in results.first.inner_text().lower()
+    assert page.errors == []
+
+
 def test_traits_set_by_the_kernel(page, payload) -> None:
     open_widget(page, payload)
     gelu = node_ids(payload, "unrolled", "gelu")[3]

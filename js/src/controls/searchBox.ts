@@ -8,6 +8,7 @@ export class SearchBox {
   private results = h("div", "lens-results");
   private hits: SearchHit[] = [];
   private hitIndex = 0;
+  private pendingHide: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private find: (query: string) => SearchHit[],
@@ -20,6 +21,7 @@ export class SearchBox {
     this.results.hidden = true;
     this.el.append(input, this.results);
     const show = (): void => {
+      clearTimeout(this.pendingHide); // typed or focused again: a hide left from the last blur must not close these results
       this.hits = this.find(input.value);
       this.hitIndex = 0;
       this.renderResults();
@@ -43,7 +45,9 @@ export class SearchBox {
       }
       ev.stopPropagation(); // keep JupyterLab's shortcuts out of the search box
     });
-    input.addEventListener("blur", () => setTimeout(() => (this.results.hidden = true), 150));
+    input.addEventListener("blur", () => {
+      this.pendingHide = setTimeout(() => (this.results.hidden = true), 150);
+    });
   }
 
   private renderResults(): void {
