@@ -1,7 +1,8 @@
 """What the recorder needs to know about a torch function, worked out once per function.
 
 Per function: its name, whether it only reads metadata (passed straight through), whether
-it draws random numbers (the RNG state before it is kept for replay), and what it writes.
+it draws random numbers (the RNG state before it is kept for replay) and with which
+arguments it draws none, and what it writes.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from types import CodeType, FunctionType
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -38,6 +39,55 @@ _RANDOM_CALLS = frozenset(
         "transformer_encoder_layer_fwd", "_native_multi_head_attention",
     }
 )  # fmt: skip
+
+
+class DrawsWhen(NamedTuple):
+    """Where a random call's drop probability and training flag sit among its arguments:
+    with p == 0 or training False it draws nothing (dropout in eval mode, attention without
+    dropout), so no RNG state is kept for it. An eval-mode transformer calls these per layer."""
+
+    p_at: int
+    p_names: tuple[str, ...]
+    p_default: float
+    training_at: int | None = None
+    training_names: tuple[str, ...] = ()
+
+    def draws(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
+        p = _argument(args, kwargs, self.p_at, self.p_names, self.p_default)
+        if (type(p) is float or type(p) is int) and p == 0:
+            return False
+        if self.training_at is None:
+            return True
+        training = _argument(args, kwargs, self.training_at, self.training_names, True)
+        return training is not False  # anything but a plain False may draw
+
+
+def _argument(
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None,
+    at: int,
+    names: tuple[str, ...],
+    default: Any,
+) -> Any:
+    if len(args) > at:
+        return args[at]
+    if kwargs:
+        for name in names:
+            if name in kwargs:
+                return kwargs[name]
+    return default
+
+
+_DROPOUTS = (
+    "dropout", "dropout_", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+    "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout",
+    "feature_dropout_",
+)  # fmt: skip
+_DRAWS_WHEN = {
+    **dict.fromkeys(_DROPOUTS, DrawsWhen(1, ("p",), 0.5, 2, ("training", "train"))),
+    "scaled_dot_product_attention": DrawsWhen(4, ("dropout_p",), 0.0),
+    "multi_head_attention_forward": DrawsWhen(10, ("dropout_p",), 0.0, 13, ("training",)),
+}
 
 # Calls that run the autograd engine: a trace that keeps gradients captures each one as a
 # backward pass (backward_capture.py); they always take the recorder's careful path.
@@ -114,8 +164,8 @@ def _clean(name: str) -> str:
 
 class FuncFacts:
     __slots__ = (
-        "name", "clean", "metadata", "random", "mutation", "special", "inplace_position",
-        "backward",
+        "name", "clean", "metadata", "random", "draws_when", "mutation", "special",
+        "inplace_position", "backward",
     )  # fmt: skip
 
     def __init__(self, func: Callable[..., Any]) -> None:
@@ -123,14 +173,15 @@ class FuncFacts:
         self.clean = _clean(self.name)
         self.metadata = self.name in _METADATA_CALLS
         self.random = not self.metadata and draws_random_numbers(func, self.name)
+        # For some random calls: which arguments make them draw nothing (None: always draws)
+        self.draws_when = _DRAWS_WHEN.get(self.name) if self.random else None
         self.mutation = MutationRule(func, self.name)
-        # Calls that always need more than the recorder's fast path: they draw random
-        # numbers, or write to an argument (x.add_, x[i] = v, batch_norm in training).
+        # Calls that always need more than the recorder's fast path: they write to an
+        # argument (x.add_, x[i] = v, batch_norm in training) or run the autograd engine.
+        # (Random calls take the fast path: keeping the RNG state reaches no mode.)
         rule = self.mutation
         self.backward = func in BACKWARD_CALLS
-        self.special = (
-            self.random or rule.writes_first or rule.running_stats is not None or self.backward
-        )
+        self.special = rule.writes_first or rule.running_stats is not None or self.backward
         # Where an `inplace` flag sits among the positional arguments (F.relu's), if any.
         self.inplace_position = rule.inplace_flag_position
 

@@ -144,6 +144,8 @@ class Recorder(TensorBook, TorchFunctionMode):
         inputs = self._resolve_plain_inputs(func, args, kwargs)
         if inputs is None:
             return self._call_quietly(facts, func, args, kwargs, frame)
+        if facts.random and not self.keeps_nothing:
+            self._keep_rng_state(facts, args, kwargs, inputs[0])
         if _any_autocast():
             inputs[0].autocast = _autocast_state()
         try:
@@ -166,8 +168,8 @@ class Recorder(TensorBook, TorchFunctionMode):
         kwargs: dict[str, Any] | None,
         frame: Any,
     ) -> Any:
-        """Any call: keywords, containers, Tensor subclasses, writes, random numbers, a
-        user's mode around the trace. The bookkeeping runs with torch functions disabled."""
+        """Any call: keywords, containers, Tensor subclasses, writes, a user's mode around
+        the trace. The bookkeeping runs with torch functions disabled."""
         if facts.backward and self.backward_capture is not None:
             return self.backward_capture.run(facts, func, args, kwargs, frame)
         with self.quiet:
@@ -224,10 +226,21 @@ class Recorder(TensorBook, TorchFunctionMode):
         if writes:
             self.values.before_write(writes)
         if facts.random and not self.keeps_nothing:
-            replay.rng_state = torch.get_rng_state()
-            if torch.cuda.is_initialized():
-                replay.cuda_rng_states = torch.cuda.get_rng_state_all()
+            self._keep_rng_state(facts, args, kwargs, replay)
         return writes
+
+    @staticmethod
+    def _keep_rng_state(
+        facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] | None, replay: ReplayCall
+    ) -> None:
+        """The RNG state before a random call, for its replay; none where its arguments make
+        it draw nothing (dropout in eval mode). Reads no tensor and reaches no mode."""
+        draws_when = facts.draws_when
+        if draws_when is not None and not draws_when.draws(args, kwargs):
+            return
+        replay.rng_state = torch.get_rng_state()
+        if torch.cuda.is_initialized():
+            replay.cuda_rng_states = torch.cuda.get_rng_state_all()
 
     def _record(
         self,

@@ -1,7 +1,7 @@
 """Calls with shapes, dims and indices as arguments (view((4, 8)), permute([1, 0]),
-x[..., :2], sum(dim=(0, 1))) and torch's Python wrappers that pass tensors by keyword
-(F.layer_norm) take the recorder's fast path, and record exactly what the careful path
-records for them."""
+x[..., :2], sum(dim=(0, 1))), torch's Python wrappers that pass tensors by keyword
+(F.layer_norm) and random calls take the recorder's fast path, and record exactly what the
+careful path records for them."""
 
 from __future__ import annotations
 
@@ -27,6 +27,22 @@ class Shapes(nn.Module):
         x = x.permute([2, 0, 1]).reshape(x.shape)
         x = F.pad(x[..., :6], (1, 1)) + x[:, 1:2, None].sum(dim=(1, 2), keepdim=True)
         return F.layer_norm(x, [8], eps=1e-3) * torch.ones((2, 4, 8))
+
+
+class Random(nn.Module):
+    """Dropout three ways, attention with the module's dropout, and a plain random draw."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = nn.Dropout(0.3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.drop(x)
+        x = F.dropout(x, 0.2, training=self.training) + torch.dropout(x, 0.1, self.training)
+        q = x.view(1, 2, 4, 8)
+        p = 0.5 if self.training else 0.0
+        x = F.scaled_dot_product_attention(q, q, q, dropout_p=p).view(8, 8)
+        return x + torch.rand_like(x)
 
 
 class PassThrough(TorchFunctionMode):
@@ -72,12 +88,18 @@ def test_shape_and_keyword_tensor_calls_take_the_fast_path(monkeypatch):
 
 
 @pytest.mark.parametrize("save", ["all", None])
-def test_the_fast_path_records_what_the_careful_path_records(monkeypatch, save):
+@pytest.mark.parametrize("case", ["shapes", "random"])
+def test_the_fast_path_records_what_the_careful_path_records(monkeypatch, save, case):
     torch.manual_seed(0)
-    model, x = Shapes().eval(), torch.randn(64)
+    if case == "shapes":
+        model, x = Shapes().eval(), torch.randn(64)
+    else:  # in training: every random call draws
+        model, x = Random().train(), torch.randn(8, 8)
     calls = _careful_calls(monkeypatch)
+    torch.manual_seed(1)
     fast = lw.trace(model, x, save=save)
     assert calls == []
+    torch.manual_seed(1)  # the same draws
     with PassThrough():
         careful = lw.trace(model, x, save=save)
     assert len(calls) == len(careful.ops)  # every op went the careful way
@@ -91,6 +113,30 @@ def test_the_fast_path_records_what_the_careful_path_records(monkeypatch, save):
             assert [(p, n.label, i) for p, n, i in refs_a] == [
                 (p, n.label, i) for p, n, i in refs_b
             ], a.label
+    assert _rng_kept(fast) == _rng_kept(careful)
     if save == "all":
         report = fast.validate()  # raises on a replay that differs
         assert report.checked == len(fast.ops) and not report.skipped
+
+
+def _rng_kept(log: lw.ModelLog) -> list[str]:
+    """The functions of the ops that kept the RNG state before them, in order."""
+    return [op.func for op in log.ops if op.replay[0].rng_state is not None]
+
+
+def test_random_calls_keep_the_rng_state_only_when_they_draw(monkeypatch):
+    """Random calls take the fast path; dropout in eval mode and attention without dropout
+    draw nothing, so no RNG state is kept for them. In training they keep it, and replay."""
+    calls = _careful_calls(monkeypatch)
+    model, x = Random(), torch.randn(8, 8)
+    log = lw.trace(model.eval(), x, save="all")
+    assert calls == []
+    assert _rng_kept(log) == ["rand_like"]
+    assert len([op for op in log.ops if op.func == "dropout"]) == 3
+    assert log.validate().checked == len(log.ops)
+    log = lw.trace(model.train(), x, save="all")
+    assert calls == []
+    assert _rng_kept(log) == ["dropout"] * 3 + ["scaled_dot_product_attention", "rand_like"]
+    report = log.validate()  # raises where a replay differs: each draw replays its RNG state
+    assert report.checked == len(log.ops) and not report.skipped
+    assert _rng_kept(lw.trace(model, x, save=None)) == []
