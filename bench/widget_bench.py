@@ -31,7 +31,17 @@ from lens_widget.widget import wire
 from lens_widget.widget.payload import build_payload
 
 from .chromium import CHROMIUM, CHROMIUM_ARGS
-from .measure import median, percentile
+from .measure import median
+from .widget_actions import (
+    STEP_TIMEOUT_MS,
+    on_screen,
+    open_in_turn,
+    timed_button,
+    timed_click,
+    timed_pan,
+    timed_recolor,
+    wait_idle,
+)
 from .widget_page import BENCH_JS, PAGE, AnyNode, Kernel
 from .zoo import gpt2
 from .zoo.synthetic_payload import make_payload
@@ -40,121 +50,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 WIDGET_JS = ROOT / "lens_widget" / "static" / "widget.js"
 
 BASE = "http://lens.bench/"
-STEP_TIMEOUT_MS = 120_000
-
-
-def _canvas_box(page: Any) -> dict[str, float]:
-    return page.eval_on_selector(
-        '[data-testid="graph-canvas"]',
-        "c => { const r = c.getBoundingClientRect(); "
-        "return {x: r.left, y: r.top, w: r.width, h: r.height}; }",
-    )
-
-
-def _on_screen(page: Any, ids: list[str], limit: int = 20) -> list[tuple[str, dict[str, float]]]:
-    """The first `limit` of `ids` whose centre is inside the canvas, with screen positions."""
-    found = page.evaluate(
-        """([ids, limit]) => {
-          const canvas = window.__el.querySelector('[data-testid="graph-canvas"]');
-          const c = canvas.getBoundingClientRect();
-          const out = [];
-          for (const id of ids) {
-            const p = window.__el.__lens.nodeScreenPos(id);
-            const inside = p && p.x > c.left + 10 && p.x < c.right - 10
-              && p.y > c.top + 10 && p.y < c.bottom - 10;
-            if (inside) out.push([id, p]);
-            if (out.length >= limit) break;
-          }
-          return out;
-        }""",
-        [ids, limit],
-    )
-    return [(i, p) for i, p in found]
-
-
-def _timed_click(page: Any, kind: str, x: float, y: float) -> float:
-    page.evaluate("(k) => window.__bench.arm(k)", kind)
-    page.mouse.click(x, y)
-    return float(page.evaluate("() => window.__bench.done"))
-
-
-# Metrics picked in turn by the recolor row (any order: each pick changes every color).
-RECOLOR_METRICS = ("flops", "bytes", "params", "mean", "std", "absmax")
-
-
-def _recolor(page: Any, kernel: Kernel) -> dict[str, Any]:
-    """Pick each metric in turn; ms from the pick to the frame drawn in the new colors."""
-    ids = page.evaluate("() => window.__el.__lens.visibleIds")
-    probe = [i for i in ids if not i.startswith("@")][:5] + [i for i in ids if i[0] == "@"][:5]
-    page.select_option('[data-testid="metric-picker"]', "flops")  # warm: first fetch, legend
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=overlay-note]').textContent",
-        timeout=STEP_TIMEOUT_MS,
-    )
-    kernel.metrics_ms.clear()
-    times = []
-    for metric in RECOLOR_METRICS[1:]:
-        page.evaluate("(p) => window.__bench.armRecolor(p)", probe)
-        page.select_option('[data-testid="metric-picker"]', metric)
-        times.append(float(page.evaluate("() => window.__bench.done")))
-    page.select_option('[data-testid="metric-picker"]', "")
-    return {
-        "ms": median(times),
-        "samples_ms": times,
-        "kernel_ms": median(kernel.metrics_ms),
-        "visible": len(ids),
-    }
-
-
-def _timed_button(page: Any, testid: str) -> float:
-    page.evaluate("() => window.__bench.arm('layout')")
-    page.click(f'[data-testid="{testid}"]')
-    return float(page.evaluate("() => window.__bench.done"))
-
-
-def _wait_idle(page: Any) -> None:
-    page.wait_for_function(
-        "() => window.__el && window.__el.__lens && window.__el.__lens.layoutStatus === 'idle'",
-        timeout=STEP_TIMEOUT_MS,
-    )
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-
-
-def _pan(page: Any) -> dict[str, float]:
-    box = _canvas_box(page)
-    cx, cy = box["x"] + box["w"] * 0.7, box["y"] + box["h"] * 0.5
-    page.mouse.move(cx, cy)
-    page.mouse.down()
-    page.evaluate("() => window.__bench.startFrames()")
-    page.mouse.move(cx - box["w"] * 0.4, cy - box["h"] * 0.2, steps=120)
-    page.mouse.up()
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    frames = page.evaluate("() => window.__bench.stopFrames()")
-    stamps = [f[0] for f in frames]
-    intervals = [b - a for a, b in zip(stamps, stamps[1:], strict=False)][1:-1]
-    draws = [f[1] for i, f in enumerate(frames) if i == 0 or f[1] != frames[i - 1][1]]
-    drawn = max((f[2] for f in frames), default=0)
-    return {
-        "frame_median_ms": median(intervals),
-        "frame_p95_ms": percentile(intervals, 95),
-        "draw_median_ms": median(draws),
-        "draw_p95_ms": percentile(draws, 95),
-        "frames": len(intervals),
-        "drawn_items": drawn,
-    }
-
-
-def _open_in_turn(page: Any, ids: list[str]) -> dict[str, float | None]:
-    """Time a click that opens each module of `ids` in turn (Fit first if one is off screen)."""
-    times: dict[str, float | None] = {}
-    for item in ids:
-        found = _on_screen(page, [item])
-        if not found:
-            page.click('[data-testid="fit"]')
-            _wait_idle(page)
-            found = _on_screen(page, [item])
-        times[item] = _timed_click(page, "layout", *found[0][1].values()) if found else None
-    return times
 
 
 # In-page marks, ms from lens:start (missing ones absent): first paint and what it is made of.
@@ -226,21 +121,21 @@ def _first_paint(page: Any, row: dict[str, Any]) -> None:
 def _expand_then_plot(page: Any, row: dict[str, Any]) -> None:
     """Opens the first collapsed box on screen (a chunk of blocks on a huge graph), then one
     inside it, and clicks an op there until its plot is drawn: expand_ms, click_to_plot_ms."""
-    _wait_idle(page)
+    wait_idle(page)
     page.evaluate(BENCH_JS, STEP_TIMEOUT_MS)
     expands = []
     for _ in range(2):
         ids = page.evaluate("() => window.__el.__lens.visibleIds")
-        groups = _on_screen(page, [i for i in ids if i.startswith("@")], limit=1)
+        groups = on_screen(page, [i for i in ids if i.startswith("@")], limit=1)
         if not groups:
             break
-        expands.append(_timed_click(page, "layout", *groups[0][1].values()))
-        _wait_idle(page)
+        expands.append(timed_click(page, "layout", *groups[0][1].values()))
+        wait_idle(page)
     row["expand_samples_ms"] = expands
     row["expand_ms"] = median(expands) if expands else None
     ids = page.evaluate("() => window.__el.__lens.visibleIds")
-    ops = _on_screen(page, [i for i in ids if not i.startswith("@")], limit=1)
-    row["click_to_plot_ms"] = _timed_click(page, "plot", *ops[0][1].values()) if ops else None
+    ops = on_screen(page, [i for i in ids if not i.startswith("@")], limit=1)
+    row["click_to_plot_ms"] = timed_click(page, "plot", *ops[0][1].values()) if ops else None
 
 
 def _measure_first_paint(
@@ -282,60 +177,60 @@ def _measure_page(
     context, page, row, errors = _open_page(browser, name, payload, kernel, widget_js)
     try:
         _first_paint(page, row)
-        _wait_idle(page)
+        wait_idle(page)
         page.evaluate(BENCH_JS, STEP_TIMEOUT_MS)
         row["visible_at_first_paint"] = page.evaluate("() => window.__el.__lens.visibleCount")
         row["first_paint_zoom"] = page.evaluate("() => window.__el.__lens.scale")
         if open_first:
-            row["open_ms"] = _open_in_turn(page, open_first)
+            row["open_ms"] = open_in_turn(page, open_first)
             page.click('[data-testid="collapse-all"]')
-            _wait_idle(page)
+            wait_idle(page)
 
         # Before any selection: with a node selected, the view switch does not re-lay out
         # (frontend bug reported to the lead).
-        recolor = _recolor(page, kernel)
+        recolor = timed_recolor(page, kernel)
         row.update({f"recolor_{k}": v for k, v in recolor.items()})
-        row["toggle_ms"] = _timed_button(page, "view-rolled")
-        row["toggle_back_ms"] = _timed_button(page, "view-unrolled")
+        row["toggle_ms"] = timed_button(page, "view-rolled")
+        row["toggle_back_ms"] = timed_button(page, "view-unrolled")
 
         plots = []
         clicked: set[str] = set()
         for _ in range(3):  # positions move when the inspector opens: look again each time
             ids = page.evaluate("() => window.__el.__lens.visibleIds")
             fresh = [i for i in ids if not i.startswith("@") and i not in clicked]
-            ops = _on_screen(page, pick_op(fresh))
+            ops = on_screen(page, pick_op(fresh))
             if not ops:
                 break
             op, pos = ops[0]
             clicked.add(op)
-            plots.append(_timed_click(page, "plot", pos["x"], pos["y"]))
+            plots.append(timed_click(page, "plot", pos["x"], pos["y"]))
         row["click_to_plot_ms"] = median(plots) if plots else None
         row["click_samples_ms"] = plots
         row["plotted_numel"] = kernel.last_numel
         row["kernel_handler_ms"] = median(kernel.handler_ms)
 
-        pan = _pan(page)
+        pan = timed_pan(page)
         row.update({f"pan_default_{k}": v for k, v in pan.items()})
 
         page.click('[data-testid="fit"]')
-        _wait_idle(page)
+        wait_idle(page)
         expands = []
         for _ in range(3):
             ids = page.evaluate("() => window.__el.__lens.visibleIds")
-            groups = _on_screen(page, [i for i in ids if i.startswith("@")])
+            groups = on_screen(page, [i for i in ids if i.startswith("@")])
             if not groups:
                 break
             _, pos = groups[0]
-            expands.append(_timed_click(page, "layout", pos["x"], pos["y"]))
+            expands.append(timed_click(page, "layout", pos["x"], pos["y"]))
         row["expand_ms"] = median(expands) if expands else None
         row["expand_samples_ms"] = expands
 
-        row["expand_all_ms"] = _timed_button(page, "expand-all")
+        row["expand_all_ms"] = timed_button(page, "expand-all")
         page.click('[data-testid="fit"]')
-        _wait_idle(page)
-        recolor = _recolor(page, kernel)  # every op drawn: the most items to color
+        wait_idle(page)
+        recolor = timed_recolor(page, kernel)  # every op drawn: the most items to color
         row.update({f"recolor_all_{k}": v for k, v in recolor.items()})
-        pan = _pan(page)
+        pan = timed_pan(page)
         row.update(
             {
                 f"pan_frame_{k.split('_', 1)[1]}" if k.startswith("frame_") else f"pan_{k}": v
@@ -414,14 +309,14 @@ def bench_recolor(browser: Any, log: Callable[[str], None], n_ops: int = 5000) -
     context, page, row, errors = _open_page(browser, f"synthetic {n_ops}", payload, kernel)
     try:
         _first_paint(page, row)
-        _wait_idle(page)
+        wait_idle(page)
         page.evaluate(BENCH_JS, STEP_TIMEOUT_MS)
-        row.update({f"recolor_{k}": v for k, v in _recolor(page, kernel).items()})
+        row.update({f"recolor_{k}": v for k, v in timed_recolor(page, kernel).items()})
         page.click('[data-testid="expand-all"]')
-        _wait_idle(page)
+        wait_idle(page)
         page.click('[data-testid="fit"]')
-        _wait_idle(page)
-        row.update({f"recolor_all_{k}": v for k, v in _recolor(page, kernel).items()})
+        wait_idle(page)
+        row.update({f"recolor_all_{k}": v for k, v in timed_recolor(page, kernel).items()})
     finally:
         context.close()
     if errors:

@@ -186,6 +186,14 @@ class FuncFacts:
         self.inplace_position = rule.inplace_flag_position
 
 
-# Facts per torch function, kept across traces: reading a signature is slow.
-FACTS: dict[Any, FuncFacts] = {}
+class _FactsCache(dict):  # type: ignore[type-arg]
+    """Facts per torch function, kept across traces (reading a signature is slow):
+    ``FACTS[func]`` works them out on the first call of a function."""
+
+    def __missing__(self, func: Callable[..., Any]) -> FuncFacts:
+        facts = self[func] = FuncFacts(func)
+        return facts
+
+
+FACTS: dict[Any, FuncFacts] = _FactsCache()
 IDENTITY_FACTS = FuncFacts(identity)

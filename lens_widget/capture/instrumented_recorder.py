@@ -26,7 +26,7 @@ from lens_widget.capture.interventions import (
     replace_tensor,
 )
 from lens_widget.capture.model_names import ModelNames
-from lens_widget.capture.recorder import Recorder, _any_autocast, _autocast_state
+from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves
@@ -52,6 +52,7 @@ class InstrumentedRecorder(Recorder):
         self.interventions = interventions
         self._in_call = False  # _note_outputs runs for the result of a torch call
         self._swapped: tuple[Tensor, Tensor] | None = None  # (output, its replacement)
+        self._elapsed_ms = 0.0  # of the last timed torch call
 
     def __torch_function__(
         self,
@@ -60,49 +61,48 @@ class InstrumentedRecorder(Recorder):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        facts = FACTS.get(func)
-        if facts is None:
-            facts = FACTS[func] = FuncFacts(func)
+        facts = FACTS[func]
         if facts.metadata:
             return func(*args, **kwargs) if kwargs else func(*args)
-        frame = sys._getframe(1)
-        if facts.backward and self.backward_capture is not None:
-            return self.backward_capture.run(facts, func, args, kwargs, frame)
-        with self.quiet:
-            inputs = self._resolve_inputs(func, args, kwargs)
-            writes = self._before_call(facts, args, kwargs, inputs[0])
-            if _any_autocast():
-                inputs[0].autocast = _autocast_state()
-        timing = self.timing
-        if timing:
-            # CUDA runs asynchronously: wait for earlier work, then for this op's.
-            sync = torch.cuda.is_initialized()
-            if sync:
-                torch.cuda.synchronize()
-            start = perf_counter()
-        try:
-            out = func(*args, **kwargs) if kwargs else func(*args)
-        except BaseException as err:
-            with self.quiet:
-                self._record_failure(facts, inputs, writes, err, frame)
-            raise
-        if timing:
-            if sync:
-                torch.cuda.synchronize()
-            elapsed_ms = (perf_counter() - start) * 1000.0
+        return self._call_quietly(facts, func, args, kwargs, sys._getframe(1))
+
+    def _call(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> Any:
+        if not self.timing:
+            return func(*args, **kwargs) if kwargs else func(*args)
+        # CUDA runs asynchronously: wait for earlier work, then for this op's.
+        sync = torch.cuda.is_initialized()
+        if sync:
+            torch.cuda.synchronize()
+        start = perf_counter()
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if sync:
+            torch.cuda.synchronize()
+        self._elapsed_ms = (perf_counter() - start) * 1000.0
+        return out
+
+    def _record_result(
+        self,
+        facts: FuncFacts,
+        inputs: Any,
+        writes: Any,
+        args: tuple[Any, ...],
+        out: Any,
+        frame: Any,
+    ) -> Any:
         n_ops = len(self.ops)
-        with self.quiet:
-            self._in_call = True
-            try:
-                out = self._record_result(facts, inputs, writes, args, out, frame)
-            finally:
-                self._in_call = False
-            swapped = self._swapped
-            if swapped is not None:
-                self._swapped = None
-                out = replace_tensor(out, swapped[0], swapped[1], self.ops[-1].label)
-        if timing and len(self.ops) > n_ops:
-            self.ops[-1].time_ms = elapsed_ms
+        self._in_call = True
+        try:
+            out = super()._record_result(facts, inputs, writes, args, out, frame)
+        finally:
+            self._in_call = False
+        swapped = self._swapped
+        if swapped is not None:
+            self._swapped = None
+            out = replace_tensor(out, swapped[0], swapped[1], self.ops[-1].label)
+        if self.timing and len(self.ops) > n_ops:
+            self.ops[-1].time_ms = self._elapsed_ms
         return out
 
     def _note_outputs(

@@ -23,7 +23,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from lens_widget.capture.call_site import find_call_site
-from lens_widget.capture.func_facts import BACKWARD_CALLS, FACTS, FuncFacts
+from lens_widget.capture.func_facts import BACKWARD_CALLS, FACTS
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves
@@ -68,9 +68,7 @@ class RecomputeMatcher:
         self._last = None
 
     def match(self, func: Callable[..., Any], frame: Any) -> OpRecord | None:
-        facts = FACTS.get(func)
-        if facts is None:
-            facts = FACTS[func] = FuncFacts(func)
+        facts = FACTS[func]
         if facts.metadata:
             return None
         site, _ = find_call_site(frame)

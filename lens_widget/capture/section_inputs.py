@@ -80,6 +80,5 @@ class SectionInputs:
         _, site = find_call_site(frame, True)
         variable = _variable_holding(user_frame(frame), tensor)
         if variable is None:
-            facts = FACTS.get(func)
-            variable = facts.clean if facts is not None else getattr(func, "__name__", "tensor")
+            variable = FACTS[func].clean
         return f"input.{variable}", site
