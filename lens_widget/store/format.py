@@ -6,9 +6,10 @@ docs/log-format.md describes every field; schema.py checks them.
 from __future__ import annotations
 
 FORMAT_NAME = "lens_widget.log"
-# Bumped when a reader of the previous version could misread a file. Readers refuse newer
-# versions; a version that adds gradients will keep reading version-1 files.
-FORMAT_VERSION = 1
+# Bumped when a reader of the previous version could misread a file or refuse it for an
+# unknown field. Readers refuse newer versions and read every older one. Version 2 adds a
+# traced backward (leaves, passes, the autograd graph).
+FORMAT_VERSION = 2
 JSON_FILE = "log.json"
 TENSOR_FILE = "tensors.safetensors"
 

@@ -21,6 +21,7 @@ from lens_widget.store.format import JSON_FILE, LogFormatError, fail
 from lens_widget.store.schema import parse_document
 from lens_widget.store.tensor_read import make_view, open_storages
 from lens_widget.store.torch_functions import resolve_function
+from lens_widget.store.training_step import decode_training_step
 from lens_widget.store.values_codec import decode_value, dtype_name
 
 
@@ -62,6 +63,7 @@ def load(path: str | os.PathLike[str]) -> ModelLog:
     meta = document["log"]
     if meta["failed_op"] is not None and meta["failed_op"] not in by_label:
         raise fail(JSON_FILE, f"log.failed_op {meta['failed_op'][:80]!r} is not a node")
+    step = decode_training_step(document.get("backward"), by_label, tensors.get)
     return ModelLog(
         model_class=meta["model_class"],
         nodes=nodes,
@@ -72,6 +74,11 @@ def load(path: str | os.PathLike[str]) -> ModelLog:
         elapsed=meta["elapsed"],
         n_params=meta["n_params"],
         param_bytes=meta["param_bytes"],
+        leaves=step.leaves,
+        backward_passes=step.backward_passes,
+        backward_graph=step.backward_graph,
+        recomputed=step.recomputed,
+        label_index=by_label,
     )
 
 

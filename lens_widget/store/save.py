@@ -1,5 +1,6 @@
-"""log.save(path): a directory with log.json (every record, module and field of the log)
-and tensors.safetensors (every saved tensor, each storage once). docs/log-format.md."""
+"""log.save(path): a directory with log.json (every record, module and field of the log,
+and a traced backward's leaves, passes and autograd graph) and tensors.safetensors (every
+saved tensor and gradient, each storage once). docs/log-format.md."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
+import networkx as nx
 import torch
 from safetensors.torch import save_file
 
+from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, JSON_FILE, TENSOR_FILE
 from lens_widget.store.tensor_table import TensorTable
 from lens_widget.store.torch_functions import describe_function, function_name
+from lens_widget.store.training_step import encode_training_step
 from lens_widget.store.values_codec import Unencodable, encode_output, encode_value
 
 _SOURCES_OF_WEIGHTS = ("param", "buffer")
@@ -33,6 +37,10 @@ class SavableLog(Protocol):
     elapsed: float
     n_params: int
     param_bytes: int
+    leaves: dict[str, LeafRecord]
+    backward_passes: list[BackwardPass]
+    backward_graph: nx.DiGraph
+    recomputed: list[Recomputation]
 
 
 def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = True) -> Path:
@@ -70,6 +78,9 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
         ],
         "nodes": [_node(node, table, weights) for node in log.nodes],
     }
+    backward = encode_training_step(log, table)
+    if backward is not None:
+        document["backward"] = backward
     to_write, document["storages"] = table.storages()
     document["tensors"] = table.views
     metadata = {

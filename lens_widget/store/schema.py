@@ -1,4 +1,4 @@
-"""Parse log.json and check its shape, version 1, field by field (docs/log-format.md).
+"""Parse log.json and check its shape (versions 1 and 2), field by field (docs/log-format.md).
 
 Small combinators: each check takes a JSON value and its path and raises LogFormatError
 naming the path and the problem. Checks test types, ranges and names only; references
@@ -143,7 +143,7 @@ def first_match(options: list[tuple[str, Check]]) -> Check:
     return check
 
 
-# ---- version 1 -----------------------------------------------------------------------
+# ---- version 2 (version 1: the same without `backward`) ----------------------------------
 
 COUNT = integer(0)
 POSITIVE = integer(1)
@@ -245,6 +245,56 @@ _LOG = record(
     }
 )
 
+_LEAF = record(
+    {
+        "name": string(non_empty=True),
+        "kind": one_of("param", "input", "other"),
+        "shape": SHAPE,
+        "dtype": TEXT,
+        "label": nullable(LABEL),
+        "source": TEXT,
+        "grads": array(nullable(TENSOR_ID)),
+    }
+)
+
+_BACKWARD_PASS = record(
+    {
+        "index": POSITIVE,
+        "call": one_of("backward", "autograd.grad"),
+        "retain_graph": boolean,
+        "source": TEXT,
+        "nodes": array(TEXT),
+        "error": nullable(TEXT),
+        "error_op": nullable(TEXT),
+        "error_source": nullable(TEXT),
+        "freed_by": nullable(POSITIVE),
+        "inplace_op": nullable(TEXT),
+    }
+)
+
+_AUTOGRAD_NODE = record(
+    {
+        "id": LABEL,
+        "grad_fn": TEXT,
+        "forward_op": nullable(TEXT),
+        "order": COUNT,
+        "backward_pass": nullable(POSITIVE),
+        "passes": array(POSITIVE),
+        "grad_shapes": array(nullable(SHAPE)),
+        "leaf": nullable(TEXT),
+    }
+)
+
+# Version 2: what a traced backward left (store/training_step.py).
+_BACKWARD = record(
+    {
+        "leaves": array(_LEAF),
+        "passes": array(_BACKWARD_PASS),
+        "graph": record({"nodes": array(_AUTOGRAD_NODE), "edges": array(pair(TEXT, TEXT))}),
+        "recomputed": array(record({"op": TEXT, "func": TEXT, "backward_pass": POSITIVE})),
+    }
+)
+
 DOCUMENT = record(
     {
         "format": TEXT,
@@ -257,7 +307,7 @@ DOCUMENT = record(
         "tensors": array(_TENSOR),
         "storages": array(_STORAGE),
     },
-    {"created_by": TEXT},
+    {"created_by": TEXT, "backward": _BACKWARD},
 )
 
 

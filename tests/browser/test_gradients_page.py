@@ -15,6 +15,7 @@ import torch
 from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
 from torch import nn
 
+import lens_widget as lw
 from bench.zoo.language import gpt2
 from lens_widget.widget.lens_widget import LensWidget
 from tests.python.gradient_fixture import squared_mean, traced_with_grads
@@ -255,4 +256,39 @@ def test_gpt2_gradient_of_a_layer_norm(page, gpt2_widget) -> None:
     grad = log[op].grad  # (batch, token, feature): the plot shows batch item 0
     np.testing.assert_allclose(shown_heatmap(page), grad[0].numpy(), rtol=1e-4, atol=1e-9)
     assert page.inner_text("[data-testid=activation-dims]") == "(batch, token, feature)"
+    assert page.errors == []
+
+
+def test_a_saved_training_step_opens_with_its_backward(page, tmp_path) -> None:
+    """Saved to disk, loaded without the model and opened: the backward panel names the
+    cut-off parameters, and the gradient switch plots the gradient read from the file."""
+    torch.manual_seed(0)
+    traced_with_grads(CutOff(), torch.randn(5, 6)).save(tmp_path / "step")
+    loaded = lw.load(tmp_path / "step")
+    w = LensWidget.from_log(loaded)
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    button = page.locator("[data-testid=toggle-backward]")
+    assert "2 without gradient" in button.inner_text()
+    button.click()
+    rows = page.locator("[data-testid=gradient-panel] [data-testid=leaf-row]")
+    rows.first.wait_for()
+    assert rows.evaluate_all("els => els.map(e => e.dataset.name)")[:2] == [
+        "aux.weight",
+        "aux.bias",
+    ]
+    click_item(page, "relu_1_2")
+    page.wait_for_function(f"() => document.querySelector('{ACT}').dataset.state === 'done'")
+    page.click("[data-testid=value-grad]")
+    page.wait_for_function(
+        f"""() => {{ const a = document.querySelector('{ACT}');
+            return a.dataset.value === 'grad' && a.dataset.state === 'done'; }}"""
+    )
+    assert page.inner_text("[data-testid=activation-title]") == "GRADIENT"
+    grad = loaded["relu_1_2"].grad.numpy()
+    page.wait_for_function(  # the plot shows the gradient (not the activation shown before)
+        """(g) => { const d = document.querySelector('[data-testid=plot-main]').data;
+            return d && d[0].z.flat().every((v, i) => Math.abs(v - g[i]) < 1e-6); }""",
+        arg=grad.flatten().tolist(),
+    )
+    np.testing.assert_allclose(shown_heatmap(page), grad, rtol=1e-5, atol=1e-9)
     assert page.errors == []

@@ -9,7 +9,7 @@ import torch
 from lens_widget.log.records import OpRecord
 
 # Fields compared separately: tensors bit for bit, replays by what validate() makes of them.
-NOT_PLAIN = {"activations", "replay", "_flops", "_stats"}  # metrics: computed on use
+NOT_PLAIN = {"activations", "replay", "_flops", "_stats", "grads"}  # metrics: computed on use
 
 
 def tensor_bytes(tensor: torch.Tensor) -> bytes:
@@ -76,6 +76,35 @@ def assert_same_nodes(original, other) -> None:
             if f.name not in NOT_PLAIN:
                 assert getattr(b, f.name) == getattr(a, f.name), (a.label, f.name)
         assert_same_tensors(a.activations, b.activations, a.label)
+        assert_same_grads(a.grads, b.grads, f"{a.label} grads")
+
+
+def assert_same_grads(a: tuple | None, b: tuple | None, what: str) -> None:
+    """Gradients per backward pass, None where a pass did not reach."""
+    assert (a is None) == (b is None), what
+    if a is not None:
+        assert [g is None for g in b] == [g is None for g in a], what
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x is not None:
+                assert_same_tensor(x, y, f"{what} pass {i + 1}")
+
+
+def assert_same_training_step(original, loaded) -> None:
+    """Leaves (with gradients), backward passes, the autograd graph, recomputed ops."""
+    assert list(loaded.leaves) == list(original.leaves)
+    for name, leaf in original.leaves.items():
+        other = loaded.leaves[name]
+        for f in dataclasses.fields(leaf):
+            if f.name != "grads":
+                assert getattr(other, f.name) == getattr(leaf, f.name), (name, f.name)
+        assert_same_grads(leaf.grads, other.grads, f"leaf {name}")
+    assert [dataclasses.astuple(p) for p in loaded.backward_passes] == [
+        dataclasses.astuple(p) for p in original.backward_passes
+    ]
+    assert graph_data(loaded.backward_graph) == graph_data(original.backward_graph)
+    assert [dataclasses.astuple(r) for r in loaded.recomputed] == [
+        dataclasses.astuple(r) for r in original.recomputed
+    ]
 
 
 def assert_same_log(original, loaded) -> None:
@@ -90,3 +119,4 @@ def assert_same_log(original, loaded) -> None:
     assert str(loaded) == str(original)
     assert graph_data(loaded.graph) == graph_data(original.graph)
     assert graph_data(loaded.rolled_graph) == graph_data(original.rolled_graph)
+    assert_same_training_step(original, loaded)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from saved_files import load_fails, node, tampered
 from torch import nn
 
 import lens_widget as lw
@@ -38,29 +39,6 @@ def saved(tmp_path) -> Path:
     return tmp_path / "log"
 
 
-def read_doc(path: Path) -> dict:
-    return json.loads((path / "log.json").read_text())
-
-
-def write_doc(path: Path, document: dict) -> None:
-    (path / "log.json").write_text(json.dumps(document))
-
-
-def node(document: dict, label: str) -> dict:
-    return next(n for n in document["nodes"] if n["label"] == label)
-
-
-def tampered(saved: Path, change) -> None:
-    document = read_doc(saved)
-    change(document)
-    write_doc(saved, document)
-
-
-def load_fails(path: Path, match: str) -> None:
-    with pytest.raises(LogFormatError, match=match):
-        lw.load(path)
-
-
 # ---- the JSON file ---------------------------------------------------------------------
 
 
@@ -71,8 +49,8 @@ def test_truncated_json(saved):
 
 
 def test_newer_version(saved):
-    tampered(saved, lambda d: d.update(version=2))
-    load_fails(saved, "format version 2, newer than the 1 this lens_widget reads; upgrade")
+    tampered(saved, lambda d: d.update(version=3))
+    load_fails(saved, "format version 3, newer than the 2 this lens_widget reads; upgrade")
 
 
 @pytest.mark.parametrize("version", ["1", 0, None, 1.0, True])
