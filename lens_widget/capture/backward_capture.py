@@ -20,7 +20,7 @@ add into a kept gradient in place; ``.grad`` gets a copy, equal bit for bit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,24 @@ class BackwardCapture:
             if grad_fn not in state.forward_op:
                 state.forward_op[grad_fn] = node
             if i == 0 and keep:
+                state.by_node.setdefault(grad_fn, []).append((tensor.output_nr, node))
+
+    def note_inputs(self, tensors: Iterable[Tensor]) -> None:
+        """Tensors an op is about to read. One whose autograd node no recorded op made (the
+        output of a custom autograd.Function: its forward ran with grad off, so the op that
+        made the tensor had no node to note) is credited to that op, so the backward node
+        names a forward op and the op keeps its gradient."""
+        state = self.state
+        for tensor in tensors:
+            grad_fn = tensor.grad_fn
+            if grad_fn is None or grad_fn in state.forward_op:
+                continue
+            produced = self._recorder.producer_of(tensor)
+            if produced is None:
+                continue
+            node, index = produced
+            state.forward_op[grad_fn] = node
+            if index == 0 and node.activations is not None:
                 state.by_node.setdefault(grad_fn, []).append((tensor.output_nr, node))
 
     def leaf(

@@ -2,19 +2,26 @@
 ``grads=True``).
 
 Subclasses, so a trace without gradients pays nothing: here each recorded output that
-requires grad and each source that is an autograd leaf is noted for the backward capture,
-which the recorder runs every backward call through (backward_capture.py).
+requires grad, each source that is an autograd leaf and each op's tensor inputs (for the
+outputs of custom autograd.Functions) are noted for the backward capture, which the
+recorder runs every backward call through (backward_capture.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 from lens_widget.capture.instrumented_recorder import InstrumentedRecorder
+from lens_widget.capture.links import ParentRefs
 from lens_widget.capture.recorder import Recorder
-from lens_widget.log.records import NodeKind, OpRecord
+from lens_widget.log.records import NodeKind, OpRecord, ParamUse
+from lens_widget.log.replay import ReplayCall, tensor_leaves
 
 Tensor = torch.Tensor
+Parameter = torch.nn.Parameter
 
 
 class GradNotes(Recorder):
@@ -30,6 +37,25 @@ class GradNotes(Recorder):
                 if tensor.requires_grad:
                     capture.note(node, outputs)
                     break
+
+    def _resolve_plain_inputs(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]] | None:
+        inputs = super()._resolve_plain_inputs(func, args, kwargs)
+        capture = self.backward_capture
+        if inputs is not None and capture is not None:
+            values = (*args, *kwargs.values()) if kwargs else args
+            capture.note_inputs([v for v in values if type(v) is Tensor or type(v) is Parameter])
+        return inputs
+
+    def _resolve_any_inputs(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]:
+        inputs = super()._resolve_any_inputs(func, args, kwargs)
+        capture = self.backward_capture
+        if capture is not None:
+            capture.note_inputs(tensor_leaves((args, kwargs or {})))
+        return inputs
 
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
         node = super().add_source(tensor, kind, name, source)

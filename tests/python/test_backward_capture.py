@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import torch
 from cleanup_checks import captures_alive
 from torch import nn
@@ -215,3 +216,55 @@ def test_saved_log_keeps_op_gradients(tmp_path: Any) -> None:
         if before.grad is not None:
             assert torch.equal(before.grad, after.grad), before.label
     assert loaded["fc1"].grad is not None and loaded["fc1.weight"].grad is not None
+
+
+class Cube(torch.autograd.Function):
+    """A custom autograd.Function: its forward runs with grad off."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * grad
+
+
+class WithCube(nn.Module):
+    def __init__(self, careful: bool) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.careful = careful
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return read_three_times(Cube.apply(self.fc(x)), self.careful)
+
+
+def read_three_times(cubed: torch.Tensor, careful: bool) -> torch.Tensor:
+    """First read through the recorder's fast path (a mul) or its careful path (a list)."""
+    return torch.cat([cubed, cubed, cubed]).sum() if careful else (cubed * 3).sum()
+
+
+@pytest.mark.parametrize("careful", [False, True])
+def test_a_custom_autograd_function_names_its_forward_op_and_keeps_its_gradient(
+    careful: bool,
+) -> None:
+    torch.manual_seed(0)
+    model, x = WithCube(careful), torch.randn(3, 4)
+    seen: list[torch.Tensor] = []
+    cubed = Cube.apply(model.fc(x))
+    cubed.register_hook(seen.append)
+    read_three_times(cubed, careful).backward()
+    model.zero_grad(set_to_none=True)
+
+    log = lw.trace(model, (x,), backward=lambda out: out)
+    # linear, then x * x * x inside Cube.forward: its second mul made the output
+    cube_op = log.ops[2]
+    assert [op.func for op in log.ops[:3]] == ["linear", "mul", "mul"]
+    nodes = dict(log.backward_graph.nodes(data=True))
+    assert nodes["CubeBackward_1"]["forward_op"] == cube_op.label
+    assert cube_op.grad is not None
+    assert torch.equal(cube_op.grad, seen[0])
+    assert torch.equal(cube_op.grad, torch.full((3, 4), 3.0))
