@@ -188,8 +188,26 @@ def _graph(state: CaptureState, log: ModelLog) -> dict[Node, str]:
             child_id = ids.get(child) if child is not None else None
             if child_id is not None:
                 graph.add_edge(node_id, child_id)
+    _mark_within_ops(graph)
     log.backward_graph = graph
     return ids
+
+
+def _mark_within_ops(graph: nx.DiGraph) -> None:
+    """`within_op` of each autograd node that no recorded op made itself but one op's
+    internals did (F.linear's mm, t and view under its output's node; the matmuls of a
+    math attention): the label of that op, else None. A node is inside op O when every
+    node the gradient reaches it from is O's own node or inside O. Gradients reach a node
+    only from nodes that ran before it, so one pass in execution order settles each."""
+    owner: dict[str, str | None] = {}
+    for node_id, data in sorted(graph.nodes(data=True), key=lambda item: item[1]["order"]):
+        within = None
+        if data["forward_op"] is None and data["grad_fn"] != "AccumulateGrad":
+            owners = {owner.get(parent) for parent in graph.predecessors(node_id)}
+            if len(owners) == 1:
+                within = owners.pop()
+        data["within_op"] = within
+        owner[node_id] = data["forward_op"] or within
 
 
 def _backward_pass(

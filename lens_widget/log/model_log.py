@@ -67,8 +67,8 @@ class ModelLog:
     param_bytes: int
     # Filled when the traced section ran a backward (``lw.tracing(..., grads=True)``):
     # every autograd leaf reached or expected, by name; the backward calls in order; the
-    # autograd nodes that ran (node attrs: grad_fn, forward_op, order, backward_pass,
-    # grad_shapes, leaf).
+    # autograd nodes that ran (node attrs: grad_fn, forward_op, within_op, order,
+    # backward_pass, passes, grad_shapes, leaf).
     leaves: dict[str, LeafRecord] = field(default_factory=dict)
     backward_passes: list[BackwardPass] = field(default_factory=list)
     backward_graph: nx.DiGraph = field(default_factory=nx.DiGraph)

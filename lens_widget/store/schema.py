@@ -277,6 +277,7 @@ _AUTOGRAD_NODE = record(
         "id": LABEL,
         "grad_fn": TEXT,
         "forward_op": nullable(TEXT),
+        "within_op": nullable(TEXT),
         "order": COUNT,
         "backward_pass": nullable(POSITIVE),
         "passes": array(POSITIVE),

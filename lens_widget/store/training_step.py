@@ -22,7 +22,10 @@ from lens_widget.store.tensor_table import TensorTable
 
 _WHERE = f"{JSON_FILE}: backward"
 # The attributes of a backward graph node, as capture/backward_log.py sets them.
-_NODE_FIELDS = ("grad_fn", "forward_op", "order", "backward_pass", "passes", "grad_shapes", "leaf")
+_NODE_FIELDS = (
+    "grad_fn", "forward_op", "within_op", "order", "backward_pass", "passes", "grad_shapes",
+    "leaf",
+)  # fmt: skip
 
 
 class TrainingStep(NamedTuple):
@@ -94,6 +97,7 @@ def _graph_node(node_id: Any, data: Mapping[str, Any]) -> dict[str, Any]:
         "id": str(node_id),
         "grad_fn": str(data.get("grad_fn", "")),
         "forward_op": data.get("forward_op"),
+        "within_op": data.get("within_op"),
         "order": int(data.get("order", 0)),
         "backward_pass": data.get("backward_pass"),
         "passes": [int(p) for p in data.get("passes") or ()],
@@ -137,6 +141,7 @@ def decode_training_step(
         if entry["id"] in graph:
             raise fail(where, f"id {entry['id'][:80]!r} appears twice")
         node_label(entry["forward_op"], f"{where}.forward_op")
+        node_label(entry["within_op"], f"{where}.within_op")
         if entry["leaf"] is not None and entry["leaf"] not in leaves:
             raise fail(where, f"leaf {entry['leaf'][:80]!r} is not a leaf of the log")
         for number in [entry["backward_pass"], *entry["passes"]]:

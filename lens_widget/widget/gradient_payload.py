@@ -86,6 +86,7 @@ def _backward_nodes(graph: nx.DiGraph) -> list[protocol.BackwardNodeInfo]:
             "id": str(node_id),
             "gradFn": str(data.get("grad_fn", "")),
             "forwardOp": data.get("forward_op"),
+            "withinOp": data.get("within_op"),
             "order": int(data.get("order", 0)),
             "passes": _pass_numbers(data.get("backward_pass")),
             "gradShapes": [_shape_text(s) for s in data.get("grad_shapes") or ()],

@@ -119,6 +119,7 @@ class BackwardNodeInfo(TypedDict):
     id: str
     gradFn: str
     forwardOp: str | None
+    withinOp: str | None
     order: int
     passes: list[int]
     gradShapes: list[str]

@@ -184,10 +184,17 @@ def test_the_backward_panel_lists_the_cut_off_parameter_and_links_to_ops(page, a
         f"""() => {{ const a = document.querySelector('{ACT}');
             return a.dataset.value === 'grad' && a.dataset.state === 'done'; }}"""
     )
-    assert "AddmmBackward0" in page.inner_text("[data-testid=inspector]")
+    # the inspector names the op's own node and those of its internals (the weight's t)
+    assert "AddmmBackward0, TBackward0" in page.inner_text("[data-testid=inspector]")
     np.testing.assert_allclose(
         shown_heatmap(page), w.model_log["linear_3_6"].grad.numpy(), rtol=1e-5, atol=1e-9
     )
+    # a node of an op's internals says which op it is in, and links there too
+    inside = nodes.filter(has_text="TBackward0").filter(has_text="in linear_1_1")
+    assert inside.count() == 1
+    inside.locator("button").click()
+    page.wait_for_function("() => window.__el.__lens.selected === 'linear_1_1'")
+    page.locator("[data-testid=inspector-id]", has_text="linear_1_1").wait_for()
     assert page.errors == []
 
 

@@ -11,8 +11,15 @@ function leaf(name: string, received: boolean, label: string | null = name): Lea
   return { name, kind: "param", shape: [4, 4], dtype: "float32", label, source: "", received, passes: received ? [1] : [] };
 }
 
-function bw(id: string, order: number, forwardOp: string | null, next: string[] = [], leafName: string | null = null): BackwardNodeInfo {
-  return { id, gradFn: id.replace(/_\d+$/, ""), forwardOp, order, passes: [1], gradShapes: ["1x4"], leaf: leafName, next };
+function bw(
+  id: string,
+  order: number,
+  forwardOp: string | null,
+  next: string[] = [],
+  leafName: string | null = null,
+  withinOp: string | null = null,
+): BackwardNodeInfo {
+  return { id, gradFn: id.replace(/_\d+$/, ""), forwardOp, withinOp, order, passes: [1], gradShapes: ["1x4"], leaf: leafName, next };
 }
 
 function info(): GradientInfo {
@@ -45,6 +52,19 @@ describe("Gradients", () => {
     expect(g.nodesOf(7)).toEqual([]);
     expect(g.backwardOf("lin_1").map((n) => n.id)).toEqual(["AddmmBackward0_1"]);
     expect(g.backwardOf("act_1")).toEqual([]);
+  });
+
+  it("counts the nodes of an op's internals as that op's backward, after its own", () => {
+    const data = info();
+    data.backward = [
+      bw("ViewBackward0_1", 0, "lin_1", ["MmBackward0_1"]),
+      bw("MmBackward0_1", 1, null, ["TBackward0_1"], null, "lin_1"),
+      bw("TBackward0_1", 2, null, [], null, "lin_1"),
+      bw("MulBackward0_1", 3, null, []),
+    ];
+    const g = new Gradients(data);
+    expect(g.backwardOf("lin_1").map((n) => n.gradFn)).toEqual(["ViewBackward0", "MmBackward0", "TBackward0"]);
+    expect(g.node("MulBackward0_1")?.withinOp).toBeNull();
   });
 
   it("is null for a payload without gradients", () => {

@@ -268,3 +268,18 @@ def test_a_custom_autograd_function_names_its_forward_op_and_keeps_its_gradient(
     assert cube_op.grad is not None
     assert torch.equal(cube_op.grad, seen[0])
     assert torch.equal(cube_op.grad, torch.full((3, 4), 3.0))
+
+
+def test_the_nodes_of_an_ops_internals_are_within_it() -> None:
+    """F.linear on a 3-d input runs view(addmm(bias, view(x), t(weight))): the output's
+    node is linear's own; addmm and t are inside linear; the leaves' nodes are no op's."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 5), nn.ReLU())
+    log = lw.trace(model, (torch.randn(2, 3, 4),), backward=lambda out: out.sum())
+    nodes = dict(log.backward_graph.nodes(data=True))
+    made = {data["grad_fn"]: (data["forward_op"], data["within_op"]) for data in nodes.values()}
+    assert made["ViewBackward0"] == ("linear_1_1", None)
+    assert made["AddmmBackward0"] == (None, "linear_1_1")
+    assert made["TBackward0"] == (None, "linear_1_1")
+    assert made["ReluBackward0"] == ("relu_1_2", None)
+    assert made["AccumulateGrad"] == (None, None)

@@ -154,6 +154,13 @@ def test_the_step_is_one_backward_pass_whose_graph_links_forward_ops(
     linked = [n for n, d in graph.nodes(data=True) if d["forward_op"] is not None]
     assert len(linked) > len(graph) // 3
     assert all(graph.nodes[n]["forward_op"] in labels for n in linked)
+    # Every other node but a leaf's is inside one op: reached only from that op's nodes.
+    for node_id, data in graph.nodes(data=True):
+        if data["forward_op"] is None and data["grad_fn"] != "AccumulateGrad":
+            op = data["within_op"]
+            assert op in labels, node_id
+            for parent in graph.predecessors(node_id):
+                assert op in (graph.nodes[parent]["forward_op"], graph.nodes[parent]["within_op"])
     accumulate = [d for _, d in graph.nodes(data=True) if d["grad_fn"] == "AccumulateGrad"]
     received = {n for n, leaf in log.leaves.items() if leaf.received}
     assert {d["leaf"] for d in accumulate} == received

@@ -21,10 +21,11 @@ export class Gradients {
     this.starvedLeaves = new Set(this.leaves.filter((l) => !l.received && l.label).map((l) => l.label!));
     for (const n of info.backward) {
       this.nodes.set(n.id, n);
-      if (n.forwardOp) {
-        const list = this.byForward.get(n.forwardOp) ?? [];
+      const op = n.forwardOp ?? n.withinOp;
+      if (op) {
+        const list = this.byForward.get(op) ?? [];
         list.push(n);
-        this.byForward.set(n.forwardOp, list);
+        this.byForward.set(op, list);
       }
     }
   }
@@ -43,7 +44,8 @@ export class Gradients {
     return this.leaves.filter((l) => !l.received).length;
   }
 
-  /** The autograd nodes a forward op created (usually one). */
+  /** The autograd nodes a forward op created: its output's, then those of its internals
+   * (F.linear: the output's view, then mm, t, view), in the order the kernel sent them. */
   backwardOf(forwardOp: string): BackwardNodeInfo[] {
     return this.byForward.get(forwardOp) ?? [];
   }

@@ -70,6 +70,7 @@ export interface BackwardNodeInfo {
   id: string;
   gradFn: string; // "MmBackward0", "AccumulateGrad"
   forwardOp: string | null; // unrolled id of the forward op that created it
+  withinOp: string | null; // or of the op whose internals created it (F.linear's mm, t, view)
   order: number; // position in execution order
   passes: number[]; // backward passes it ran in
   gradShapes: string[]; // "2x8" per gradient it produced

@@ -103,12 +103,15 @@ export class GradientPanel {
     li.dataset.testid = "backward-node";
     li.dataset.id = n.id;
     li.append(h("span", "lens-mono", n.gradFn));
-    if (n.forwardOp) {
-      const op = n.forwardOp;
+    const op = n.forwardOp ?? n.withinOp;
+    if (op) {
+      // made by the op itself, or by its internals (F.linear's mm, t and view)
       const link = h("button", "lens-link", op);
-      link.title = `the forward op that created ${n.gradFn}: show its gradient`;
+      link.title = n.forwardOp
+        ? `the forward op that created ${n.gradFn}: show its gradient`
+        : `${n.gradFn} is part of this forward op's backward: show its gradient`;
       link.onclick = () => this.deps.inspectGradient(op);
-      li.append(" ← ", link);
+      li.append(n.forwardOp ? " ← " : h("span", "lens-muted", " in "), link);
     } else if (n.leaf) {
       li.append(h("span", "lens-muted", ` → ${n.leaf}`));
     }
