@@ -53,6 +53,12 @@ def validate_ops(ops: Iterable[OpRecord], *, rtol: float, atol: float) -> Valida
     return report
 
 
+# Getters of what a tensor carries beside its values (its gradient, the tensor it views):
+# an optimizer step reads `p.grad`; a replay on a saved copy of `p` cannot.
+_STATE_GETTERS = frozenset(
+    {torch._C.TensorBase.grad, torch._C.TensorBase._grad, torch._C.TensorBase._base}
+)
+
 # Ops whose values are whatever was in memory: only their shape and dtype can be replayed.
 _UNINITIALIZED = frozenset(
     {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
@@ -76,6 +82,8 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         return "draws from an explicit torch.Generator"
     if getattr(call.func, "__module__", "").startswith("torch.autograd"):
         return "needs the autograd graph of the forward pass, which saved values do not keep"
+    if getattr(call.func, "__self__", None) in _STATE_GETTERS:
+        return f"reads its input's .{node.func}, which saved values do not keep"
     try:
         # Copies: a replayed in-place op must not write into the saved values.
         _, args, kwargs = saved_call(node, copy=True)

@@ -93,3 +93,40 @@ def test_a_replay_that_raises_is_skipped_with_the_reason():
     report = log.validate()
     assert "NotImplementedError: no replay for this" in report.skipped[relu.label]
     assert report.checked == len(log.ops) - 1
+
+
+def test_a_training_step_with_an_optimizer_validates_and_skips_grad_reads(tmp_path):
+    """An optimizer step reads `p.grad`, which a replay on a saved copy of `p` cannot; the
+    rest of the step (forward, loss, the in-place parameter updates) replays and matches."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 1))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    x, y = torch.randn(5, 4), torch.randn(5, 1)
+    with lw.tracing(model, grads=True) as t:
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    for log in (t.log, _saved_and_loaded(t.log, tmp_path)):
+        report = log.validate()  # raised ValidationError ("replay gave 0 outputs") before
+        reads = [op.label for op in log.ops if op.func == "grad"]
+        assert reads and sorted(report.skipped) == sorted(reads)
+        assert set(report.skipped.values()) == {
+            "reads its input's .grad, which saved values do not keep"
+        }
+        assert report.checked == len(log.ops) - len(reads)
+        assert {"addcdiv_", "lerp_", "mse_loss"} <= {op.func for op in log.ops}
+
+
+def test_reading_the_base_of_a_view_is_skipped_not_a_failure():
+    def base_of_view(x: torch.Tensor) -> torch.Tensor:
+        return x.view(2, 8)._base * 2
+
+    log = lw.trace(FunctionModule(base_of_view), torch.randn(4, 4).mul(1))
+    report = log.validate()
+    base = next(op.label for op in log.ops if op.func == "_base")
+    assert report.skipped == {base: "reads its input's ._base, which saved values do not keep"}
+
+
+def _saved_and_loaded(log: lw.ModelLog, tmp_path) -> lw.ModelLog:
+    log.save(tmp_path / "step")
+    return lw.load(tmp_path / "step")
