@@ -25,6 +25,31 @@ _RUNNING_STAT_FLAGS = {"batch_norm": "training", "instance_norm": "use_input_sta
 _ATEN_NORM_PARAMS = ["input", "weight", "bias", "running_mean", "running_var", "flag"]
 
 
+def _schema_writes(name: str) -> tuple[tuple[int, str], ...]:
+    """(position, name) of the arguments after the first that torch's own schema marks as
+    written (`Tensor(a!)[]`), over all overloads of the aten op of this name: the moments
+    and gradients `torch._fused_adamw_` updates beside the parameters."""
+    packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
+    if packet is None or not hasattr(packet, "overloads"):
+        return ()
+    written = {
+        (i, argument.name)
+        for overload in packet.overloads()
+        for i, argument in enumerate(getattr(packet, overload)._schema.arguments)
+        if i > 0 and argument.alias_info is not None and argument.alias_info.is_write
+    }
+    return tuple(sorted(written))
+
+
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    """A tensor argument, or the tensors of a list argument (torch._foreach_add_(params, ...))."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for t in value if isinstance(t, torch.Tensor)]
+    return []
+
+
 def _parameter_names(func: Callable[..., Any]) -> list[str] | None:
     try:
         return list(inspect.signature(func).parameters)
@@ -39,7 +64,7 @@ def _position(names: list[str] | None, name: str) -> int | None:
 class MutationRule:
     """What one torch function may write to; computed once per function."""
 
-    __slots__ = ("writes_first", "inplace_flag_position", "running_stats")
+    __slots__ = ("writes_first", "also_writes", "inplace_flag_position", "running_stats")
 
     def __init__(self, func: Callable[..., Any], name: str) -> None:
         self.writes_first = (
@@ -47,6 +72,8 @@ class MutationRule:
             or name in _INPLACE_DUNDERS
             or name == "__setitem__"
         )
+        # Other arguments an in-place op writes, from torch's schema (most write only the first)
+        self.also_writes = _schema_writes(name) if self.writes_first else ()
         names = None if self.writes_first else _parameter_names(func)
         self.inplace_flag_position = _position(names, "inplace")
         # (flag name, flag position, positions of running_mean / running_var), for norms
@@ -66,10 +93,11 @@ class MutationRule:
             if args
             else next((v for v in kwargs.values() if isinstance(v, torch.Tensor)), None)
         )
-        if isinstance(first, torch.Tensor) and (
-            self.writes_first or self._inplace_flag(args, kwargs)
-        ):
-            found.append(first)
+        if self.writes_first or self._inplace_flag(args, kwargs):
+            # A list: optimizers and clip_grad_norm_ write many tensors in one foreach call
+            found.extend(_tensors_in(first))
+        for position, name in self.also_writes:
+            found.extend(_tensors_in(_argument(args, kwargs, position, name)))
         out = kwargs.get("out")
         if out is not None:
             found.extend(t for t in (out if isinstance(out, (tuple, list)) else (out,)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from function_module import FunctionModule
@@ -199,3 +201,37 @@ def test_saved_values_carry_no_autograd_history():
     assert all(not t.requires_grad for n in log.nodes for t in n.activations or ())
     log.output.sum().backward()  # the user's output still has its graph
     assert x.grad is not None and model.weight.grad is not None
+
+
+@pytest.mark.parametrize("implementation", ["for-loop", "foreach", "fused"])
+def test_an_optimizer_step_keeps_the_values_from_before_it(implementation):
+    """Optimizers write whole lists of tensors in one call (torch._foreach_add_(params,
+    ...); torch._fused_adamw_ also writes its moments and the gradients), and so does
+    clip_grad_norm_: each saved value is copied before such a call overwrites it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    options = {
+        "for-loop": {"foreach": False},
+        "foreach": {"foreach": True},
+        "fused": {"fused": True},
+    }
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1, **options[implementation])
+    x, y = torch.randn(5, 4), torch.randn(5, 1)
+    weight = model[0].weight.detach().clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "overwritten in place by a call the tracer could not see"
+        with lw.tracing(model, grads=True) as t:
+            nn.functional.mse_loss(model(x), y).backward()
+            grad = model[0].weight.grad.clone()
+            nn.utils.clip_grad_norm_(model.parameters(), 0.01)
+            optimizer.step()
+            optimizer.zero_grad()
+    log = t.log
+    assert not torch.equal(model[0].weight, weight)  # the step ran
+    assert torch.equal(log["0.weight"].activation, weight)
+    first_read = next(op for op in log.ops if op.func == "grad")
+    assert torch.equal(first_read.activation, grad)  # before clipping scaled it in place
+    report = log.validate()  # the forward replays from the weights it ran with
+    assert report.checked > 0 and {op.func for op in log.ops if op.label in report.skipped} == {
+        "grad"
+    }
