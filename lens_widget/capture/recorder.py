@@ -35,14 +35,13 @@ from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook
 from lens_widget.log.records import OpRecord, ParamUse
-from lens_widget.log.replay import ReplayCall, tensor_leaves
+from lens_widget.log.replay import AUTOCAST_DEVICES, ReplayCall, tensor_leaves
 
 Tensor = torch.Tensor
 
 _NO_KWARGS: dict[str, Any] = {}  # read only
 _any_autocast = torch._C._is_any_autocast_enabled
 _mode_stack_depth = torch._C._len_torch_function_stack
-_AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps", "hpu")
 
 
 def _may_write(facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
@@ -57,7 +56,7 @@ def _autocast_state() -> tuple[tuple[str, torch.dtype], ...]:
     """(device type, dtype) of every autocast context that is on."""
     return tuple(
         (device, torch.get_autocast_dtype(device))
-        for device in _AUTOCAST_DEVICES
+        for device in AUTOCAST_DEVICES
         if torch.is_autocast_enabled(device)
     )
 

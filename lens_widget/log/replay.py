@@ -37,6 +37,10 @@ class PytreeTemplate:
         self.leaves, self.spec = leaves, spec
 
 
+# Device types torch.autocast may be on for, as the recorder checks them.
+AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps", "hpu")
+
+
 class ReplayCall:
     """What validate() needs: the function, its argument templates, and the state it ran in.
 
@@ -55,7 +59,7 @@ class ReplayCall:
     # is in use (host-side copies: no device synchronisation).
     rng_state: Tensor | None = None
     cuda_rng_states: list[Tensor] | None = None
-    # ((device type, dtype), ...) of the autocast contexts the op ran under
+    # ((device type, dtype), ...) of the autocast contexts the op ran under (AUTOCAST_DEVICES)
     autocast: tuple[tuple[str, torch.dtype], ...] = ()
     # Why the call cannot be replayed (a loaded log naming a function outside torch):
     # validate() skips the op with this reason. None: it can be.

@@ -22,7 +22,7 @@ from lens_widget.store.schema import parse_document
 from lens_widget.store.tensor_read import make_view, open_storages
 from lens_widget.store.torch_functions import resolve_function
 from lens_widget.store.training_step import decode_training_step
-from lens_widget.store.values_codec import decode_value, dtype_name
+from lens_widget.store.values_codec import decode_value, dtype_from_name, dtype_name
 
 
 class SavedError(Exception):
@@ -260,6 +260,10 @@ def _replay(
         call.literals[int(slot_text)] = tensors.get(tensor_id, where)
     if data["rng_state"] is not None:
         call.rng_state = _rng_state(tensors.get(data["rng_state"], where), where)
+    call.autocast = tuple(
+        (device, dtype_from_name(dtype, f"{where}.replay.autocast"))
+        for device, dtype in data.get("autocast", ())
+    )
     return (call, refs)
 
 

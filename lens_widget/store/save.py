@@ -20,7 +20,7 @@ from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, JSON_FILE, TEN
 from lens_widget.store.tensor_table import TensorTable
 from lens_widget.store.torch_functions import describe_function, function_name
 from lens_widget.store.training_step import encode_training_step
-from lens_widget.store.values_codec import Unencodable, encode_output, encode_value
+from lens_widget.store.values_codec import Unencodable, dtype_name, encode_output, encode_value
 
 _SOURCES_OF_WEIGHTS = ("param", "buffer")
 
@@ -194,10 +194,13 @@ def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
         for slot, tensor in call.literals.items()
     }
     rng = call.rng_state
-    return {
+    data = {
         "func": name,
         "args": args,
         "kwargs": kwargs,
         "literals": literals,
         "rng_state": None if rng is None else table.add(rng, f"the RNG state of {node.label}"),
     }
+    if call.autocast:  # validate() replays the op under the same autocast
+        data["autocast"] = [[device, dtype_name(dtype)] for device, dtype in call.autocast]
+    return data

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from lens_widget.log.replay import AUTOCAST_DEVICES
 from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, fail
 
 Check = Callable[[Any, str], None]
@@ -176,7 +177,8 @@ _REPLAY = nullable(
                         "kwargs": mapping(r".{1,200}", anything),
                         "literals": mapping(r"0|[1-9][0-9]{0,8}", TENSOR_ID),
                         "rng_state": nullable(TENSOR_ID),
-                    }
+                    },
+                    {"autocast": array(pair(one_of(*AUTOCAST_DEVICES), TEXT))},
                 ),
             ),
         ]

@@ -318,3 +318,27 @@ def test_store_code_has_no_pickle_eval_or_torch_load():
                 assert owner not in ("torch", "pickle", "torch.serialization"), path.name
             if isinstance(item, ast.Attribute) and item.attr == "import_module":
                 assert path.name == "optional.py", path.name  # fixed names of extras only
+
+
+class Autocast(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return self.fc(x)
+
+
+@pytest.mark.parametrize(
+    ("autocast", "match"),
+    [
+        ([["tpu", "bfloat16"]], r"replay.autocast\[0\]\[0\]: 'tpu' is not one of"),
+        ([["cpu", "os.system"]], r"replay.autocast: unknown dtype 'os.system'"),
+        ([["cpu"]], r"is not a pair"),
+    ],
+)
+def test_bad_autocast_of_a_replay(tmp_path, autocast, match):
+    lw.trace(Autocast(), torch.randn(2, 4)).save(tmp_path / "log")
+    tampered(tmp_path / "log", lambda d: node(d, "linear_1_1")["replay"].update(autocast=autocast))
+    load_fails(tmp_path / "log", match)

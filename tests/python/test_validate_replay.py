@@ -10,7 +10,7 @@ from torch import nn
 import lens_widget as lw
 
 
-def test_ops_under_autocast_replay_under_the_same_autocast():
+def test_ops_under_autocast_replay_under_the_same_autocast(tmp_path):
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
 
     class Autocast(nn.Module):
@@ -25,6 +25,11 @@ def test_ops_under_autocast_replay_under_the_same_autocast():
     log = lw.trace(Autocast(), torch.randn(3, 8))
     assert log["inner.0"].dtype == "bfloat16"
     report = log.validate()
+    assert report.checked == len(log.ops) and not report.skipped
+    # and after a save: the file keeps the autocast each op ran under
+    loaded = _saved_and_loaded(log, tmp_path)
+    assert loaded["inner.0"].replay[0].autocast == (("cpu", torch.bfloat16),)
+    report = loaded.validate()  # raised "replay gave float32, saved bfloat16" before
     assert report.checked == len(log.ops) and not report.skipped
 
 
