@@ -184,6 +184,12 @@ def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
             "func": shown,
             "unavailable": f"calls {shown}, which is not a torch function a loaded log replays",
         }
+    if call.cuda_rng_states is not None and (node.device or "").startswith("cuda"):
+        # Its draws came from a CUDA generator; a loaded log replays on the CPU.
+        return {
+            "func": name,
+            "unavailable": "drew random numbers on CUDA; a loaded log is on the CPU",
+        }
     try:
         args = encode_value(call.args)
         kwargs = {key: encode_value(value) for key, value in call.kwargs.items()}

@@ -153,3 +153,16 @@ class TwoLayers(nn.Module):
 def trace_model() -> nn.Module:
     torch.manual_seed(0)
     return TwoLayers()
+
+
+def test_a_random_op_that_drew_on_cuda_is_skipped_after_loading(tmp_path):
+    """Its draws came from a CUDA generator, which a loaded (CPU) log cannot replay: validate
+    reports it as skipped instead of failing. (The CUDA state is set by hand: no GPU here.)"""
+    torch.manual_seed(0)
+    log = lw.trace(nn.Dropout(0.5).train(), torch.randn(4, 4))
+    (drop,) = log.ops
+    drop.device = "cuda:0"
+    drop.replay[0].cuda_rng_states = [torch.zeros(16, dtype=torch.uint8)]
+    log.save(tmp_path / "log")
+    report = lw.load(tmp_path / "log").validate()
+    assert report.skipped == {drop.label: "drew random numbers on CUDA; a loaded log is on the CPU"}
