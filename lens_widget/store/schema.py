@@ -144,7 +144,7 @@ def first_match(options: list[tuple[str, Check]]) -> Check:
     return check
 
 
-# ---- version 2 (version 1: the same without `backward`) ----------------------------------
+# ---- version 2 (version 1: the same without `backward` and `replay.autocast`) -----------
 
 COUNT = integer(0)
 POSITIVE = integer(1)
