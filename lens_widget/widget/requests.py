@@ -128,6 +128,11 @@ def gradient_of(record: OpRecord, backward_pass: object = None) -> torch.Tensor:
     (1-based `backward_pass`), or summed over all of them when it is None."""
     grads = record.grads
     if grads is None:
+        if record.kind in ("input", "const") and not record.requires_grad:
+            # a log with gradients too: its inputs (ids, pixel values) usually want none
+            raise RequestError(
+                f"no gradient: the {record.kind} {record.label} does not require grad"
+            )
         raise RequestError("this log kept no gradients (trace a backward to see them)")
     if backward_pass is None:
         grad = record.grad

@@ -147,6 +147,12 @@ def test_a_log_without_gradients_says_so():
     assert reply["ok"] is False and "needs a log with gradients" in reply["error"]
 
 
+def test_an_input_that_wants_no_gradient_says_so_in_a_log_with_gradients(cut_log):
+    reply, _ = ask(LensWidget.from_log(cut_log), "activation", {"id": "input.0", "value": "grad"})
+    assert reply["ok"] is False
+    assert reply["error"] == "no gradient: the input input.0 does not require grad"
+
+
 def test_grad_norm_is_the_l2_norm_of_each_ops_summed_gradient(two_pass_log):
     w = LensWidget.from_log(two_pass_log)
     reply, buffers = ask(w, "metrics", {"metric": "gradNorm"})
