@@ -11,11 +11,11 @@ import warnings
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from lens_widget.capture.links import index_labels, link_parents, relabel_first_passes
+from lens_widget.capture.links import link_parents, relabel_first_passes
 from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.recorder import Recorder
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.records import ModuleInfo, OpRecord
+from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
 
 _label_of = attrgetter("label")
 # Unseen writes are reported for these kinds (a parameter written outside the forward's
@@ -47,7 +47,7 @@ def build_log(
     """
     nodes = recorder.nodes
     sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
-    by_label = index_labels(nodes)  # made once, for the relabelling and the log
+    by_label = index_by_label(nodes)  # made once, for the relabelling and the log
     relabel_first_passes(recorder.repeated, by_label)
     partial = error is not None or section is not None
     # An op that raised inside a call that caught it does not end the pass.

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from lens_widget.capture.mutation import MutationRule
+from lens_widget.capture.mutation import MutationRule, argument
 
 # Calls that read metadata and never return a tensor: passed straight through.
 _METADATA_CALLS = frozenset(
@@ -53,29 +53,13 @@ class DrawsWhen(NamedTuple):
     training_names: tuple[str, ...] = ()
 
     def draws(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
-        p = _argument(args, kwargs, self.p_at, self.p_names, self.p_default)
+        p = argument(args, kwargs, self.p_at, self.p_names, self.p_default)
         if (type(p) is float or type(p) is int) and p == 0:
             return False
         if self.training_at is None:
             return True
-        training = _argument(args, kwargs, self.training_at, self.training_names, True)
+        training = argument(args, kwargs, self.training_at, self.training_names, True)
         return training is not False  # anything but a plain False may draw
-
-
-def _argument(
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any] | None,
-    at: int,
-    names: tuple[str, ...],
-    default: Any,
-) -> Any:
-    if len(args) > at:
-        return args[at]
-    if kwargs:
-        for name in names:
-            if name in kwargs:
-                return kwargs[name]
-    return default
 
 
 _DROPOUTS = (

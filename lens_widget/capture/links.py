@@ -9,15 +9,12 @@ the op is recorded: no pass over all nodes is needed afterwards.
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from lens_widget.log.records import OpRecord, ParentArg
 
 # (position, parent node, output index) per tensor argument of an op, in argument order
 ParentRefs = list[tuple[str, OpRecord, int]]
 
 _new_tuple = tuple.__new__  # ParentArg's own __new__ is a slow Python function
-_label_of = attrgetter("label")
 
 
 class Layer:
@@ -56,11 +53,6 @@ def link_parents(label: str, parent_refs: ParentRefs) -> tuple[list[str], list[P
             if parent.from_input:
                 from_input = True
     return parents, parent_args, from_input
-
-
-def index_labels(nodes: list[OpRecord]) -> dict[str, OpRecord]:
-    """label -> node, made in a C loop (no bytecode per node)."""
-    return dict(zip(map(_label_of, nodes), nodes, strict=True))
 
 
 def relabel_first_passes(repeated: list[Layer], by_label: dict[str, OpRecord]) -> None:

@@ -97,7 +97,7 @@ class MutationRule:
             # A list: optimizers and clip_grad_norm_ write many tensors in one foreach call
             found.extend(_tensors_in(first))
         for position, name in self.also_writes:
-            found.extend(_tensors_in(_argument(args, kwargs, position, name)))
+            found.extend(_tensors_in(argument(args, kwargs, position, (name,))))
         out = kwargs.get("out")
         if out is not None:
             found.extend(t for t in (out if isinstance(out, (tuple, list)) else (out,)))
@@ -109,11 +109,11 @@ class MutationRule:
         self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> list[torch.Tensor]:
         flag_name, flag_position, stat_positions = self.running_stats  # type: ignore[misc]
-        flag = _argument(args, kwargs, flag_position, flag_name)
+        flag = argument(args, kwargs, flag_position, (flag_name,))
         if not flag:  # eval mode reads the statistics without writing them
             return []
         stats = (
-            _argument(args, kwargs, position, name)
+            argument(args, kwargs, position, (name,))
             for position, name in zip(stat_positions, ("running_mean", "running_var"), strict=True)
         )
         return [t for t in stats if isinstance(t, torch.Tensor)]
@@ -125,9 +125,18 @@ class MutationRule:
         return position is not None and len(args) > position and args[position] is True
 
 
-def _argument(
-    args: tuple[Any, ...], kwargs: Mapping[str, Any], position: int | None, name: str
+def argument(
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any] | None,
+    position: int | None,
+    names: tuple[str, ...],
+    default: Any = None,
 ) -> Any:
+    """An argument passed at `position` or by one of `names`, else `default`."""
     if position is not None and len(args) > position:
         return args[position]
-    return kwargs.get(name)
+    if kwargs:
+        for name in names:
+            if name in kwargs:
+                return kwargs[name]
+    return default

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import attrgetter
 from typing import Literal, NamedTuple
 
 import torch
@@ -178,6 +179,10 @@ class OpRecord:
 ParentRef = tuple[str, OpRecord, int]
 
 
-def index_by_label(nodes: Iterable[OpRecord]) -> dict[str, OpRecord]:
-    """label -> record; ModelLog keeps one, for builders called without it."""
-    return {node.label: node for node in nodes}
+_label_of = attrgetter("label")
+
+
+def index_by_label(nodes: Sequence[OpRecord]) -> dict[str, OpRecord]:
+    """label -> record, made in a C loop (no bytecode per node); ModelLog keeps one, for
+    builders called without it."""
+    return dict(zip(map(_label_of, nodes), nodes, strict=True))

@@ -8,8 +8,9 @@ import torch
 
 from lens_widget.log.records import OpRecord
 
-# Fields compared separately: tensors bit for bit, replays by what validate() makes of them.
-NOT_PLAIN = {"activations", "replay", "_flops", "_stats", "grads"}  # metrics: computed on use
+# Fields compared separately: tensors (activations, grads) bit for bit, replays by what
+# validate() makes of them; _flops and _stats are metrics computed on use.
+NOT_PLAIN = {"activations", "replay", "_flops", "_stats", "grads"}
 
 
 def tensor_bytes(tensor: torch.Tensor) -> bytes:
