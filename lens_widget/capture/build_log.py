@@ -8,6 +8,7 @@ propagated backwards from the outputs in one pass.
 from __future__ import annotations
 
 import warnings
+from itertools import chain
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -15,12 +16,9 @@ from lens_widget.capture.links import link_parents, relabel_first_passes
 from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.recorder import Recorder
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
+from lens_widget.log.records import ModuleInfo, OpRecord
 
 _label_of = attrgetter("label")
-# Unseen writes are reported for these kinds (a parameter written outside the forward's
-# view is the user's business, not a stale activation of the pass).
-_REPORTED_KINDS = frozenset({"op", "input"})
 
 
 class SectionTop(NamedTuple):
@@ -47,12 +45,12 @@ def build_log(
     """
     nodes = recorder.nodes
     sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
-    by_label = index_by_label(nodes)  # made once, for the relabelling and the log
+    by_label = recorder.by_label  # for the relabelling and the log
     relabel_first_passes(recorder.repeated, by_label)
     partial = error is not None or section is not None
     # An op that raised inside a call that caught it does not end the pass.
     failed = recorder.failed if error is not None else None
-    _mark_feeds_output(nodes, sinks, partial=partial, failed=failed)
+    _mark_feeds_output(nodes, recorder.ops, sinks, partial=partial, failed=failed)
     modules = recorder.tracker.modules
     if section is not None and "" not in modules:
         top = ModuleInfo("", section.class_name, None, n_passes=1)
@@ -96,37 +94,41 @@ def _add_output_sinks(recorder: Recorder, output: Any) -> list[OpRecord]:
             replay=(None, parent_refs),
         )  # fmt: skip
         nodes.append(sink)
+        recorder.by_label[label] = sink
         sinks.append(sink)
     return sinks
 
 
 def _mark_feeds_output(
-    nodes: list[OpRecord], sinks: list[OpRecord], *, partial: bool, failed: OpRecord | None
+    nodes: list[OpRecord],
+    ops: list[OpRecord],
+    sinks: list[OpRecord],
+    *,
+    partial: bool,
+    failed: OpRecord | None,
 ) -> None:
     """Backwards from the outputs. A partial trace has no outputs: what leads to the op that
     raised counts as feeding the output, and where no torch op raised, nothing is known to
     be unused.
 
-    Every node's parents come before it in `nodes` (a source is made before the op that
-    first reads it, an op after its inputs), so one scan from the end reaches every
-    ancestor: no stack, each node read once."""
+    Every op's parents come before it in `ops` (sources have no parents and are reached
+    from their children), so one scan from the end reaches every ancestor: no stack, each
+    op read once."""
     if partial and failed is None:
         for node in nodes:
             node.feeds_output = True
         return
     for node in sinks if failed is None else (failed,):
         node.feeds_output = True
-    for node in reversed(nodes):
+    for node in chain(sinks, reversed(ops)):
         if node.feeds_output:
-            replay = node.replay
-            if replay is not None:
-                for _, parent, _ in replay[1]:
-                    parent.feeds_output = True
+            for _, parent, _ in node.replay[1]:  # type: ignore[index]
+                parent.feeds_output = True
 
 
 def _warn_on_unseen_writes(recorder: Recorder, stacklevel: int) -> None:
     """A saved reference whose version moved was overwritten by a call we could not see."""
-    changed = sorted({n.label for n in recorder.values.overwritten_unseen(_REPORTED_KINDS)})
+    changed = sorted({n.label for n in recorder.values.overwritten_unseen()})
     if changed:
         warnings.warn(
             f"lens_widget: saved activations of {', '.join(changed[:5])}"

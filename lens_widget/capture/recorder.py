@@ -292,6 +292,7 @@ class Recorder(TensorBook, TorchFunctionMode):
         )  # fmt: skip
         self.nodes.append(node)
         self.ops.append(node)
+        self.by_label[label] = node
         if passes == 1:
             layer.first = node
         else:

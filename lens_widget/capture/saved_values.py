@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 Tensor = torch.Tensor
 Parameter = torch.nn.Parameter
+SavedEntry = tuple["OpRecord", tuple[Tensor, ...], "int | tuple[int, ...]"]
 
 
 def storage_key(tensor: Tensor) -> int | None:
@@ -36,9 +37,12 @@ class SavedValues:
 
     def __init__(self, track_versions: bool) -> None:
         self.track_versions = track_versions
-        # (node, the outputs as saved, their versions then): by reference, not yet copied
-        self.saved: list[tuple[OpRecord, tuple[Tensor, ...], int | tuple[int, ...]]] = []
-        self._n_indexed = 0
+        # (node, the outputs as saved, their versions then): by reference, not yet copied.
+        # Ops and inputs, checked for unseen writes at the end (overwritten_unseen)...
+        self.saved: list[SavedEntry] = []
+        # ...and parameters, buffers and constants, which are never reported: not checked.
+        self.unreported: list[SavedEntry] = []
+        self._n_indexed = [0, 0]  # of each list, indexed by storage so far
         # storage pointer -> [(node, output index)] of saved tensors that share it
         self._by_storage: dict[int, list[tuple[OpRecord, int]]] = {}
         # storage pointer -> writes seen, for tensors without a version counter
@@ -67,15 +71,24 @@ class SavedValues:
         node.activations = outputs
         self.saved.append((node, outputs, versions))
 
+    def keep_source(self, node: OpRecord, tensor: Tensor, version: int, reported: bool) -> None:
+        """A source's value; `reported`: an unseen write to it is worth a warning (an
+        input's, not a parameter's: those are the user's business)."""
+        if tensor.requires_grad or type(tensor) is Parameter:
+            tensor = tensor.detach()  # as keep() does
+        outputs = node.activations = (tensor,)
+        (self.saved if reported else self.unreported).append((node, outputs, version))
+
     def _index_new(self) -> None:
-        saved, by_storage = self.saved, self._by_storage
-        for k in range(self._n_indexed, len(saved)):
-            node, outputs, _ = saved[k]
-            for i, tensor in enumerate(outputs):
-                storage = storage_key(tensor)
-                if storage is not None:
-                    by_storage.setdefault(storage, []).append((node, i))
-        self._n_indexed = len(saved)
+        by_storage = self._by_storage
+        for which, entries in enumerate((self.saved, self.unreported)):
+            for k in range(self._n_indexed[which], len(entries)):
+                node, outputs, _ = entries[k]
+                for i, tensor in enumerate(outputs):
+                    storage = storage_key(tensor)
+                    if storage is not None:
+                        by_storage.setdefault(storage, []).append((node, i))
+            self._n_indexed[which] = len(entries)
 
     def before_write(self, targets: list[Tensor]) -> None:
         """Count the write; saved tensors sharing storage with a target get copied first."""
@@ -96,9 +109,9 @@ class SavedValues:
                         copy = copies[id(saved[i])] = saved[i].detach().clone()
                 node.activations = (*saved[:i], copy, *saved[i + 1 :])
 
-    def overwritten_unseen(self, kinds: frozenset[str]) -> list[OpRecord]:
-        """Nodes of these kinds whose saved reference (not replaced by a copy) changed
-        version since saved: written by a call the tracer could not see."""
+    def overwritten_unseen(self) -> list[OpRecord]:
+        """Ops and inputs whose saved reference (not replaced by a copy) changed version
+        since saved: written by a call the tracer could not see."""
         saved = self.saved
         if self.track_versions:
             # Most entries are one output whose version did not move: those are ruled out
@@ -111,8 +124,6 @@ class SavedValues:
                 saved = list(compress(saved, map(ne, now, [v for _, _, v in saved])))
         changed = []
         for node, outputs, versions in saved:
-            if node.kind not in kinds:
-                continue
             now_saved = node.activations
             if now_saved is None:
                 continue

@@ -75,7 +75,9 @@ class TensorBook:
         self._params = names.tensors
         self._param_uses: dict[OpRecord, ParamUse] = {}
         self._n_consts = 0
-        self._labels: set[str] = set()  # of sources and sinks; op labels cannot clash
+        # label -> node, filled as nodes are made (while they are in the cache: an index
+        # made after the pass would read every node again)
+        self.by_label: dict[str, OpRecord] = {}
         self._device_names: dict[torch.device, str] = {}
         self.source_text = SourceTexts()
         self._texts = self.source_text.texts  # its cache: read directly on the hot path
@@ -86,18 +88,14 @@ class TensorBook:
     def unique_label(self, name: str) -> str:
         """`name`, or `name#2`, `name#3`... when a node already has it (a param named "output")."""
         label, n = name, 1
-        while label in self._labels:
+        while label in self.by_label:
             n += 1
             label = f"{name}#{n}"
-        self._labels.add(label)
         return label
 
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
-        labels = self._labels
-        if name in labels:
+        if name in self.by_label:
             name = self.unique_label(name)
-        else:
-            labels.add(name)
         stack = self.tracker.stack
         shape = tuple(tensor.shape)
         numel = tensor.numel()
@@ -111,11 +109,12 @@ class TensorBook:
             None, False, None, None,
         )  # fmt: skip
         self.nodes.append(node)
+        self.by_label[name] = node
         if self.keeps_nothing:
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, -1)
         else:  # sources are references: free to keep
             version = self._version(tensor)
-            self.values.keep(node, (tensor,), version)
+            self.values.keep_source(node, tensor, version, kind == "input")
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
         if kind == "param" or kind == "buffer":
             # ParamUse's generated __new__ is slow Python; the tuple is built directly.

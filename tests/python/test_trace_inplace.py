@@ -115,3 +115,50 @@ def test_inference_mode_view_written_through_its_base_replays():
     with torch.inference_mode():
         log = lw.trace(FunctionModule(view_then_write), torch.randn(2, 3))
     assert log.validate().checked == len(log.ops)
+
+
+class _WritesUnseen(nn.Module):
+    """Writes where no TorchFunctionMode sees it (torch functions disabled): into an op's
+    output, into the input, and into its own weight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * self.weight
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            y.add_(100)
+            x.add_(1)
+            self.weight.add_(1)
+        return y + 0
+
+
+def test_unseen_writes_are_reported_for_ops_and_inputs_not_parameters():
+    x = torch.zeros(3)
+    with pytest.warns(UserWarning, match="could not see") as caught:
+        lw.trace(_WritesUnseen(), x)
+    message = str(caught[0].message)
+    assert "input.0" in message and "mul_1_1" in message
+    assert "weight" not in message  # a parameter's own writes are the user's business
+
+
+def test_seen_write_to_a_parameter_keeps_its_saved_value():
+    class Decay(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.full((3,), 2.0))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x * self.weight
+            with torch.no_grad():
+                self.weight.mul_(0.5)  # seen: the saved weight is copied first
+            return y + self.weight
+
+    model = Decay()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log = lw.trace(model, torch.ones(3))
+    assert torch.equal(log["weight"].activation, torch.full((3,), 2.0))
+    assert torch.equal(model.weight.detach(), torch.ones(3))
+    assert log.validate().checked == len(log.ops)
