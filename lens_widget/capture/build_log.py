@@ -87,7 +87,9 @@ def _add_output_sinks(recorder: Recorder, output: Any) -> list[OpRecord]:
         parents, parent_args, from_input = link_parents(label, parent_refs)
         sink = OpRecord(
             label=label, kind="output", func=name, index=len(nodes), layer=label,
-            shape=parent.shape, dtype=parent.dtype, device=parent.device,
+            # the tensor's own: a parent with several outputs (topk) describes its first
+            shape=tuple(tensor.shape), dtype=recorder.dtype_name(tensor.dtype),
+            device=recorder.device_name(tensor.device),
             nbytes=tensor.numel() * tensor.element_size(), shapes=(tuple(tensor.shape),),
             parents=parents, parent_args=parent_args, from_input=from_input,
             activations=None if recorder.keeps_nothing else (tensor.detach(),),

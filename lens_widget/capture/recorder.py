@@ -271,8 +271,8 @@ class Recorder(TensorBook, TorchFunctionMode):
         if outputs:
             first = outputs[0]
             shape = tuple(first.shape)
-            dtype = DTYPE_NAMES.get(first.dtype) or self._dtype_name(first.dtype)
-            device = self._device_names.get(first.device) or self._device_name(first.device)
+            dtype = DTYPE_NAMES.get(first.dtype) or self.dtype_name(first.dtype)
+            device = self._device_names.get(first.device) or self.device_name(first.device)
             grad = first.requires_grad  # kernels differ with it (FLOPs replay it)
             if len(outputs) == 1:
                 shapes: tuple[tuple[int, ...], ...] = (shape,)

@@ -100,8 +100,8 @@ class TensorBook:
         shape = tuple(tensor.shape)
         numel = tensor.numel()
         where, code = self._texts.get(source) or self.source_text(source)
-        dtype = DTYPE_NAMES.get(tensor.dtype) or self._dtype_name(tensor.dtype)
-        device = self._device_names.get(tensor.device) or self._device_name(tensor.device)
+        dtype = DTYPE_NAMES.get(tensor.dtype) or self.dtype_name(tensor.dtype)
+        device = self._device_names.get(tensor.device) or self.device_name(tensor.device)
         node = OpRecord(
             name, kind, name, len(self.nodes), name, 1, 1, stack[-1][0] if stack else "",
             stack, shape, dtype, device, numel * tensor.element_size(), tensor.requires_grad,
@@ -272,11 +272,11 @@ class TensorBook:
         return literals
 
     @staticmethod
-    def _dtype_name(dtype: torch.dtype) -> str:
+    def dtype_name(dtype: torch.dtype) -> str:
         name = DTYPE_NAMES.get(dtype)
         return name if name is not None else str(dtype).removeprefix("torch.")
 
-    def _device_name(self, device: torch.device) -> str:
+    def device_name(self, device: torch.device) -> str:
         name = self._device_names.get(device)
         if name is None:
             name = self._device_names[device] = str(device)

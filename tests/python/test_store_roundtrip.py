@@ -166,3 +166,18 @@ def test_a_random_op_that_drew_on_cuda_is_skipped_after_loading(tmp_path):
     log.save(tmp_path / "log")
     report = lw.load(tmp_path / "log").validate()
     assert report.skipped == {drop.label: "drew random numbers on CUDA; a loaded log is on the CPU"}
+
+
+def test_output_of_a_second_output_describes_itself(tmp_path):
+    """An output sink fed by an op's second output (topk's int64 indices) has that tensor's
+    dtype and shape, not the op's first output's; the log saves and loads."""
+
+    def top(x):
+        values, indices = torch.topk(x, 2)
+        return values.sum(), indices
+
+    log = lw.trace(FunctionModule(top), torch.randn(3, 5))
+    sink = log["output.1"]
+    assert (sink.dtype, sink.shape) == ("int64", (3, 2))
+    assert log["topk_1_1"].dtype == "float32"
+    assert_round_trip(log, tmp_path)
