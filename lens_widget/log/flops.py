@@ -11,8 +11,10 @@ other arguments), so the repeated layers of a model cost one count.
 
 from __future__ import annotations
 
+import logging
 import warnings
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -37,6 +39,10 @@ class Recorded(Protocol):
     # (ReplayCall, [(position, producing node, output index)]) or None
     replay: Any
 
+
+# Logs a traceback for every op its meta kernel refuses (torch._grouped_mm on float32 CPU
+# tensors, which the real kernel runs): such an op has no count, and nothing to report.
+_FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
 
 _CACHE_LIMIT = 20_000
 # (function, argument structure, argument leaves) -> FLOPs (None: no formula reached)
@@ -151,7 +157,7 @@ def _count(func: Callable[..., Any], args: Any, kwargs: Any, grad: bool) -> int 
     counter = FlopCounterMode(display=False)
     # Fake ops draw no random numbers and write no real memory; the RNG is kept anyway,
     # and warnings the op already gave in the real pass are not repeated.
-    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings(), _fake_tensor_log_off():
         warnings.simplefilter("ignore")
         try:
             with fake_mode:
@@ -164,6 +170,16 @@ def _count(func: Callable[..., Any], args: Any, kwargs: Any, grad: bool) -> int 
             return None
     counts = counter.get_flop_counts().get("Global")
     return sum(counts.values()) if counts else None
+
+
+@contextmanager
+def _fake_tensor_log_off() -> Iterator[None]:
+    was_disabled = _FAKE_TENSOR_LOG.disabled
+    _FAKE_TENSOR_LOG.disabled = True
+    try:
+        yield
+    finally:
+        _FAKE_TENSOR_LOG.disabled = was_disabled
 
 
 def _fake_tensor(spec: _TensorSpec) -> torch.Tensor:

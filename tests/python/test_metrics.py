@@ -79,6 +79,20 @@ def test_flops_of_repeated_layers_and_of_ops_that_cannot_run_without_data():
     assert all(op.flops is None for op in log.ops if op.func in ("getitem", "arange", "sum"))
 
 
+def test_an_op_whose_meta_kernel_refuses_it_has_no_flops_and_logs_nothing(capfd, caplog):
+    """torch._grouped_mm runs on float32 CPU tensors (Mixtral's experts in transformers 5),
+    but its meta kernel wants bfloat16: torch logged a traceback per count."""
+
+    def grouped(x, w):
+        return torch._grouped_mm(x, w, offs=torch.tensor([2, 4], dtype=torch.int32))
+
+    log = lw.trace(FunctionModule(grouped), (torch.randn(4, 8), torch.randn(2, 8, 4)))
+    capfd.readouterr()
+    assert log["grouped_mm_1_2"].flops is None
+    assert capfd.readouterr().err == ""
+    assert not [r for r in caplog.records if r.name.startswith("torch._subclasses")]
+
+
 def test_param_count_and_bytes_per_op():
     log = lw.trace(nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)), torch.randn(2, 4))
     linear, norm = log["0"], log["1"]  # the ops that produced each module's output
