@@ -34,6 +34,7 @@ from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook
+from lens_widget.capture.transforms import transform_running
 from lens_widget.log.records import OpRecord, ParamUse
 from lens_widget.log.replay import AUTOCAST_DEVICES, ReplayCall, tensor_leaves
 
@@ -134,6 +135,7 @@ class Recorder(TensorBook, TorchFunctionMode):
         if (
             facts.special
             or _mode_stack_depth()
+            or self.in_transform
             or ((kwargs or facts.inplace_position is not None) and _may_write(facts, args, kwargs))
         ):
             return self._call_quietly(facts, func, args, kwargs, frame)
@@ -182,7 +184,10 @@ class Recorder(TensorBook, TorchFunctionMode):
                 self._record_failure(facts, inputs, writes, err, frame)
             raise
         with self.quiet:
-            return self._record_result(facts, inputs, writes, args, out, frame)
+            out = self._record_result(facts, inputs, writes, args, out, frame)
+            if self.in_transform and not transform_running():
+                self.in_transform = False  # back to the fast path
+            return out
 
     def _call(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
@@ -301,6 +306,8 @@ class Recorder(TensorBook, TorchFunctionMode):
             layer.later.append(node)
         if outputs:
             self._note_outputs(node, outputs, base, passes)
+            if self.in_transform:
+                self.note_transform_outputs(node, outputs)
         return node
 
     def _note_outputs(

@@ -30,6 +30,7 @@ from lens_widget.capture.links import ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.saved_values import SavedValues
+from lens_widget.capture.transforms import inner_tensors, is_wrapped, plain_tensor
 from lens_widget.log.records import NodeKind, OpRecord, ParamUse
 from lens_widget.log.replay import ReplayCall
 
@@ -75,6 +76,8 @@ class TensorBook:
         self._params = names.tensors
         self._param_uses: dict[OpRecord, ParamUse] = {}
         self._n_consts = 0
+        # A torch.func transform is running: its ops take the careful path (transforms.py)
+        self.in_transform = False
         # label -> node, filled as nodes are made (while they are in the cache: an index
         # made after the pass would read every node again)
         self.by_label: dict[str, OpRecord] = {}
@@ -125,20 +128,49 @@ class TensorBook:
         """A recorded node produced it, or it is a parameter or buffer of the traced modules."""
         return self.producer_of(tensor) is not None or id(tensor) in self._params
 
-    def _source_for(self, tensor: Tensor, func: Callable[..., Any]) -> OpRecord:
+    def _source_for(self, tensor: Tensor, func: Callable[..., Any]) -> tuple[OpRecord, int]:
+        """The node (and which of its outputs) a tensor no recorded op returned comes from."""
+        if is_wrapped(tensor):
+            # Wrapped by a torch.func transform: the tensor inside it has a producer, or is
+            # the source (transforms.py). The ops until the transform ends take the careful
+            # path, which unwraps their outputs.
+            self.in_transform = True
+            inner = tensor
+            for inner in inner_tensors(tensor):
+                produced = self.producer_of(inner)
+                if produced is not None:
+                    return produced
+            tensor = inner
         known = self._params.get(id(tensor))
         if known is not None:
-            return self.add_source(tensor, known[1], known[0])  # type: ignore[arg-type]
+            return self.add_source(tensor, known[1], known[0]), 0  # type: ignore[arg-type]
         outside_input = self.outside_input
         if outside_input is not None and not self.tracker.in_module_call:
             # A section's own code uses a tensor made before it: one of the section's inputs.
             name, site = outside_input(tensor, func)
-            return self.add_source(tensor, "input", name, site)
+            return self.add_source(tensor, "input", name, site), 0
         # Made where no mode sees it (torch.Tensor([...]), torch.from_numpy, a tensor kept
         # from outside the forward): named after the user line that first uses it.
         self._n_consts += 1
         _, site = find_call_site(sys._getframe(0))
-        return self.add_source(tensor, "const", f"const_{self._n_consts}", site)
+        return self.add_source(tensor, "const", f"const_{self._n_consts}", site), 0
+
+    def note_transform_outputs(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
+        """Outputs wrapped by a torch.func transform: not kept (only meaningful inside it),
+        and the plain tensor in each is this op's, unless known already (transforms.py)."""
+        wrapped = False
+        for i, tensor in enumerate(outputs):
+            if is_wrapped(tensor):
+                wrapped = True
+                plain = plain_tensor(tensor)
+                if self.producer_of(plain) is None:
+                    version = -1 if self.keeps_nothing else self._version(plain)
+                    self._producers[id(plain)] = (weakref.ref(plain), node, i, version)
+        if wrapped and node.activations is not None:
+            node.activations = None
+            saved = self.values.saved
+            if saved and saved[-1][0] is node:
+                saved.pop()
 
     def producer_of(self, tensor: Tensor) -> tuple[OpRecord, int] | None:
         entry = self._producers.get(id(tensor))
@@ -201,9 +233,11 @@ class TensorBook:
                     if moved:
                         literals = self._literal(literals, len(parent_refs), value)
                 parent_refs.append((position, parent, entry[2]))
+            elif is_wrapped(value):
+                return None  # a torch.func transform started: the careful path
             else:
-                parent = self._source_for(value, func)
-                parent_refs.append((position, parent, 0))
+                parent, output_index = self._source_for(value, func)
+                parent_refs.append((position, parent, output_index))
             if parent.kind != "op":
                 use = self._param_uses.get(parent)
                 if use is not None:
@@ -241,7 +275,7 @@ class TensorBook:
                 if not self.keeps_nothing and version != self._version(tensor):
                     literals = self._literal(literals, slot, tensor)
             else:
-                parent, output_index = self._source_for(tensor, func), 0
+                parent, output_index = self._source_for(tensor, func)
             use = self._param_uses.get(parent) if parent.kind != "op" else None
             if use is not None:
                 params = (*params, use)

@@ -1,0 +1,112 @@
+"""torch.func transforms (vmap, grad) inside a traced forward: the ops inside are linked to
+the tensors they read, no value that only exists inside the transform is kept, and the log
+prints, validates, saves and answers the widget like any other."""
+
+from __future__ import annotations
+
+import torch
+from log_equality import assert_same_log
+from torch import nn
+
+import lens_widget as lw
+from lens_widget.capture.recorder import Recorder
+from lens_widget.widget.requests import RequestError
+
+_is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+
+
+class VmapInForward(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.lin(x)
+        z = torch.func.vmap(lambda row: row.sin() * 2 + row.sum())(y)
+        return z + 1
+
+
+class GradInForward(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        g = torch.func.grad(lambda t: (t.sin() ** 2).sum())(x)
+        return x * g
+
+
+def _saved_tensors(log: lw.ModelLog) -> list[torch.Tensor]:
+    return [t for n in log.nodes for t in n.activations or ()]
+
+
+def test_ops_inside_vmap_are_linked_and_keep_no_batched_value(tmp_path):
+    x = torch.randn(3, 4)
+    model = VmapInForward()
+    log = lw.trace(model, x)
+    assert [(op.func, op.parents) for op in log.ops] == [
+        ("linear", ["input.0", "lin.weight", "lin.bias"]),
+        ("sin", ["linear_1_1"]),  # the tensor inside vmap's batched input
+        ("mul", ["sin_1_2"]),
+        ("sum", ["linear_1_1"]),
+        ("add", ["mul_1_3", "sum_1_4"]),
+        ("add", ["add_1_5"]),  # vmap's result is the tensor under the last op's output
+    ]
+    assert not [n for n in log.nodes if n.kind == "const"]
+    assert log["sin_1_2"].shape == (4,)  # what the op saw: one sample
+    inside = ["sin_1_2", "mul_1_3", "sum_1_4", "add_1_5"]
+    assert all(not log[label].saved for label in inside)
+    assert not any(_is_wrapped(t) for t in _saved_tensors(log))
+    torch.testing.assert_close(log["add_2_6"].activation, model(x))
+
+    report = log.validate()
+    assert report.checked == 1 and set(report.skipped) == {*inside, "add_2_6"}
+    assert "sin_1_2" in str(log)  # prints (the summary reads every saved tensor)
+    log.save(tmp_path / "vmap")
+    assert_same_log(log, lw.load(tmp_path / "vmap"))
+
+
+def test_func_grad_inside_forward_keeps_no_tracking_value(tmp_path):
+    x = torch.randn(5)
+    log = lw.trace(GradInForward(), x)
+    assert "sin" in [op.func for op in log.ops]
+    assert not any(_is_wrapped(t) for t in _saved_tensors(log))
+    torch.testing.assert_close(log.output, x * torch.sin(2 * x))
+    str(log)
+    log.validate()
+    log.save(tmp_path / "grad")
+    assert_same_log(log, lw.load(tmp_path / "grad"))
+
+
+def test_the_widget_answers_for_every_node_of_a_vmap_trace():
+    log = lw.trace(VmapInForward(), torch.randn(3, 4))
+    widget = lw.LensWidget.from_log(log)
+    for node in log.nodes:
+        if node.saved:
+            widget._activation({"id": node.label})
+        else:
+            try:
+                widget._activation({"id": node.label})
+            except RequestError as e:
+                assert "not saved" in str(e)
+            else:
+                raise AssertionError(f"{node.label}: no value, yet an answer")
+    widget._metrics({"metric": "mean"})
+
+
+def test_ops_after_the_transform_take_the_fast_path_again(monkeypatch):
+    class VmapThenLoop(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = torch.func.vmap(torch.cos)(x)
+            for _ in range(20):
+                x = x * 0.5
+            return x
+
+    careful = []
+    original = Recorder._call_quietly
+
+    def counting(self, facts, func, args, kwargs, frame):
+        careful.append(facts.name)
+        return original(self, facts, func, args, kwargs, frame)
+
+    monkeypatch.setattr(Recorder, "_call_quietly", counting)
+    log = lw.trace(VmapThenLoop(), torch.randn(3, 4))
+    assert len(log.ops) == 21
+    # cos inside vmap, and the first op after it (which sees the transform has ended)
+    assert careful == ["cos", "mul"]
