@@ -45,6 +45,8 @@ def build_log(
     """
     nodes = recorder.nodes
     sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
+    if recorder.saw_meta:
+        _drop_meta_values(nodes)
     by_label = recorder.by_label  # for the relabelling and the log
     relabel_first_passes(recorder.repeated, by_label)
     partial = error is not None or section is not None
@@ -126,6 +128,15 @@ def _mark_feeds_output(
         if node.feeds_output:
             for _, parent, _ in node.replay[1]:  # type: ignore[index]
                 parent.feeds_output = True
+
+
+def _drop_meta_values(nodes: list[OpRecord]) -> None:
+    """A meta tensor has a shape and no values: nothing to plot, count or replay. The nodes
+    keep their shapes; validate() and the widget say why there is no value."""
+    for node in nodes:
+        saved = node.activations
+        if saved is not None and any(t.device.type == "meta" for t in saved):
+            node.activations = None
 
 
 def _warn_on_unseen_writes(recorder: Recorder, stacklevel: int) -> None:

@@ -76,6 +76,8 @@ class TensorBook:
         self._params = names.tensors
         self._param_uses: dict[OpRecord, ParamUse] = {}
         self._n_consts = 0
+        # Some tensor was on the meta device: its "value" is dropped at the end (build_log)
+        self.saw_meta = False
         # A torch.func transform is running: its ops take the careful path (transforms.py)
         self.in_transform = False
         # label -> node, filled as nodes are made (while they are in the cache: an index
@@ -314,4 +316,6 @@ class TensorBook:
         name = self._device_names.get(device)
         if name is None:
             name = self._device_names[device] = str(device)
+            if device.type == "meta":
+                self.saw_meta = True
         return name

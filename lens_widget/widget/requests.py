@@ -13,6 +13,7 @@ import torch
 
 from lens_widget.log.attention import AttentionUnavailable
 from lens_widget.log.records import OpRecord
+from lens_widget.log.validate import META_NO_VALUES
 from lens_widget.widget import protocol
 from lens_widget.widget.attention_view import attention_view
 from lens_widget.widget.checks import check_index, cut, quote, require_int
@@ -97,6 +98,8 @@ def activation(
             raise RequestError(f"side {side!r} needs a comparison (LensWidget.compare)")
         outputs = other_side(record.label, str(side))
     elif record.activations is None:
+        if record.device == "meta":
+            raise RequestError(f"{record.label}: {META_NO_VALUES}")
         raise RequestError(f"activation of {record.label} was not saved; re-run to save it")
     else:
         outputs = record.activations
