@@ -22,6 +22,8 @@ def first_nonfinite(ops: Sequence[OpRecord], node: Callable[[str], OpRecord]) ->
     parameters.
     """
     if not any(op.saved for op in ops):
+        if ops and all(op.device == "meta" for op in ops):
+            raise NotSavedError("first_nonfinite() needs values: this model ran on the meta device")
         raise NotSavedError(
             "first_nonfinite() needs saved activations and this log kept none (save=None): "
             "trace again with save='all', or save= the ops or modules to look at"

@@ -37,6 +37,8 @@ def test_the_widget_says_a_meta_op_has_no_values(tmp_path):
         widget._activation({"id": "linear_1_1"})
     result, _ = widget._metrics({"metric": "mean"})
     assert result  # an answer (no values), not an error
+    with pytest.raises(RequestError, match="ran on the meta device"):
+        widget._first_nonfinite({})
     widget.save_html(tmp_path / "meta.html")
     assert (tmp_path / "meta.html").stat().st_size > 0
 
