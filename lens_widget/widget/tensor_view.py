@@ -286,6 +286,11 @@ def tensor_view(
     """
     x = tensor.detach()
     conv_note = "complex shown as magnitude" if x.is_complex() else ""
+    if x.layout != torch.strided:
+        # a sparse gradient (Embedding(sparse=True)) or input: plotted as its dense values
+        layout = str(x.layout).removeprefix("torch.")
+        conv_note = "; ".join(filter(None, (f"{layout} shown dense", conv_note)))
+        x = x.to_dense()
     shape = tuple(int(s) for s in x.shape)
     stats, hist = stats_and_hist(x)
     kind = plot_kind(shape) if x.numel() else "line"

@@ -176,3 +176,18 @@ def test_grad_nonfinite_marks_ops_whose_gradient_holds_nan_or_inf():
     assert flags["sqrt_1_3"] == 0.0 and flags["linear_2_4"] == 0.0  # downstream of the sqrt
     assert flags["relu_1_2"] == 1.0  # Inf where the relu output is 0
     assert flags["linear_1_1"] == 0.0  # relu's backward writes 0 where its input was <= 0
+
+
+def test_a_sparse_gradient_is_plotted_dense():
+    """nn.Embedding(sparse=True) gets a sparse COO .grad: clicking it raised torch's
+    'aten::as_strided ... SparseCPU' error."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(10, 4, sparse=True), nn.Flatten(), nn.Linear(12, 1))
+    log = lw.trace(model.train(), torch.tensor([[1, 2, 2]]), backward=lambda out: out.sum())
+    grad = log["0.weight"].grad
+    assert grad.layout == torch.sparse_coo
+    widget = LensWidget.from_log(log)
+    reply, buffers = ask(widget, "activation", {"id": "0.weight", "value": "grad"})
+    result = reply["result"]
+    assert result["shape"] == [10, 4] and "sparse_coo shown dense" in result["note"]
+    np.testing.assert_allclose(grad_values(reply, buffers), grad.to_dense().flatten().numpy())
