@@ -254,10 +254,13 @@ def _replay(
         if slot >= n_tensors:
             raise fail(where, f"replay names tensor argument {slot}; the op has {n_tensors}")
     call = ReplayCall(func, args, kwargs)
+    literals = {}  # (the call's own default is a shared read-only mapping)
     for slot_text, tensor_id in data["literals"].items():
         if int(slot_text) >= n_tensors:
             raise fail(where, f"replay.literals: slot {slot_text} of {n_tensors}")
-        call.literals[int(slot_text)] = tensors.get(tensor_id, where)
+        literals[int(slot_text)] = tensors.get(tensor_id, where)
+    if literals:
+        call.literals = literals
     if data["rng_state"] is not None:
         call.rng_state = _rng_state(tensors.get(data["rng_state"], where), where)
     call.autocast = tuple(

@@ -181,3 +181,21 @@ def test_output_of_a_second_output_describes_itself(tmp_path):
     assert (sink.dtype, sink.shape) == ("int64", (3, 2))
     assert log["topk_1_1"].dtype == "float32"
     assert_round_trip(log, tmp_path)
+
+
+def test_an_input_written_through_another_view_round_trips(tmp_path):
+    """The op reading `v` after `y` was written through another view replays from a copy
+    kept with its call (ReplayCall.literals); loading such a log raised TypeError."""
+
+    def view_then_write(x):
+        y = x * 2
+        v = y[0]
+        y.mul_(10)
+        return v + 1  # v changed through y
+
+    with torch.no_grad():
+        log = lw.trace(FunctionModule(view_then_write), torch.randn(2, 3))
+    call = log["add_1_4"].replay[0]
+    assert list(call.literals) == [0]
+    loaded = assert_round_trip(log, tmp_path)
+    assert torch.equal(loaded["add_1_4"].replay[0].literals[0], call.literals[0])
