@@ -34,7 +34,7 @@ from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook
-from lens_widget.capture.transforms import transform_running
+from lens_widget.capture.transforms import QuietInTransform, transform_running
 from lens_widget.log.records import OpRecord, ParamUse
 from lens_widget.log.replay import AUTOCAST_DEVICES, ReplayCall, tensor_leaves
 
@@ -106,6 +106,7 @@ class Recorder(TensorBook, TorchFunctionMode):
         # Bookkeeping runs inside this: invisible to the user's modes and Tensor subclasses.
         # Entered only by the handler, which torch never re-enters while it is active.
         self.quiet = torch._C.DisableTorchFunction()
+        self.quiet_in_transform = QuietInTransform(self.quiet)
         # (module path, function, call path) -> its layer; layers that ran more than once
         self._layers: dict[Any, Layer] = {}
         self.repeated: list[Layer] = []
@@ -171,7 +172,11 @@ class Recorder(TensorBook, TorchFunctionMode):
         the trace. The bookkeeping runs with torch functions disabled."""
         if facts.backward and self.backward_capture is not None:
             return self.backward_capture.run(facts, func, args, kwargs, frame)
-        with self.quiet:
+        quiet = self.quiet
+        if self.in_transform or transform_running():  # a torch.func transform (transforms.py)
+            self.in_transform = True
+            quiet = self.quiet_in_transform
+        with quiet:
             # Inputs are resolved before the call: an in-place op changes their versions.
             inputs = self._resolve_inputs(func, args, kwargs)
             writes = self._before_call(facts, args, kwargs, inputs[0])
@@ -180,10 +185,10 @@ class Recorder(TensorBook, TorchFunctionMode):
         try:
             out = self._call(func, args, kwargs)
         except BaseException as err:
-            with self.quiet:
+            with quiet:
                 self._record_failure(facts, inputs, writes, err, frame)
             raise
-        with self.quiet:
+        with quiet:
             out = self._record_result(facts, inputs, writes, args, out, frame)
             if self.in_transform and not transform_running():
                 self.in_transform = False  # back to the fast path

@@ -30,7 +30,12 @@ from lens_widget.capture.links import ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.saved_values import SavedValues
-from lens_widget.capture.transforms import inner_tensors, is_wrapped, plain_tensor
+from lens_widget.capture.transforms import (
+    inner_tensors,
+    is_wrapped,
+    plain_tensor,
+    transform_running,
+)
 from lens_widget.log.records import NodeKind, OpRecord, ParamUse
 from lens_widget.log.replay import ReplayCall
 
@@ -235,8 +240,8 @@ class TensorBook:
                     if moved:
                         literals = self._literal(literals, len(parent_refs), value)
                 parent_refs.append((position, parent, entry[2]))
-            elif is_wrapped(value):
-                return None  # a torch.func transform started: the careful path
+            elif is_wrapped(value) or transform_running():
+                return None  # inside a torch.func transform: the careful path
             else:
                 parent, output_index = self._source_for(value, func)
                 parent_refs.append((position, parent, output_index))

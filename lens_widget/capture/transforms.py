@@ -12,6 +12,7 @@ after the transform link to the op that made it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -39,3 +40,23 @@ def plain_tensor(tensor: Tensor) -> Tensor:
 def transform_running() -> bool:
     """Some torch.func transform is running on this thread."""
     return _current_level() is not None
+
+
+class QuietInTransform:
+    """The recorder's bookkeeping while a transform runs: torch functions off as always, and
+    the transform's own dispatch off too, so the detached references and copies it makes are
+    plain tensors, not wrapped ones (grad's transform wraps even a parameter's detach)."""
+
+    def __init__(self, quiet: Any) -> None:
+        self._quiet = quiet
+        self._guards: list[Any] = []
+
+    def __enter__(self) -> None:
+        self._quiet.__enter__()
+        guard = torch._C._DisableFuncTorch()
+        guard.__enter__()
+        self._guards.append(guard)
+
+    def __exit__(self, *exc: object) -> None:
+        self._guards.pop().__exit__(*exc)
+        self._quiet.__exit__(*exc)

@@ -110,3 +110,24 @@ def test_ops_after_the_transform_take_the_fast_path_again(monkeypatch):
     assert len(log.ops) == 21
     # cos inside vmap, and the first op after it (which sees the transform has ended)
     assert careful == ["cos", "mul"]
+
+
+def test_jacrev_of_a_module_keeps_its_parameters_plain(tmp_path):
+    """Inside torch.func's grad transforms even a parameter's detach comes back wrapped: the
+    parameters first read there were saved wrapped, and saving the log raised."""
+
+    class Jacobian(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.func.jacrev(self.lin)(x).sum() + self.lin(x).sum()
+
+    model = Jacobian()
+    log = lw.trace(model, torch.randn(3))
+    assert torch.equal(log["lin.weight"].activation, model.lin.weight.detach())
+    assert not any(_is_wrapped(t) for t in _saved_tensors(log))
+    log.validate()
+    log.save(tmp_path / "jac")
+    assert_same_log(log, lw.load(tmp_path / "jac"))
