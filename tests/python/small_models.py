@@ -40,3 +40,11 @@ class Discriminator(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(x).sigmoid()
+
+
+def view_then_write(x: torch.Tensor) -> torch.Tensor:
+    """A value read after it changed through another view: its replay needs a copy."""
+    y = x * 2
+    v = y[0]
+    y.mul_(10)
+    return v + 1  # v changed through y

@@ -9,6 +9,7 @@ import pytest
 import torch
 from function_module import FunctionModule
 from log_equality import NOT_PLAIN, assert_same_log, assert_same_tensor
+from small_models import view_then_write
 from torch import nn
 
 import lens_widget as lw
@@ -186,13 +187,6 @@ def test_output_of_a_second_output_describes_itself(tmp_path):
 def test_an_input_written_through_another_view_round_trips(tmp_path):
     """The op reading `v` after `y` was written through another view replays from a copy
     kept with its call (ReplayCall.literals); loading such a log raised TypeError."""
-
-    def view_then_write(x):
-        y = x * 2
-        v = y[0]
-        y.mul_(10)
-        return v + 1  # v changed through y
-
     with torch.no_grad():
         log = lw.trace(FunctionModule(view_then_write), torch.randn(2, 3))
     call = log["add_1_4"].replay[0]

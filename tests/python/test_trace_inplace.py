@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from function_module import FunctionModule
+from small_models import view_then_write
 from torch import nn
 
 import lens_widget as lw
@@ -106,12 +107,6 @@ def test_inplace_target_passed_by_keyword_is_copied_before_the_write():
 
 
 def test_inference_mode_view_written_through_its_base_replays():
-    def view_then_write(x):
-        y = x * 2
-        v = y[0]
-        y.mul_(10)
-        return v + 1  # v changed through y
-
     with torch.inference_mode():
         log = lw.trace(FunctionModule(view_then_write), torch.randn(2, 3))
     assert log.validate().checked == len(log.ops)
