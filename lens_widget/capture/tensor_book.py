@@ -139,9 +139,7 @@ class TensorBook:
         """The node (and which of its outputs) a tensor no recorded op returned comes from."""
         if is_wrapped(tensor):
             # Wrapped by a torch.func transform: the tensor inside it has a producer, or is
-            # the source (transforms.py). The ops until the transform ends take the careful
-            # path, which unwraps their outputs.
-            self.in_transform = True
+            # the source (transforms.py).
             inner = tensor
             for inner in inner_tensors(tensor):
                 produced = self.producer_of(inner)
