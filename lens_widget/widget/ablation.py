@@ -16,7 +16,7 @@ import torch
 from lens_widget.capture.interventions import InterventionFn
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import protocol
-from lens_widget.widget.checks import check_index, quote
+from lens_widget.widget.checks import quote, require_int
 from lens_widget.widget.dim_names import DimNames, wire_names
 from lens_widget.widget.requests import RequestError, node_record, request_params
 
@@ -101,9 +101,14 @@ def ablation_request(
     if not isinstance(dtype, torch.dtype) or not (dtype.is_floating_point or dtype.is_complex):
         raise RequestError(f"{first.label} outputs {first.dtype}: only a float output has a mean")
     try:
-        dim = check_index("dim", p["dim"], rank)
+        dim = require_int("dim", p["dim"])
     except ValueError as e:
-        raise RequestError(f"{e} ({first.label} has {rank} dims)") from e
+        raise RequestError(str(e)) from e
+    if not -rank <= dim < rank:  # negative counts from the end, as in torch
+        raise RequestError(
+            f"dim {dim} out of range [-{rank}, {rank}) ({first.label} has {rank} dims)"
+        )
+    dim %= rank
     name = wire_names(dim_names.of(first.label, 0) or ("",) * rank)[dim]
     return Ablation(target, "mean", dim, name)
 

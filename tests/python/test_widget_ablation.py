@@ -109,8 +109,9 @@ def test_end_ablation_goes_back_to_the_plain_trace(widget):
 
 
 def test_python_api_and_rerun_ends_the_ablation(widget):
-    widget.ablate("linear_1_1", "mean", dim=1)
+    widget.ablate("linear_1_1", "mean", dim=-1)  # counted from the end, as in torch
     assert widget.ablation is not None and widget.ablation.dim_name == "feature"
+    assert widget.ablation.dim == 1
     widget.rerun()  # a new clean run: the old comparison no longer describes it
     assert widget.ablation is None and "ablation" not in widget.graph
 
@@ -131,8 +132,8 @@ def test_a_rolled_layer_ablates_every_pass():
     [
         ({"id": "nope_1_1", "kind": "zero"}, "unknown node id 'nope_1_1'"),
         ({"id": 7, "kind": "zero"}, "id must be a string"),
-        ({"id": "relu_1_4", "kind": "mean", "dim": 2}, "dim 2 out of range [0, 2)"),
-        ({"id": "relu_1_4", "kind": "mean", "dim": -1}, "dim -1 out of range [0, 2)"),
+        ({"id": "relu_1_4", "kind": "mean", "dim": 2}, "dim 2 out of range [-2, 2)"),
+        ({"id": "relu_1_4", "kind": "mean", "dim": -3}, "dim -3 out of range [-2, 2)"),
         ({"id": "relu_1_4", "kind": "mean", "dim": True}, "dim must be an integer"),
         ({"id": "relu_1_4", "kind": "mean"}, "kind 'mean' needs dim"),
         ({"id": "relu_1_4", "kind": "zero", "dim": 0}, "dim is only for kind 'mean'"),
