@@ -15,7 +15,14 @@ NOT_PLAIN = {"activations", "replay", "_flops", "_stats", "grads"}
 
 def tensor_bytes(tensor: torch.Tensor) -> bytes:
     """The values' bits, in logical order (conjugate/negative views resolved)."""
-    t = tensor.resolve_conj().resolve_neg().detach().cpu().contiguous()
+    # standard strides: a one-element tensor can be "contiguous" with a stride of 8
+    t = (
+        tensor.resolve_conj()
+        .resolve_neg()
+        .detach()
+        .cpu()
+        .clone(memory_format=torch.contiguous_format)
+    )
     if t.is_complex():
         t = torch.view_as_real(t)
     return t.reshape(-1).view(torch.uint8).numpy().tobytes()
