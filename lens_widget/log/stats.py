@@ -69,7 +69,8 @@ _EMPTY = ActivationStats(0, _NAN, _NAN, _NAN, _NAN, _NAN, _NAN, 0, 0)
 
 
 def activation_stats(tensors: Sequence[Tensor]) -> list[ActivationStats]:
-    """Statistics of each tensor, in order."""
+    """Statistics of each tensor, in order (a sparse one's of its dense values)."""
+    tensors = [t if t.layout == torch.strided else t.to_dense() for t in tensors]
     distinct: dict[tuple[object, ...], int] = {}  # same elements, any order -> first
     ordered = [_in_memory_order(t) for t in tensors]
     firsts = [distinct.setdefault(values_key(t), i) for i, t in enumerate(ordered)]

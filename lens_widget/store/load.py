@@ -19,7 +19,7 @@ from lens_widget.log.records import ModuleInfo, OpRecord, ParamUse, ParentArg
 from lens_widget.log.replay import ReplayCall, TensorSlot
 from lens_widget.store.format import JSON_FILE, LogFormatError, fail
 from lens_widget.store.schema import parse_document
-from lens_widget.store.tensor_read import make_view, open_storages
+from lens_widget.store.tensor_read import make_sparse, make_view, open_storages
 from lens_widget.store.torch_functions import resolve_function
 from lens_widget.store.training_step import decode_training_step
 from lens_widget.store.values_codec import decode_value, dtype_from_name, dtype_name
@@ -99,9 +99,23 @@ class _Tensors:
         if tensor is None:
             if index >= len(self._views):
                 raise fail(where, f"names tensor {index}; the log has {len(self._views)}")
+            view = self._views[index]
             view_where = f"{JSON_FILE}: tensors[{index}]"
-            tensor = self._made[index] = make_view(self._storages, self._views[index], view_where)
+            if "sparse_coo" in view:
+                indices, values = (
+                    # only earlier entries: no entry can (indirectly) name itself
+                    self.get(i, view_where) if i < index else self._later(i, view_where)
+                    for i in view["sparse_coo"]
+                )
+                tensor = make_sparse(indices, values, view, view_where)
+            else:
+                tensor = make_view(self._storages, view, view_where)
+            self._made[index] = tensor
         return tensor
+
+    @staticmethod
+    def _later(index: int, where: str) -> torch.Tensor:
+        raise fail(where, f"sparse_coo names tensors[{index}]: only earlier entries may be named")
 
 
 def _modules(data: list[dict[str, Any]]) -> dict[str, ModuleInfo]:

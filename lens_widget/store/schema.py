@@ -223,10 +223,20 @@ _NODE = record(
     },
 )
 
-_TENSOR = record(
+_DENSE_TENSOR = record(
     {"storage": COUNT, "dtype": TEXT, "shape": SHAPE, "stride": array(COUNT), "offset": COUNT},
     {"conj": boolean, "neg": boolean},
 )
+_SPARSE_TENSOR = record(
+    {"sparse_coo": pair(COUNT, COUNT), "dtype": TEXT, "shape": SHAPE, "coalesced": boolean}
+)
+
+
+def _TENSOR(value: Any, path: str) -> None:
+    """A view on a storage, or a sparse COO tensor naming its indices and values entries."""
+    is_sparse = isinstance(value, dict) and "sparse_coo" in value
+    (_SPARSE_TENSOR if is_sparse else _DENSE_TENSOR)(value, path)
+
 
 _STORAGE = record(
     {"name": string(r"s[0-9]{1,9}"), "dtype": TEXT, "shape": SHAPE, "nbytes": COUNT},

@@ -124,3 +124,36 @@ def make_view(storages: list[torch.Tensor], view: dict[str, Any], where: str) ->
             raise fail(where, f"a conjugate view of {dtype}, which is not complex")
         tensor = tensor.conj()
     return tensor
+
+
+def make_sparse(
+    indices: torch.Tensor, values: torch.Tensor, view: dict[str, Any], where: str
+) -> torch.Tensor:
+    """A sparse COO tensor from its saved indices and values, each checked against its entry
+    (torch checks that every index lies inside the shape)."""
+    dtype = dtype_from_name(view["dtype"], where)
+    shape = view["shape"]
+    if indices.dtype != torch.int64 or indices.dim() != 2:
+        raise fail(
+            where, f"sparse indices must be int64 of 2 dims, not {indices.dtype} {indices.dim()}-d"
+        )
+    sparse_dims = indices.shape[0]
+    if values.dtype != dtype:
+        raise fail(where, f"sparse values are {values.dtype}, dtype says {dtype}")
+    if (
+        values.dim() < 1
+        or values.shape[0] != indices.shape[1]
+        or sparse_dims + values.dim() - 1 != len(shape)
+        or list(values.shape[1:]) != shape[sparse_dims:]
+    ):
+        raise fail(
+            where,
+            f"sparse indices {list(indices.shape)} and values {list(values.shape)} do not make "
+            f"shape {shape}",
+        )
+    try:
+        return torch.sparse_coo_tensor(
+            indices, values, shape, is_coalesced=view["coalesced"], check_invariants=True
+        )
+    except RuntimeError as err:  # an index outside the shape, unsorted "coalesced" indices
+        raise fail(where, f"not a valid sparse tensor ({err})") from None

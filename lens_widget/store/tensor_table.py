@@ -33,10 +33,14 @@ def _storage_key(tensor: torch.Tensor) -> StorageKey:
 
 
 def _check_savable(tensor: torch.Tensor, what: str) -> None:
-    if tensor.layout != torch.strided or tensor.is_quantized or tensor.is_nested:
+    if (
+        tensor.layout not in (torch.strided, torch.sparse_coo)
+        or tensor.is_quantized
+        or tensor.is_nested
+    ):
         raise TypeError(
             f"cannot save {what}: a {tensor.layout} {tensor.dtype} tensor; only dense "
-            "(strided) tensors are saved"
+            "(strided) and sparse COO tensors are saved"
         )
     if tensor.device.type == "meta":
         raise TypeError(f"cannot save {what}: a meta tensor has no values")
@@ -58,6 +62,8 @@ class TensorTable:
         if known is not None:
             return known
         _check_savable(tensor, what)
+        if tensor.layout == torch.sparse_coo:
+            return self._add_sparse(tensor, what)
         key = _storage_key(tensor)
         storage = self._storages.get(key)
         if storage is None:
@@ -76,6 +82,24 @@ class TensorTable:
         if tensor.is_neg():
             view["neg"] = True
         self.views.append(view)
+        self._alive.append(tensor)
+        index = self._ids[id(tensor)] = len(self.views) - 1
+        return index
+
+    def _add_sparse(self, tensor: torch.Tensor, what: str) -> int:
+        """A sparse COO tensor: its indices and values are entries of their own (dense), and
+        its entry names them; they come first, so an entry only names earlier ones."""
+        sparse = tensor.detach()
+        indices = self.add(sparse._indices(), f"{what} (indices)")
+        values = self.add(sparse._values(), f"{what} (values)")
+        self.views.append(
+            {
+                "sparse_coo": [indices, values],
+                "dtype": dtype_name(sparse.dtype),
+                "shape": list(sparse.shape),
+                "coalesced": sparse.is_coalesced(),
+            }
+        )
         self._alive.append(tensor)
         index = self._ids[id(tensor)] = len(self.views) - 1
         return index

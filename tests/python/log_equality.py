@@ -29,6 +29,12 @@ def tensor_bytes(tensor: torch.Tensor) -> bytes:
 
 
 def assert_same_tensor(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
+    assert b.layout == a.layout, what
+    if a.layout == torch.sparse_coo:  # the same indices and values, in the same order
+        assert b.shape == a.shape and b.is_coalesced() == a.is_coalesced(), what
+        assert_same_tensor(a._indices(), b._indices(), f"{what} indices")
+        assert_same_tensor(a._values(), b._values(), f"{what} values")
+        return
     assert b.dtype == a.dtype, what
     assert b.shape == a.shape, what
     assert b.stride() == a.stride(), what
@@ -56,6 +62,8 @@ def sharing(log) -> list[list[tuple[str, int]]]:
     groups: dict[int, list[tuple[str, int]]] = {}
     for node in log.nodes:
         for i, t in enumerate(node.activations or ()):
+            if t.layout == torch.sparse_coo:
+                t = t._values()
             storage = t.untyped_storage()
             if storage.nbytes():
                 groups.setdefault(storage.data_ptr(), []).append((node.label, i))
