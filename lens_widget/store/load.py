@@ -102,20 +102,15 @@ class _Tensors:
             view = self._views[index]
             view_where = f"{JSON_FILE}: tensors[{index}]"
             if "sparse_coo" in view:
-                indices, values = (
-                    # only earlier entries: no entry can (indirectly) name itself
-                    self.get(i, view_where) if i < index else self._later(i, view_where)
-                    for i in view["sparse_coo"]
-                )
+                named = view["sparse_coo"]
+                if max(named) >= index:  # earlier entries only: none can name itself
+                    raise fail(view_where, f"sparse_coo names {named}: only earlier entries")
+                indices, values = (self.get(i, view_where) for i in named)
                 tensor = make_sparse(indices, values, view, view_where)
             else:
                 tensor = make_view(self._storages, view, view_where)
             self._made[index] = tensor
         return tensor
-
-    @staticmethod
-    def _later(index: int, where: str) -> torch.Tensor:
-        raise fail(where, f"sparse_coo names tensors[{index}]: only earlier entries may be named")
 
 
 def _modules(data: list[dict[str, Any]]) -> dict[str, ModuleInfo]:

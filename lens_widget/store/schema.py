@@ -232,7 +232,7 @@ _SPARSE_TENSOR = record(
 )
 
 
-def _TENSOR(value: Any, path: str) -> None:
+def _tensor(value: Any, path: str) -> None:
     """A view on a storage, or a sparse COO tensor naming its indices and values entries."""
     is_sparse = isinstance(value, dict) and "sparse_coo" in value
     (_SPARSE_TENSOR if is_sparse else _DENSE_TENSOR)(value, path)
@@ -317,7 +317,7 @@ DOCUMENT = record(
         "log": _LOG,
         "modules": array(_MODULE),
         "nodes": array(_NODE),
-        "tensors": array(_TENSOR),
+        "tensors": array(_tensor),
         "storages": array(_STORAGE),
     },
     {"created_by": TEXT, "backward": _BACKWARD},
