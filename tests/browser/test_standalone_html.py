@@ -10,7 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 from lens_harness import click_item, lens, wait_idle
+from torch import nn
 
 import lens_widget as lw
 from bench.zoo import TEST_MODELS
@@ -141,4 +143,23 @@ def test_page_says_which_activations_it_left_out(gpt2_log, page, tmp_path):
     click_item(page, in_page)
     page.locator("[data-testid=plot-main] .main-svg").first.wait_for(timeout=20_000)
     assert all(u.startswith(LOCAL) for u in page.request_urls)
+    assert page.errors == []
+
+
+def test_a_meta_device_op_says_it_has_no_values(page, tmp_path):
+    """A model traced on the meta device has shapes and no values: the inspector says so
+    instead of offering a re-run, which would capture nothing either."""
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    log = lw.trace(model, torch.randn(2, 8, device="meta"))
+    open_from_disk(page, log.to_html(tmp_path / "meta.html"))
+    page.click("[data-testid=expand-all]")
+    wait_idle(page)
+    click_item(page, "gelu_1_2")
+    activation = page.locator("[data-testid=activation]")
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=activation]')?.dataset.state === 'unavailable'"
+    )
+    assert "ran on the meta device" in activation.inner_text()
+    assert page.locator("[data-testid=rerun]").count() == 0
     assert page.errors == []

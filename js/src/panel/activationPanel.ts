@@ -29,6 +29,7 @@ export class ActivationPanel {
   readonly section: Section<Activation>;
   private params: ActivationParams = { id: "" };
   private saved = true;
+  private noValues: string | null = null; // why the op has no values at all (meta device)
   private choice: ValueChoice | null = null; // set when the gradient is plotted
   private last: Activation | null = null;
   private mainPlot = h("div", "lens-plot");
@@ -53,8 +54,10 @@ export class ActivationPanel {
     return this.section.el;
   }
 
-  /** Shows output 0 of unrolled node `id` (`saved`: the kernel has it), or its gradient. */
-  load(id: string, saved: boolean, choice?: ValueChoice): void {
+  /** Shows output 0 of unrolled node `id` (`saved`: the kernel has it), or its gradient;
+   * `noValues` says why the op has no values to save (it ran on the meta device). */
+  load(id: string, saved: boolean, choice?: ValueChoice, noValues?: string): void {
+    this.noValues = noValues ?? null;
     this.choice = choice?.value === "grad" ? choice : null;
     this.params = this.choice ? { id, value: "grad", ...(this.choice.backwardPass ? { backwardPass: this.choice.backwardPass } : {}) } : { id };
     this.saved = saved;
@@ -66,6 +69,7 @@ export class ActivationPanel {
     this.section.setTitle(this.choice ? "gradient" : "activation");
     this.el.dataset.value = this.choice ? "grad" : "activation";
     if (this.choice && !this.choice.reached) return this.section.unavailable("no gradient reached this op");
+    if (!this.choice && this.noValues) return this.section.unavailable(this.noValues); // a re-run would not help
     this.section.load(this.saved || !!this.choice, this.choice ? "gradient" : "activation");
   }
 
