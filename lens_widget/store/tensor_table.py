@@ -81,10 +81,7 @@ class TensorTable:
             view["conj"] = True
         if tensor.is_neg():
             view["neg"] = True
-        self.views.append(view)
-        self._alive.append(tensor)
-        index = self._ids[id(tensor)] = len(self.views) - 1
-        return index
+        return self._new_entry(tensor, view)
 
     def _add_sparse(self, tensor: torch.Tensor, what: str) -> int:
         """A sparse COO tensor: its indices and values are entries of their own (dense), and
@@ -92,14 +89,17 @@ class TensorTable:
         sparse = tensor.detach()
         indices = self.add(sparse._indices(), f"{what} (indices)")
         values = self.add(sparse._values(), f"{what} (values)")
-        self.views.append(
-            {
-                "sparse_coo": [indices, values],
-                "dtype": dtype_name(sparse.dtype),
-                "shape": list(sparse.shape),
-                "coalesced": sparse.is_coalesced(),
-            }
-        )
+        view = {
+            "sparse_coo": [indices, values],
+            "dtype": dtype_name(sparse.dtype),
+            "shape": list(sparse.shape),
+            "coalesced": sparse.is_coalesced(),
+        }
+        return self._new_entry(tensor, view)
+
+    def _new_entry(self, tensor: torch.Tensor, view: dict[str, Any]) -> int:
+        """`tensor`'s entry, appended; its index, found again by the tensor's id."""
+        self.views.append(view)
         self._alive.append(tensor)
         index = self._ids[id(tensor)] = len(self.views) - 1
         return index
