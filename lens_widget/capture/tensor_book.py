@@ -162,7 +162,8 @@ class TensorBook:
 
     def note_transform_outputs(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
         """Outputs wrapped by a torch.func transform: not kept (only meaningful inside it),
-        and the plain tensor in each is this op's, unless known already (transforms.py)."""
+        and the plain tensor in each is this op's, unless known already (transforms.py).
+        The op is marked as one with no values to keep (OpRecord.no_values)."""
         wrapped = False
         for i, tensor in enumerate(outputs):
             if is_wrapped(tensor):
@@ -171,7 +172,10 @@ class TensorBook:
                 if self.producer_of(plain) is None:
                     version = -1 if self.keeps_nothing else self._version(plain)
                     self._producers[id(plain)] = (weakref.ref(plain), node, i, version)
-        if wrapped and node.activations is not None:
+        if not wrapped:
+            return
+        node.replay[0].in_transform = True  # type: ignore[index,union-attr]
+        if node.activations is not None:
             node.activations = None
             saved = self.values.saved
             if saved and saved[-1][0] is node:

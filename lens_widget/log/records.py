@@ -15,6 +15,13 @@ from lens_widget.log.gradients import summed
 from lens_widget.log.replay import ReplayCall
 from lens_widget.log.stats import ActivationStats, activation_stats
 
+# Why a node has no values at all: a re-run would capture none either.
+META_NO_VALUES = "it ran on the meta device: a shape and dtype, no values"
+IN_TRANSFORM_NO_VALUES = (
+    "it ran inside a torch.func transform (vmap, grad, jacrev...): its values there are "
+    "batched or traced, not one tensor to keep"
+)
+
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 
 
@@ -120,6 +127,15 @@ class OpRecord:
     @property
     def saved(self) -> bool:
         return self.activations is not None
+
+    @property
+    def no_values(self) -> str | None:
+        """Why the node has no values to keep at all (the meta device, inside a torch.func
+        transform), so asking for them is pointless; None when it has or could have."""
+        if self.device == "meta":
+            return META_NO_VALUES
+        call = self.replay[0] if self.replay is not None else None
+        return IN_TRANSFORM_NO_VALUES if call is not None and call.in_transform else None
 
     @property
     def flops(self) -> int | None:

@@ -64,6 +64,9 @@ class ReplayCall:
     # Why the call cannot be replayed (a loaded log naming a function outside torch):
     # validate() skips the op with this reason. None: it can be.
     unavailable: str | None = None
+    # Ran inside a torch.func transform (vmap, grad...): its values there were batched or
+    # traced tensors, not one tensor to keep (capture/transforms.py).
+    in_transform: bool = False
 
     def __init__(self, func: Callable[..., Any], args: Any, kwargs: Any) -> None:
         self.func, self.args, self.kwargs = func, args, kwargs

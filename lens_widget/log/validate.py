@@ -59,8 +59,6 @@ _STATE_GETTERS = frozenset(
     {torch._C.TensorBase.grad, torch._C.TensorBase._grad, torch._C.TensorBase._base}
 )
 
-META_NO_VALUES = "it ran on the meta device: a shape and dtype, no values"
-
 # Ops whose values are whatever was in memory: only their shape and dtype can be replayed.
 _UNINITIALIZED = frozenset(
     {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
@@ -73,9 +71,7 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
     if node.intervened:
         return "its output was replaced by an intervention"
     if node.activations is None:
-        if node.device == "meta":
-            return META_NO_VALUES
-        return "its activation was not saved"
+        return node.no_values or "its activation was not saved"
     if node.replay is None or node.replay[0] is None:
         return "no call was recorded for it"
     call = node.replay[0]

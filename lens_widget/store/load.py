@@ -276,6 +276,7 @@ def _replay(
         (device, dtype_from_name(dtype, f"{where}.replay.autocast"))
         for device, dtype in data.get("autocast", ())
     )
+    call.in_transform = data.get("in_transform", False)
     return (call, refs)
 
 

@@ -209,4 +209,6 @@ def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
     }
     if call.autocast:  # validate() replays the op under the same autocast
         data["autocast"] = [[device, dtype_name(dtype)] for device, dtype in call.autocast]
+    if call.in_transform:  # its values were batched or traced: none kept, none to ask for
+        data["in_transform"] = True
     return data

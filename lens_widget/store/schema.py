@@ -178,7 +178,10 @@ _REPLAY = nullable(
                         "literals": mapping(r"0|[1-9][0-9]{0,8}", TENSOR_ID),
                         "rng_state": nullable(TENSOR_ID),
                     },
-                    {"autocast": array(pair(one_of(*AUTOCAST_DEVICES), TEXT))},
+                    {
+                        "autocast": array(pair(one_of(*AUTOCAST_DEVICES), TEXT)),
+                        "in_transform": boolean,
+                    },
                 ),
             ),
         ]

@@ -52,6 +52,7 @@ def _node(record: OpRecord, groups: list[str], passes: list[str]) -> protocol.No
         "failed": bool(record.failed),
         "intervened": bool(record.intervened),
         "saved": record.saved,
+        "noValues": record.no_values,
         "source": record.source,
         "sourceCode": record.source_code,
         "nPasses": 1,

@@ -68,6 +68,7 @@ class NodeInfo(TypedDict):
     failed: bool
     intervened: bool
     saved: bool
+    noValues: str | None  # why the op has no values at all (meta, torch.func transform)
     source: str
     sourceCode: str
     nPasses: int

@@ -13,7 +13,6 @@ import torch
 
 from lens_widget.log.attention import AttentionUnavailable
 from lens_widget.log.records import OpRecord
-from lens_widget.log.validate import META_NO_VALUES
 from lens_widget.widget import protocol
 from lens_widget.widget.attention_view import attention_view
 from lens_widget.widget.checks import check_index, cut, quote, require_int
@@ -98,8 +97,8 @@ def activation(
             raise RequestError(f"side {side!r} needs a comparison (LensWidget.compare)")
         outputs = other_side(record.label, str(side))
     elif record.activations is None:
-        if record.device == "meta":
-            raise RequestError(f"{record.label}: {META_NO_VALUES}")
+        if record.no_values is not None:
+            raise RequestError(f"{record.label}: {record.no_values}")
         raise RequestError(f"activation of {record.label} was not saved; re-run to save it")
     else:
         outputs = record.activations

@@ -320,3 +320,32 @@ def test_the_wheel_scrolls_the_page_unless_the_graph_has_focus(page, cnn) -> Non
     page.wait_for_function("(s) => window.__el.__lens.scale < s", arg=before)
     assert page.evaluate("() => window.scrollY") == 0
     assert page.errors == []
+
+
+class _VmapRows(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.func.vmap(lambda row: row.sin() * 2)(self.lin(x)) + 1
+
+
+def test_an_op_inside_vmap_says_why_it_has_no_values(page) -> None:
+    """Inside a torch.func transform an op's values are batched: the inspector says so and
+    offers no re-run (one would keep nothing either), while the op after vmap plots."""
+    w = LensWidget(_VmapRows(), (torch.randn(3, 4),))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.click("[data-testid=expand-all]")
+    wait_idle(page)
+    click_item(page, ops_of(w, "sin")[0])
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=activation]')?.dataset.state === 'unavailable'"
+    )
+    text = page.locator("[data-testid=activation]").inner_text()
+    assert "inside a torch.func transform" in text
+    assert page.locator("[data-testid=rerun]").count() == 0
+
+    click_item(page, ops_of(w, "add")[-1])
+    page.locator(f"{MAIN}.js-plotly-plot").wait_for()
+    assert page.errors == []

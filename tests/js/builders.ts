@@ -20,6 +20,7 @@ export function node(id: string, groups: string[], opts: Partial<NodeInfo> & { k
     failed: false,
     intervened: false,
     saved: true,
+    noValues: null,
     source: "m.py:1",
     sourceCode: "x = f(x)",
     nPasses: 1,

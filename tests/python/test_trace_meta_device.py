@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import lens_widget as lw
-from lens_widget.log.validate import META_NO_VALUES
+from lens_widget.log.records import META_NO_VALUES
 from lens_widget.widget.requests import RequestError
 
 

@@ -10,6 +10,7 @@ from torch import nn
 
 import lens_widget as lw
 from lens_widget.capture.recorder import Recorder
+from lens_widget.log.records import IN_TRANSFORM_NO_VALUES
 from lens_widget.widget.requests import RequestError
 
 _is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
@@ -50,7 +51,7 @@ def test_ops_inside_vmap_are_linked_and_keep_no_batched_value(tmp_path):
     ]
     assert not [n for n in log.nodes if n.kind == "const"]
     assert log["sin_1_2"].shape == (4,)  # what the op saw: one sample
-    inside = ["sin_1_2", "mul_1_3", "sum_1_4", "add_1_5"]
+    inside = _INSIDE_VMAP
     assert all(not log[label].saved for label in inside)
     assert not any(_is_wrapped(t) for t in _saved_tensors(log))
     torch.testing.assert_close(log["add_2_6"].activation, model(x))
@@ -74,6 +75,24 @@ def test_func_grad_inside_forward_keeps_no_tracking_value(tmp_path):
     assert_same_log(log, lw.load(tmp_path / "grad"))
 
 
+_INSIDE_VMAP = ["sin_1_2", "mul_1_3", "sum_1_4", "add_1_5"]
+
+
+def test_ops_inside_a_transform_say_why_they_have_no_values(tmp_path):
+    """Not "not saved, re-run to save it": a re-run would keep nothing either. The reason
+    is on the record, in validate's report and in the widget's payload, also after loading."""
+    log = lw.trace(VmapInForward(), torch.randn(3, 4))
+    assert [n.label for n in log.nodes if n.no_values] == _INSIDE_VMAP
+    report = log.validate()
+    assert {report.skipped[label] for label in _INSIDE_VMAP} == {IN_TRANSFORM_NO_VALUES}
+    log.save(tmp_path / "vmap")
+    loaded = lw.load(tmp_path / "vmap")
+    assert [n.label for n in loaded.nodes if n.no_values] == _INSIDE_VMAP
+    payload = lw.LensWidget.from_log(loaded)._payload
+    reasons = {n["id"]: n["noValues"] for n in payload["unrolled"]["nodes"]}
+    assert {k for k, v in reasons.items() if v} == set(_INSIDE_VMAP)
+
+
 def test_the_widget_answers_for_every_node_of_a_vmap_trace():
     log = lw.trace(VmapInForward(), torch.randn(3, 4))
     widget = lw.LensWidget.from_log(log)
@@ -84,7 +103,7 @@ def test_the_widget_answers_for_every_node_of_a_vmap_trace():
             try:
                 widget._activation({"id": node.label})
             except RequestError as e:
-                assert "not saved" in str(e)
+                assert IN_TRANSFORM_NO_VALUES in str(e)
             else:
                 raise AssertionError(f"{node.label}: no value, yet an answer")
     widget._metrics({"metric": "mean"})

@@ -126,6 +126,7 @@ export interface NodeInfo {
   failed: boolean; // raised during the forward pass -> red
   intervened: boolean; // its output was replaced by trace(..., intervene=...) (rolled: any pass)
   saved: boolean; // activation available in the kernel
+  noValues: string | null; // why the op has no values at all (meta device, inside a torch.func transform)
   source: string; // "path/to/file.py:123" of the user code that called it
   sourceCode: string; // that line's text, stripped
   nPasses: number; // 1 in the unrolled view

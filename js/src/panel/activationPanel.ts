@@ -29,7 +29,7 @@ export class ActivationPanel {
   readonly section: Section<Activation>;
   private params: ActivationParams = { id: "" };
   private saved = true;
-  private noValues: string | null = null; // why the op has no values at all (meta device)
+  private noValues: string | null = null; // why the op has no values at all (meta device, torch.func transform)
   private choice: ValueChoice | null = null; // set when the gradient is plotted
   private last: Activation | null = null;
   private mainPlot = h("div", "lens-plot");
@@ -55,7 +55,7 @@ export class ActivationPanel {
   }
 
   /** Shows output 0 of unrolled node `id` (`saved`: the kernel has it), or its gradient;
-   * `noValues` says why the op has no values to save (it ran on the meta device). */
+   * `noValues` says why the op has no values to save (the meta device, a torch.func transform). */
   load(id: string, saved: boolean, choice?: ValueChoice, noValues?: string): void {
     this.noValues = noValues ?? null;
     this.choice = choice?.value === "grad" ? choice : null;

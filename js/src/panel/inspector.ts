@@ -110,8 +110,8 @@ export class Inspector {
     const g = this.deps.gradients();
     const v = this.valueSwitch;
     const choice = g && { value: v.value, backwardPass: v.backwardPass, reached: !g.noGrad.has(id), nPasses: g.completedPasses.length };
-    const meta = this.nodeFor(id).device === "meta" ? "ran on the meta device: a shape and dtype, no values" : undefined;
-    this.activation.load(id, this.savedFor(id), choice ?? undefined, meta);
+    const node = this.nodeFor(id);
+    this.activation.load(id, node.saved, choice ?? undefined, node.noValues ?? undefined);
   }
 
   /** Plots gradients from now on; replots now if unrolled node `id` is the one shown. */
@@ -226,12 +226,8 @@ export class Inspector {
     return box;
   }
 
-  private savedFor(id: string): boolean {
-    return this.nodeFor(id).saved;
-  }
-
   /** Unrolled node `id`, or the node shown where it has none. */
-  private nodeFor(id: string): { saved: boolean; device: string | null } {
+  private nodeFor(id: string): { saved: boolean; noValues: string | null } {
     const u = this.model!.viewName === "unrolled" ? this.model!.nodes.get(id) : this.deps.unrolledNode(id);
     return u ?? this.node!;
   }
