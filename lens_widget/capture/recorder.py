@@ -27,6 +27,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from lens_widget.capture.call_site import find_call_site
+from lens_widget.capture.call_state import autocast_state, keep_rng_state
 from lens_widget.capture.func_facts import FACTS, IDENTITY_FACTS, FuncFacts, identity
 from lens_widget.capture.links import Layer, ParentRefs, link_parents
 from lens_widget.capture.model_names import ModelNames
@@ -36,7 +37,7 @@ from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook
 from lens_widget.capture.transforms import QuietInTransform, transform_running
 from lens_widget.log.records import OpRecord, ParamUse
-from lens_widget.log.replay import AUTOCAST_DEVICES, ReplayCall, tensor_leaves
+from lens_widget.log.replay import ReplayCall, tensor_leaves
 
 Tensor = torch.Tensor
 
@@ -51,15 +52,6 @@ def _may_write(facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] |
         return True
     position = facts.inplace_position
     return position is not None and len(args) > position and args[position] is True
-
-
-def _autocast_state() -> tuple[tuple[str, torch.dtype], ...]:
-    """(device type, dtype) of every autocast context that is on."""
-    return tuple(
-        (device, torch.get_autocast_dtype(device))
-        for device in AUTOCAST_DEVICES
-        if torch.is_autocast_enabled(device)
-    )
 
 
 class BackwardRunner(Protocol):
@@ -145,9 +137,9 @@ class Recorder(TensorBook, TorchFunctionMode):
         if inputs is None:
             return self._call_quietly(facts, func, args, kwargs, frame)
         if facts.random and not self.keeps_nothing:
-            self._keep_rng_state(facts, args, kwargs, inputs[0])
+            keep_rng_state(facts, args, kwargs, inputs[0])
         if _any_autocast():
-            inputs[0].autocast = _autocast_state()
+            inputs[0].autocast = autocast_state()
         try:
             out = func(*args, **kwargs) if kwargs else func(*args)
         except BaseException as err:
@@ -181,7 +173,7 @@ class Recorder(TensorBook, TorchFunctionMode):
             inputs = self._resolve_inputs(func, args, kwargs)
             writes = self._before_call(facts, args, kwargs, inputs[0])
             if _any_autocast():
-                inputs[0].autocast = _autocast_state()
+                inputs[0].autocast = autocast_state()
         try:
             out = self._call(func, args, kwargs)
         except BaseException as err:
@@ -239,21 +231,8 @@ class Recorder(TensorBook, TorchFunctionMode):
         if writes:
             self.values.before_write(writes)
         if facts.random and not self.keeps_nothing:
-            self._keep_rng_state(facts, args, kwargs, replay)
+            keep_rng_state(facts, args, kwargs, replay)
         return writes
-
-    @staticmethod
-    def _keep_rng_state(
-        facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] | None, replay: ReplayCall
-    ) -> None:
-        """The RNG state before a random call, for its replay; none where its arguments make
-        it draw nothing (dropout in eval mode). Reads no tensor and reaches no mode."""
-        draws_when = facts.draws_when
-        if draws_when is not None and not draws_when.draws(args, kwargs):
-            return
-        replay.rng_state = torch.get_rng_state()
-        if torch.cuda.is_initialized():
-            replay.cuda_rng_states = torch.cuda.get_rng_state_all()
 
     def _record(
         self,
