@@ -35,6 +35,16 @@ _RESHAPE = frozenset({"view", "reshape", "flatten", "unflatten", "view_as", "res
 # Ops whose output dims do not line up with an input's dims even when the rank is the same.
 _NOT_DIM_PRESERVING = _MATMUL | _SWAP | _RESHAPE | {"permute", "t", "movedim", "einsum"}
 _ATTENTION_HINTS = ("attn", "attention")
+_RNN = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
+# Ops whose later outputs have the first one's dims (values and indices, the pieces of a
+# split); any other op's later outputs are something else (an LSTM's final states).
+_SAME_DIM_OUTPUTS = frozenset(
+    {
+        "split", "chunk", "tensor_split", "split_with_sizes", "hsplit", "vsplit", "dsplit",
+        "topk", "sort", "max", "min", "kthvalue", "mode", "median", "nanmedian", "cummax",
+        "cummin", "aminmax", "var_mean", "std_mean", "frexp", "broadcast_tensors", "meshgrid",
+    }
+)  # fmt: skip
 
 
 def wire_names(names: Names) -> list[str]:
@@ -124,13 +134,36 @@ def _rule(node: OpRecord, output: int, shape: tuple[int, ...], inputs: Inputs) -
         parent = _parent_shape(node)
         names = _first(inputs)
         return _reshaped(names, parent, shape, _in_attention(node)) if parent else ()
-    if func in _NOT_DIM_PRESERVING:
+    if func in _RNN:
+        return _rnn_names(node, output, rank)
+    if func in _NOT_DIM_PRESERVING or (output > 0 and func not in _SAME_DIM_OUTPUTS):
         return ()
     # Elementwise ops, norms, dropout, slicing, cat, split, outputs: dims keep their meaning.
     for names, _ in inputs:
         if len(names) == rank and any(names):
             return names
     return ()
+
+
+def _rnn_names(node: OpRecord, output: int, rank: int) -> Names:
+    """torch.lstm / gru / rnn_*: the output sequence is (batch, token, feature) or (token,
+    batch, feature) as the call's batch_first says; the final states (h_n, c_n) are
+    (layer, batch, feature) whatever batch_first is. Unbatched calls drop the batch."""
+    if output > 0:
+        return {3: ("layer", BATCH, FEATURE), 2: ("layer", FEATURE)}.get(rank, ())
+    call = node.replay[0] if node.replay is not None else None
+    args = call.args if call is not None else ()
+    # (input, hx, params, has_biases, layers, dropout, train, bidirectional, batch_first);
+    # a PackedSequence's call takes batch_sizes second and has no batch_first.
+    if len(args) != 9 or not isinstance(args[3], bool):
+        return ("", FEATURE) if rank == 2 else ()
+    if rank == 2:
+        return (TOKEN, FEATURE)
+    return (
+        ((BATCH, TOKEN, FEATURE) if args[8] is True else (TOKEN, BATCH, FEATURE))
+        if rank == 3
+        else ()
+    )
 
 
 def _in_attention(node: OpRecord) -> bool:

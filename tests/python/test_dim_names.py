@@ -93,3 +93,31 @@ def test_the_caption_names_the_picked_item_as_the_slider_does() -> None:
     np.testing.assert_array_equal(np.frombuffer(buf, "<f4").reshape(6, 10), x[2].numpy())
     result, _ = tensor_view(torch.randn(5, 2, 8), dim_names=["token", "batch", "feature"])
     assert "token 0 of 5" in result["note"]  # the first dim is tokens here, and says so
+
+
+def test_an_rnn_names_its_sequence_by_batch_first_and_its_final_states_by_layer() -> None:
+    """h_n and c_n are (layer, batch, feature): not the input's dims, though the rank matches;
+    a sequence-first GRU's output has the token first. Values and indices share dims."""
+
+    class Rnns(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(16, 32, num_layers=2, batch_first=True)
+            self.gru = nn.GRU(16, 8)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            y, (h, c) = self.lstm(x)
+            z, hz = self.gru(x)
+            return (*torch.topk(y, 3), h, c, z, hz)
+
+    log = lw.trace(Rnns(), torch.randn(2, 7, 16))
+    dims = DimNames(log.nodes)
+
+    def names(func: str) -> list[list[str]]:
+        (op,) = [n for n in log.ops if n.func == func]
+        return [wire_names(dims.of(op.label, i)) for i in range(len(op.shapes))]
+
+    states = ["layer", "batch", "feature"]
+    assert names("lstm") == [["batch", "token", "feature"], states, states]
+    assert names("gru") == [["token", "batch", "feature"], states]
+    assert names("topk") == [["batch", "token", "feature"]] * 2
