@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from lens_widget.log.model_log import ModelLog
 from lens_widget.widget import protocol
+from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.tensor_view import tensor_view
 
 # The smallest a pooled view gets (a 16x16 heatmap, a 256-point line).
@@ -181,8 +182,12 @@ def page_views(log: ModelLog, budget: float, *, weights: bool = False) -> PageVi
     first_cap = max(MIN_VALUES, int(_HEADROOM * share))
     made: list[PageView] = []
     shared: dict[bytes, torch.Tensor] = {}
+    dim_names = DimNames(log.nodes)  # the axes read as in the notebook
     for label, kind, index, n_outputs, tensor in outputs:
-        result, data = tensor_view(tensor, node_id=label, output=index, n_outputs=n_outputs)
+        result, data = tensor_view(
+            tensor, node_id=label, output=index, n_outputs=n_outputs,
+            dim_names=dim_names.of(label, index),
+        )  # fmt: skip
         values = torch.frombuffer(bytearray(data), dtype=torch.float32) if data else torch.zeros(0)
         rounded: protocol.ActivationResult = _rounded(result)  # type: ignore[assignment]
         digest = hashlib.blake2b(data + str(result["dataShape"]).encode(), digest_size=16)

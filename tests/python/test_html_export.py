@@ -120,6 +120,18 @@ def test_log_to_html_is_the_page_of_a_fresh_widget(gpt2_log, tmp_path):
     assert (state["view"], state["selected"], state["expanded"]) == ("unrolled", "", [])
 
 
+def test_page_views_name_their_dims_as_the_notebook_does(gpt2_log, tmp_path):
+    """Axes read "batch, token, feature" in the page too, not "dim 0, dim 1, dim 2"."""
+    _, _, views, _ = read(gpt2_log.to_html(tmp_path / "dims.html"))
+    widget = LensWidget.from_log(gpt2_log)
+    for view in views["views"]:
+        result = view["result"]
+        notebook = widget._activation({"id": result["id"], "output": result["output"]})[0]
+        assert result["dims"] == notebook["dims"], result["id"]
+    dims = {v["result"]["id"]: v["result"]["dims"] for v in views["views"]}
+    assert dims["embedding_1_2"] == ["batch", "token", "feature"]
+
+
 def base_size(log, tmp_path) -> int:
     """The page's size without activations, from the error a too-small budget raises."""
     with pytest.raises(ValueError, match=r"max_bytes=1 is below the size of the page") as err:
