@@ -109,6 +109,7 @@ export class LensApp {
         this.requests.activation(this.overlay.inCompare && p.value !== "grad" ? { ...p, side: this.overlay.side } : p, onSlow),
       fetchAttention: (p, onSlow) => this.requests.attention(p, onSlow),
       rerun: (id) => this.requests.rerun(id),
+      noRerun: () => this.link.noRerun ?? this.views?.payload.noRerun ?? null,
       ablate: (p) => this.requests.ablate(p),
       unrolledNode: (id) => this.getModel("unrolled")?.nodes.get(id),
       unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],

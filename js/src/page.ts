@@ -9,6 +9,7 @@ export async function renderPage(el: HTMLElement, doc: Document = document): Pro
   const { model, store } = await readPage(doc);
   const link: KernelLink = {
     gate: store.gate,
+    noRerun: "this page has no kernel: re-running the model needs the notebook",
     status: () => "",
     onChange: () => undefined,
     dispose: () => undefined,

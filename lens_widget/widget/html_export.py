@@ -22,10 +22,12 @@ from typing import Any
 import torch
 from ipywidgets.widgets.widget import _remove_buffers
 
+from lens_widget.compare.comparison import OpDiff
 from lens_widget.log.model_log import DEFAULT_HTML_BYTES, ModelLog
 from lens_widget.widget import wire
+from lens_widget.widget.page_answers import PageAnswers, page_answers
 from lens_widget.widget.page_views import PageViews, page_views
-from lens_widget.widget.payload import build_payload
+from lens_widget.widget.payload import NO_MODEL, build_payload
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "standalone.html"
@@ -41,7 +43,7 @@ _FULL = 0.95
 
 def log_state(log: ModelLog) -> dict[str, Any]:
     """The synced traits of a fresh LensWidget showing `log`, as the kernel sends them."""
-    graph = wire.encode(build_payload(log))  # as the widget's trait travels
+    graph = wire.encode({**build_payload(log), "noRerun": NO_MODEL})  # as the trait travels
     return {"graph": graph, "view": "unrolled", "selected": "", "expanded": []}
 
 
@@ -61,7 +63,7 @@ def _state_text(state: Mapping[str, Any]) -> str:
     return _packed(_json({"state": plain, "buffers": list(zip(paths, blobs, strict=True))}))
 
 
-def _views_text(views: PageViews, max_bytes: int) -> tuple[str, str]:
+def _views_text(views: PageViews, max_bytes: int, answers: PageAnswers) -> tuple[str, str]:
     index, chunks, offset = [], [], 0
     written: dict[bytes, int] = {}  # views sharing values point at one copy
     for view in views.views:
@@ -78,7 +80,10 @@ def _views_text(views: PageViews, max_bytes: int) -> tuple[str, str]:
         "maxBytes": max_bytes,
         "cap": views.cap,
         "noWeights": views.no_weights,
+        # the metrics and first NaN/Inf, their values after the views' (page_answers.py)
+        "answers": answers.at(offset).meta,
     }
+    chunks.append(answers.values.numpy().astype("<f4", copy=False).tobytes())
     return _packed(_json(meta)), _packed(b"".join(chunks))
 
 
@@ -117,9 +122,11 @@ def write_html(
     *,
     max_bytes: int = DEFAULT_HTML_BYTES,
     weights: bool = False,
+    diffs: Mapping[str, OpDiff] | None = None,
 ) -> pathlib.Path:
     """Write the page of `log` with the widget `state` (its synced traits) to `path`; with
-    `weights`, parameters and buffers get views too.
+    `weights`, parameters and buffers get views too; `diffs`: a comparison's, whose metrics
+    the page answers too.
 
     Raises ValueError when `max_bytes` cannot hold even the page without activations.
     """
@@ -127,10 +134,11 @@ def write_html(
         raise FileNotFoundError(f"{BUNDLE} is missing: build the frontend (`npm run build`)")
     bundle = _packed(BUNDLE.read_bytes())
     state_text = _state_text(state)
+    answers = page_answers(log, diffs)
 
     def page_of(views: PageViews) -> bytes:
         note = _note(log, views, max_bytes)
-        texts = _views_text(views, max_bytes)
+        texts = _views_text(views, max_bytes, answers)
         return _page(log.model_class, note, bundle, state_text, texts).encode("utf-8")
 
     # the page with no view at all, its note in its longest form ("0 of N ... left out ...")

@@ -27,7 +27,7 @@ from lens_widget.widget.checks import cut, quote
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.group_keys import is_group_address, output_groups
 from lens_widget.widget.metric_values import MetricError, metric_values, side_outputs
-from lens_widget.widget.payload import build_payload
+from lens_widget.widget.payload import NO_MODEL, build_payload
 
 _NO_MODEL_TO_ABLATE = (
     "this widget was built from a log: there is no model to re-run with the ablation"
@@ -147,7 +147,7 @@ class LensWidget(anywidget.AnyWidget):
         """
         state = self.get_state(["graph", "view", "selected", "expanded"])
         return html_export.write_html(
-            path, self._model_log, state, max_bytes=max_bytes, weights=weights
+            path, self._model_log, state, max_bytes=max_bytes, weights=weights, diffs=self._diffs
         )
 
     def _wire_bytes(self, payload: Mapping[str, Any]) -> bytes:
@@ -193,6 +193,8 @@ class LensWidget(anywidget.AnyWidget):
             }
         if self._ablation is not None:
             self._payload["ablation"] = self._ablation.info()
+        if self._model is None:  # the frontend offers no re-run, no ablation
+            self._payload["noRerun"] = NO_MODEL
         self._records: Mapping[str, OpRecord] = log.by_label
         self._dim_names = DimNames(log.nodes)
         rolled = self._payload["rolled"]["nodes"]

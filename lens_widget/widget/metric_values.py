@@ -47,6 +47,12 @@ _DIFF_METRICS: dict[str, Callable[[OpDiff], float | None]] = {
     "cosine": lambda d: d.cosine,
 }
 METRICS: tuple[str, ...] = (*_OP_METRICS, *_DIFF_METRICS, *_GRAD_METRICS)
+# Why a metric has a value for no op at all, where the log says why.
+_NO_SAVED = "needs saved activations and this trace kept none: trace with save='all'"
+_NONE_REASONS = {
+    "time": "no op was timed: trace with timing=True to color by time",
+    **{name: f"{name} {_NO_SAVED}" for name in _STATS_METRICS},
+}
 
 
 class MetricError(ValueError):
@@ -77,6 +83,8 @@ def metric_values(
         values = [of_op(op) for op in ops]
     else:
         raise MetricError(f"unknown metric {metric[:60]!r}; there are {', '.join(METRICS)}")
+    if ops and all(v is None for v in values) and metric in _NONE_REASONS:
+        raise MetricError(_NONE_REASONS[metric])  # not a graph of grey "no value" nodes
     floats = [_NAN if v is None else float(v) for v in values]
     data = struct.pack(f"<{len(floats)}f", *floats)
     return {"metric": metric, "ids": [op.label for op in ops]}, data

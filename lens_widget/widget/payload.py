@@ -105,6 +105,10 @@ def _module_info(info: ModuleInfo) -> protocol.ModuleInfo:
     }
 
 
+# GraphPayload.noRerun of a widget showing a log without its model
+NO_MODEL = "this widget shows a log: there is no model to re-run"
+
+
 def build_payload(log: ModelLog) -> protocol.GraphPayload:
     """The GraphPayload dict for `log` (see js/src/**/protocol.ts)."""
     with gc_paused():

@@ -155,6 +155,7 @@ class GraphPayload(TypedDict):
     compare: NotRequired[CompareInfo]
     gradients: NotRequired[GradientInfo]
     ablation: NotRequired[AblationInfo]
+    noRerun: NotRequired[str]  # why the model cannot be re-run (a widget built from a log)
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------

@@ -163,3 +163,40 @@ def test_a_meta_device_op_says_it_has_no_values(page, tmp_path):
     assert "ran on the meta device" in activation.inner_text()
     assert page.locator("[data-testid=rerun]").count() == 0
     assert page.errors == []
+
+
+def test_the_page_colors_by_metrics_and_finds_nans_without_a_kernel(page, gpt2_log, tmp_path):
+    """The color-by picker and "first NaN/Inf" answer from values computed when the page
+    was written; what only a kernel could do (ablate, re-run) is not offered at all."""
+    open_from_disk(page, gpt2_log.to_html(tmp_path / "metrics.html"))
+    note = "document.querySelector('[data-testid=overlay-note]').textContent"
+    page.select_option("[data-testid=metric-picker]", "flops")
+    page.locator("[data-testid=overlay-legend]").wait_for(state="visible", timeout=5000)
+    wait_idle(page)
+    shown = [i for i in lens(page, "visibleIds") if gpt2_log.by_label.get(i) is not None]
+    colored = [i for i in shown if page.evaluate("(i) => window.__el.__lens.overlayColor(i)", i)]
+    assert colored, shown  # ops with a FLOP count are colored on the ramp
+    page.select_option("[data-testid=metric-picker]", "time")
+    page.wait_for_function(f"() => /no op was timed/.test({note})")
+
+    page.click("[data-testid=first-nonfinite]")
+    page.wait_for_function(f"() => {note} === 'no op produced a NaN/Inf'")
+
+    page.click("[data-testid=expand-all]")
+    wait_idle(page)
+    click_item(page, "embedding_1_2")
+    page.locator("[data-testid=plot-main] .main-svg").first.wait_for(timeout=20_000)
+    assert page.locator("[data-testid=ablate]").is_hidden()
+    assert page.errors == []
+
+
+def test_an_unsaved_op_in_a_page_says_so_without_offering_a_re_run(page, tmp_path):
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    log = lw.trace(model, torch.randn(3, 4), save=["2"])  # the last Linear only
+    open_from_disk(page, log.to_html(tmp_path / "unsaved.html"))
+    click_item(page, "relu_1_2")
+    status = page.locator("[data-testid=activation-status]")
+    status.filter(has_text="not saved in this trace").wait_for(timeout=5000)
+    assert "this page has no kernel" in status.inner_text()
+    assert page.locator("[data-testid=rerun]").count() == 0
+    assert page.errors == []

@@ -76,6 +76,30 @@ describe("ViewStore", () => {
   });
 });
 
+describe("ViewStore answers", () => {
+  // two ops; flops values after the views' 7, time has none (the kernel's reason instead)
+  const meta: PageViews = {
+    ...META,
+    answers: { ids: ["op_1", "op_2"], metrics: { flops: 7, time: "no op was timed" }, firstNonfinite: { id: "op_2" } },
+  };
+  const store = new ViewStore(meta, new Float32Array([...VALUES, 5, 6]).buffer);
+
+  it("answers metrics and the first NaN/Inf as the kernel would, and says why it has no others", () => {
+    const flops = store.answer({ method: "metrics", params: { metric: "flops" } });
+    if (typeof flops === "string") throw new Error(flops);
+    expect(flops.result).toEqual({ metric: "flops", ids: ["op_1", "op_2"] });
+    const view = flops.buffers[0];
+    expect([view.getFloat32(0, true), view.getFloat32(4, true)]).toEqual([5, 6]);
+    expect(store.answer({ method: "metrics", params: { metric: "time" } })).toBe("no op was timed");
+    expect(store.gate({ method: "metrics", params: { metric: "relL2" } })).toMatch(/no relL2 values/);
+    expect(store.answer({ method: "firstNonfinite", params: {} })).toEqual({ result: { id: "op_2" }, buffers: [] });
+  });
+
+  it("a page written before answers existed refuses metrics as before", () => {
+    expect(new ViewStore(META, VALUES.buffer).gate({ method: "metrics", params: { metric: "flops" } })).toMatch(/no kernel/);
+  });
+});
+
 describe("readPage", () => {
   const state = { graph: nested(), view: "rolled", selected: "", expanded: ["b"], status: "", blob: null };
   const blocks = async (): Promise<Record<string, string>> => ({

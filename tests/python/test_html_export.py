@@ -7,11 +7,13 @@ import re
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 import lens_widget as lw
 from bench.zoo import TEST_MODELS
 from lens_widget.widget import LensWidget, wire
 from lens_widget.widget.html_export import BUNDLE, page_blocks
+from lens_widget.widget.metric_values import metric_values
 from lens_widget.widget.page_views import MIN_VALUES, _pooled_shape
 from lens_widget.widget.tensor_view import tensor_view
 
@@ -78,7 +80,10 @@ def test_page_holds_the_bundle_the_traits_and_every_view(cnn_widget, tmp_path):
         assert got.tobytes() == data
     # views of equal values (a reshape, dropout in eval mode) share one copy of them
     spans = {(v["offset"], v["length"]) for v in views["views"]}
-    assert len(values) == sum(length for _, length in spans) and len(spans) < len(outputs)
+    answers = views["answers"]  # one value per op for each metric the log gives, after them
+    n_metrics = sum(isinstance(where, int) for where in answers["metrics"].values())
+    assert len(values) == sum(length for _, length in spans) + n_metrics * len(answers["ids"])
+    assert len(spans) < len(outputs)
 
     # nothing outside the data blocks points anywhere: no src, no href, no URL
     outside = re.sub(r'<script type="application/octet-stream"[^>]*>[^<]*</script>', "", text)
@@ -132,6 +137,29 @@ def test_page_views_name_their_dims_as_the_notebook_does(gpt2_log, tmp_path):
     assert dims["embedding_1_2"] == ["batch", "token", "feature"]
 
 
+def test_page_answers_every_metric_the_kernel_would(gpt2_log, tmp_path):
+    """Values are the kernel's own (full precision, not from pooled views); a metric the log
+    cannot give carries the kernel's error text."""
+    _, _, views, values = read(gpt2_log.to_html(tmp_path / "answers.html"))
+    answers = views["answers"]
+    assert answers["ids"] == [op.label for op in gpt2_log.ops]
+    assert answers["firstNonfinite"] == {"id": None}
+    n = len(answers["ids"])
+    for metric in ("flops", "bytes", "params", "mean", "absmax"):
+        offset = answers["metrics"][metric]
+        _, data = metric_values(gpt2_log, metric)
+        expected = np.frombuffer(data, dtype="<f4")
+        np.testing.assert_array_equal(values[offset : offset + n], expected)
+    assert "timing=True" in answers["metrics"]["time"]
+    assert "comparison" in answers["metrics"]["relL2"]
+
+
+def test_a_widget_without_a_model_tells_the_frontend_it_cannot_re_run(gpt2_log):
+    assert "noRerun" in LensWidget.from_log(gpt2_log)._payload
+    model = nn.Sequential(nn.Linear(2, 2))
+    assert "noRerun" not in LensWidget(model, (torch.randn(1, 2),))._payload
+
+
 def base_size(log, tmp_path) -> int:
     """The page's size without activations, from the error a too-small budget raises."""
     with pytest.raises(ValueError, match=r"max_bytes=1 is below the size of the page") as err:
@@ -157,7 +185,7 @@ def test_a_tight_budget_pools_every_view_to_one_cap_and_fills_the_page(gpt2_log,
     for v in views["views"]:
         assert v["length"] == int(np.prod(v["result"]["dataShape"]))
     assert f"large ones pooled to at most {cap:,} values" in text
-    assert np.isfinite(values).all()
+    assert np.isfinite(values[: max(v["offset"] + v["length"] for v in views["views"])]).all()
 
 
 def test_a_budget_too_small_for_all_leaves_out_constants_first_and_says_so(gpt2_log, tmp_path):
@@ -184,7 +212,13 @@ def test_a_log_without_activations_still_has_its_graph(tmp_path):
     case = TEST_MODELS["small_cnn"]()
     log = lw.trace(case.model, case.args, case.kwargs, save=None)
     text, blocks, views, values = read(log.to_html(tmp_path / "none.html"))
-    assert views["views"] == [] and views["total"] == 0 and len(values) == 0
+    assert views["views"] == [] and views["total"] == 0
+    # only the metrics that need no values: one per op each (flops, bytes, params)
+    metrics = views["answers"]["metrics"]
+    assert [name for name, where in metrics.items() if isinstance(where, int)] == [
+        "flops", "bytes", "params",
+    ]  # fmt: skip
+    assert len(values) == 3 * len(log.ops) and "save='all'" in metrics["mean"]
     assert page_graph(json.loads(blocks["state"]))["nOps"] == len(log.ops)
     assert "No activations were saved in the trace." in text
 

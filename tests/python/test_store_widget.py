@@ -9,7 +9,7 @@ from widget_replies import Replies
 import lens_widget as lw
 from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget import LensWidget
-from lens_widget.widget.payload import build_payload
+from lens_widget.widget.payload import NO_MODEL, build_payload
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 
@@ -26,7 +26,7 @@ def logs(tmp_path_factory):
 def test_loaded_log_draws_the_same_graph(logs):
     log, loaded = logs
     widget = LensWidget.from_log(loaded)
-    assert widget.graph == build_payload(log)
+    assert widget.graph == {**build_payload(log), "noRerun": NO_MODEL}  # no model to re-run
     assert widget.graph["unrolled"]["nodes"]
 
 

@@ -12,6 +12,8 @@ export interface KernelLink {
   readonly gate: RequestGate;
   /** What the toolbar says about the link: "" when requests are answered. */
   status(): string;
+  /** Why the model can never be re-run through this link (a saved page); absent when it can. */
+  readonly noRerun?: string;
   /** Calls `listener` when the link changes (a kernel goes away). */
   onChange(listener: () => void): void;
   dispose(): void;

@@ -1,8 +1,10 @@
 // The kernel's stand-in in a standalone HTML page (lens_widget/widget/html_export.py): a widget
 // model holding the traits saved in the page, answering "activation" requests from the views
-// embedded in it (made in Python by the kernel's own tensor_view). A request the page cannot
-// answer is refused by its gate, which says why (left out to fit the page, or needs a kernel).
-import type { ActivationRequest, ActivationResult, Request, WidgetTraits } from "../model/protocol";
+// embedded in it (made in Python by the kernel's own tensor_view), and "metrics" and
+// "firstNonfinite" from the answers computed with them (page_answers.py). A request the page
+// cannot answer is refused by its gate, which says why (left out to fit the page, or needs a
+// kernel).
+import type { ActivationRequest, ActivationResult, FirstNonfiniteResult, MetricName, MetricsResult, Request, WidgetTraits } from "../model/protocol";
 import type { RequestGate } from "./messages";
 import type { WidgetModel } from "./widgetModel";
 
@@ -13,6 +15,16 @@ export interface EmbeddedView {
   length: number;
 }
 
+/** What the page answers beside activations (lens_widget/widget/page_answers.py). */
+export interface PageAnswers {
+  ids: string[]; // the ops, in the order of every metric's values
+  metrics: Partial<Record<MetricName, number | string>>; // offset in values, or why there is none
+  firstNonfinite: FirstNonfiniteResult | { error: string };
+}
+
+/** An answer: its result and its binary buffers, or why there is none. */
+type Answer = { result: unknown; buffers: DataView[] } | string;
+
 /** The page's "lens-views" block. */
 export interface PageViews {
   views: EmbeddedView[];
@@ -20,6 +32,7 @@ export interface PageViews {
   maxBytes: number; // the page's size budget
   cap: number | null; // values per view after pooling, null when none was pooled
   noWeights: string[]; // parameters and buffers written without a view (weights=False)
+  answers?: PageAnswers; // absent in pages written before they were
 }
 
 /** The page's "lens-state" block: the traits, binary buffers split out as ipywidgets sends them. */
@@ -103,12 +116,31 @@ export class ViewStore {
     return new DataView(this.values, v.offset * 4, v.length * 4);
   }
 
-  /** The page's gate: activations it holds go through, anything else is refused with why. */
+  /** The page's answer to `req`, as the kernel would give it, or why it has none. */
+  answer(req: Request): Answer {
+    const answers = this.meta.answers;
+    if (req.method === "rerun" || req.method === "ablate") return "this page has no kernel: re-running the model needs the notebook";
+    if (req.method === "activation") {
+      const v = this.lookup(req.params);
+      return typeof v === "string" ? v : { result: v.result, buffers: [this.buffer(v)] };
+    }
+    if (req.method === "metrics" && answers) {
+      const where = answers.metrics[req.params.metric];
+      if (typeof where === "string") return where;
+      if (where === undefined) return `this page holds no ${req.params.metric} values`;
+      const result: MetricsResult = { metric: req.params.metric, ids: answers.ids };
+      return { result, buffers: [new DataView(this.values, where * 4, answers.ids.length * 4)] };
+    }
+    if (req.method === "firstNonfinite" && answers) {
+      const first = answers.firstNonfinite;
+      return "error" in first ? first.error : { result: first, buffers: [] };
+    }
+    return "this page has no kernel to ask";
+  }
+
+  /** The page's gate: what it holds goes through, anything else is refused with why. */
   readonly gate: RequestGate = (req: Request) => {
-    if (req.method === "rerun" || req.method === "ablate")
-      return "this page has no kernel: re-running the model needs the notebook";
-    if (req.method !== "activation") return "this page has no kernel to ask";
-    const found = this.lookup(req.params);
+    const found = this.answer(req);
     return typeof found === "string" ? found : null;
   };
 }
@@ -154,13 +186,13 @@ export class OfflineModel implements WidgetModel {
   }
 
   send(content: unknown): void {
-    const msg = content as { type?: string; id?: number; method?: string; params?: ActivationRequest["params"] };
+    const msg = content as { type?: string; id?: number } & Request;
     if (msg?.type !== "request") return;
-    const found = msg.method === "activation" && msg.params ? this.store.lookup(msg.params) : "this page has no kernel to ask";
+    const found = this.store.answer(msg);
     // answered later, as a kernel would be
     setTimeout(() => {
       if (typeof found === "string") this.emit("msg:custom", { type: "response", id: msg.id, ok: false, error: found }, []);
-      else this.emit("msg:custom", { type: "response", id: msg.id, ok: true, result: found.result }, [this.store.buffer(found)]);
+      else this.emit("msg:custom", { type: "response", id: msg.id, ok: true, result: found.result }, found.buffers);
     }, 0);
   }
 

@@ -31,6 +31,7 @@ export interface GraphPayload {
   compare?: CompareInfo; // set by LensWidget.compare(a, b): the graph is A's, colored by A vs B
   gradients?: GradientInfo; // set when the log kept gradients of a traced backward
   ablation?: AblationInfo; // set by an "ablate" request: the comparison is clean (A) vs ablated (B)
+  noRerun?: string; // why the model cannot be re-run (a widget built from a log); absent when it can
 }
 
 /** What a traced backward left (ModelLog.leaves, .backward_passes, .backward_graph). */

@@ -8,6 +8,7 @@ export type AblateParams = AblateRequest["params"];
 
 export interface AblateDeps {
   ablate: (p: AblateParams) => Promise<void>;
+  noRerun: () => string | null; // ablating re-runs the model: hidden where it cannot
 }
 
 export class AblateSection {
@@ -52,7 +53,7 @@ export class AblateSection {
   show(node: NodeInfo): void {
     const changed = this.node?.id !== node.id;
     this.node = node;
-    this.el.hidden = node.kind !== "op" || !node.shape || node.failed;
+    this.el.hidden = node.kind !== "op" || !node.shape || node.failed || this.deps.noRerun() !== null;
     if (!changed) return;
     this.token++;
     this.dimNames = [];

@@ -23,6 +23,7 @@ export interface ActivationDeps {
   theme: () => Theme;
   fetchActivation: (p: ActivationParams, onSlow: () => void) => Promise<Activation>;
   rerun: (id: string) => Promise<void>;
+  noRerun: () => string | null;
 }
 
 export class ActivationPanel {
@@ -43,6 +44,7 @@ export class ActivationPanel {
       show: (act) => this.show(act),
       clear: () => this.clear(),
       rerun: () => deps.rerun(this.params.id),
+      noRerun: () => deps.noRerun(),
     });
     this.mainPlot.dataset.testid = "plot-main";
     this.noteEl.dataset.testid = "activation-note";

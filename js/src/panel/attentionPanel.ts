@@ -15,6 +15,7 @@ export interface AttentionDeps {
   theme: () => Theme;
   fetchAttention: (p: AttentionParams, onSlow: () => void) => Promise<AttentionMap>;
   rerun: (id: string) => Promise<void>;
+  noRerun: () => string | null;
 }
 
 export class AttentionPanel {
@@ -31,6 +32,7 @@ export class AttentionPanel {
       show: (map) => this.show(map),
       clear: () => purge(this.plot),
       rerun: () => deps.rerun(this.params.id),
+      noRerun: () => deps.noRerun(),
     });
     this.plot.dataset.testid = "attention-plot";
     this.section.el.classList.add("lens-attn");

@@ -22,6 +22,7 @@ export interface InspectorDeps {
   fetchActivation: (p: ActivationParams, onSlow: () => void) => Promise<Activation>;
   fetchAttention: (p: AttentionParams, onSlow: () => void) => Promise<AttentionMap>;
   rerun: (id: string) => Promise<void>;
+  noRerun: () => string | null; // why the model cannot be re-run (no model, no kernel), or null
   ablate: (p: AblateParams) => Promise<void>;
   unrolledNode: (id: string) => NodeInfo | undefined;
   unrolledParents: (id: string) => string[];

@@ -16,6 +16,8 @@ export interface SectionHooks<T> {
   clear(): void;
   /** Re-runs the model so that what the section needs is saved. */
   rerun(): Promise<void>;
+  /** Why no re-run can be offered (no model, no kernel), or null. */
+  noRerun(): string | null;
 }
 
 export class Section<T> {
@@ -104,6 +106,9 @@ export class Section<T> {
   }
 
   private offerRerun(token: number, text: string): void {
+    const why = this.hooks.noRerun();
+    // a button that can only fail is not offered: say what is missing and why instead
+    if (why) return this.setState("unsaved", `${text.replace(/; re-run to save it$/, "")} in this trace (${why})`);
     this.setState("unsaved", text);
     const btn = h("button", "lens-btn lens-btn-primary", "Re-run to capture");
     btn.dataset.testid = this.testid === "activation" ? "rerun" : `${this.testid}-rerun`;

@@ -1,0 +1,63 @@
+"""What a standalone page answers beside activations: every overlay metric and the first
+NaN/Inf, computed here from the log (at full precision, not from the page's pooled views)
+and embedded, so the page's color-by picker and "first NaN/Inf" work with no kernel.
+
+A metric the log cannot give (no comparison, no gradients, nothing saved) is embedded as
+the kernel's own error text: the page says the same thing the notebook would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from lens_widget.compare.comparison import OpDiff
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.nonfinite import NotSavedError
+from lens_widget.widget.metric_values import METRICS, MetricError, metric_values
+
+
+@dataclass
+class PageAnswers:
+    """`meta` travels as JSON in the page ("ids" of the ops, per metric the offset of its
+    values or the error text, "firstNonfinite"); `values` are every metric's float32
+    values, one per op in "ids" order, appended to the page's values block."""
+
+    meta: dict[str, Any]
+    values: torch.Tensor
+
+    def at(self, offset: int) -> PageAnswers:
+        """The same answers with value offsets counted from `offset` (where they land)."""
+        metrics = {
+            name: where + offset if isinstance(where, int) else where
+            for name, where in self.meta["metrics"].items()
+        }
+        return PageAnswers({**self.meta, "metrics": metrics}, self.values)
+
+
+def page_answers(log: ModelLog, diffs: Mapping[str, OpDiff] | None = None) -> PageAnswers:
+    """The metrics and first-NaN answers of `log` (`diffs`: a comparison's, for its metrics)."""
+    metrics: dict[str, int | str] = {}
+    chunks: list[torch.Tensor] = []
+    offset = 0
+    for name in METRICS:
+        try:
+            _, data = metric_values(log, name, diffs)
+        except MetricError as err:
+            metrics[name] = str(err)
+            continue
+        values = torch.frombuffer(bytearray(data), dtype=torch.float32)
+        metrics[name] = offset
+        chunks.append(values)
+        offset += values.numel()
+    try:
+        op = log.first_nonfinite()
+        first: dict[str, str | None] = {"id": op.label if op is not None else None}
+    except NotSavedError as err:
+        first = {"error": str(err)}
+    meta = {"ids": [op.label for op in log.ops], "metrics": metrics, "firstNonfinite": first}
+    values = torch.cat(chunks) if chunks else torch.zeros(0)
+    return PageAnswers(meta, values)
