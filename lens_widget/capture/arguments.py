@@ -6,7 +6,7 @@ tensors and scalars); any other container goes through torch.utils._pytree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
@@ -80,6 +80,16 @@ POSITION_TEXT = tuple(str(i) for i in range(MAX_FAST_ARGS))
 
 def tensor_slot(index: int) -> TensorSlot:
     return SLOTS[index] if index < MAX_FAST_ARGS else TensorSlot(index)
+
+
+def slots_of(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, tensors: Iterable[Tensor]
+) -> tuple[int, ...]:
+    """The slot of each of `tensors` among the call's tensor arguments (scan_call's order)."""
+    slots: dict[int, int] = {}
+    for slot, (_, tensor) in enumerate(scan_call(args, kwargs)[2]):
+        slots.setdefault(id(tensor), slot)
+    return tuple(slots[id(tensor)] for tensor in tensors)
 
 
 def scan_call(

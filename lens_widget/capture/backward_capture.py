@@ -210,6 +210,11 @@ class BackwardCapture:
                 # summed in the order .grad accumulates them.
                 earlier = grads.get(index)
                 grads[index] = grad_outputs[0] if earlier is None else earlier + grad_outputs[0]
+                existing = node.variable.grad  # type: ignore[attr-defined]
+                if existing is not None:
+                    # The engine adds into it in place (zero_grad(set_to_none=False)): saved
+                    # values sharing it are copied first, as before any recorded write.
+                    self._recorder.values.before_write([existing])
             matcher.new_run()
         # Until the engine restores its thread state after this node: see recompute.py.
         _push_mode(self._watcher)

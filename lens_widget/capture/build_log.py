@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from itertools import chain
 from operator import attrgetter
+from types import GeneratorType
 from typing import Any, NamedTuple
 
 from lens_widget.capture.links import link_parents, relabel_first_passes
@@ -62,6 +63,12 @@ def build_log(
     if "" in modules:
         modules[""].n_ops = len(recorder.ops)
     _warn_on_unseen_writes(recorder, stacklevel + 2)
+    if isinstance(output, GeneratorType):
+        warnings.warn(
+            "lens_widget: the forward returned a generator: its ops run when it is consumed, "
+            "after the trace, so they are not in the log; trace a forward that consumes it",
+            stacklevel=stacklevel + 2,
+        )
 
     params = recorder.names.params  # sized now: a lazy module's are made by the forward
     return ModelLog(

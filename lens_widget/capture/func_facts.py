@@ -149,7 +149,7 @@ def _clean(name: str) -> str:
 class FuncFacts:
     __slots__ = (
         "name", "clean", "metadata", "random", "draws_when", "mutation", "special",
-        "inplace_position", "backward",
+        "inplace_position", "backward", "unversioned_alias",
     )  # fmt: skip
 
     def __init__(self, func: Callable[..., Any]) -> None:
@@ -165,7 +165,12 @@ class FuncFacts:
         # (Random calls take the fast path: keeping the RNG state reaches no mode.)
         rule = self.mutation
         self.backward = func in BACKWARD_CALLS
-        self.special = rule.writes_first or rule.running_stats is not None or self.backward
+        # Tensor.data: an alias of its input with a version counter of its own, so a write
+        # through it moves no version the tracer reads on the input (recorder.py).
+        self.unversioned_alias = self.name == "data" and getattr(func, "__name__", "") == "__get__"
+        self.special = (
+            rule.writes_first or rule.running_stats is not None or self.backward
+        ) or self.unversioned_alias
         # Where an `inplace` flag sits among the positional arguments (F.relu's), if any.
         self.inplace_position = rule.inplace_flag_position
 

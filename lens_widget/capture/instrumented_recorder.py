@@ -88,13 +88,14 @@ class InstrumentedRecorder(Recorder):
         inputs: Any,
         writes: Any,
         args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
         out: Any,
         frame: Any,
     ) -> Any:
         n_ops = len(self.ops)
         self._in_call = True
         try:
-            out = super()._record_result(facts, inputs, writes, args, out, frame)
+            out = super()._record_result(facts, inputs, writes, args, kwargs, out, frame)
         finally:
             self._in_call = False
         swapped = self._swapped

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import torch
 from torch.overrides import TorchFunctionMode
 
+from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
 from lens_widget.capture.func_facts import FACTS, IDENTITY_FACTS, FuncFacts, identity
@@ -34,7 +35,7 @@ from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
-from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook
+from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook, nested_tensor_error
 from lens_widget.capture.transforms import QuietInTransform, transform_running
 from lens_widget.log.records import OpRecord, ParamUse
 from lens_widget.log.replay import ReplayCall, tensor_leaves
@@ -105,6 +106,8 @@ class Recorder(TensorBook, TorchFunctionMode):
         self._func_counts: dict[str, int] = {}
         # (module address, pass, the nodes that produced that module call's output tensors)
         self.module_outputs: list[tuple[str, int, list[OpRecord]]] = []
+        # id(x.data) -> (weakref to it, weakref to x): a write through it changes x too.
+        self._aliases: dict[int, tuple[Any, Any]] = {}
         # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
         self.backward_capture: BackwardRunner | None = None
 
@@ -148,7 +151,7 @@ class Recorder(TensorBook, TorchFunctionMode):
             raise
         if type(out) is not Tensor:
             with self.quiet:
-                return self._record_result(facts, inputs, (), args, out, frame)
+                return self._record_result(facts, inputs, (), args, kwargs, out, frame)
         self._record(facts, inputs, (out,), (), frame)
         return out
 
@@ -181,7 +184,7 @@ class Recorder(TensorBook, TorchFunctionMode):
                 self._record_failure(facts, inputs, writes, err, frame)
             raise
         with quiet:
-            out = self._record_result(facts, inputs, writes, args, out, frame)
+            out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
             if self.in_transform and not transform_running():
                 self.in_transform = False  # back to the fast path
             return out
@@ -206,6 +209,7 @@ class Recorder(TensorBook, TorchFunctionMode):
         inputs: Any,
         writes: Any,
         args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
         out: Any,
         frame: Any,
     ) -> Any:
@@ -214,13 +218,35 @@ class Recorder(TensorBook, TorchFunctionMode):
             outputs: tuple[Tensor, ...] = (out,)
         elif out is None and facts.name == "__setitem__":
             outputs = (args[0],)  # x[i] = v: the op's result is the written tensor
+        elif out is None and writes:
+            # Wrote its arguments and returned nothing (torch._fused_adam_): what it wrote is
+            # its result, so later reads of those tensors link to it.
+            outputs = tuple(writes)
+            inputs[0].written_slots = slots_of(args, kwargs, writes)
         elif isinstance(out, (tuple, list, Tensor)):
             outputs = tuple(tensor_leaves(out))
+            if any(t.is_nested for t in outputs):  # torch.nested's jagged tensors
+                raise nested_tensor_error(next(t for t in outputs if t.is_nested))
         else:
             outputs = ()
         if outputs:
-            self._record(facts, inputs, outputs, writes, frame)
+            node = self._record(facts, inputs, outputs, writes, frame)
+            if facts.unversioned_alias and type(out) is Tensor:
+                self._aliases[id(out)] = (weakref.ref(out), weakref.ref(args[0]))
+            elif writes and self._aliases:
+                self._note_alias_writes(node, outputs, writes)
         return out
+
+    def _note_alias_writes(self, node: OpRecord, outputs: Any, writes: list[Tensor]) -> None:
+        """A write through `x.data` changed x, which no version shows: x's value is now this
+        op's output, so later reads of x link here."""
+        for written in writes:
+            entry = self._aliases.get(id(written))
+            base = entry[1]() if entry is not None and entry[0]() is written else None
+            index = next((i for i, t in enumerate(outputs) if t is written), None)
+            if base is not None and index is not None:
+                version = -1 if self.keeps_nothing else self._version(base)
+                self._producers[id(base)] = (weakref.ref(base), node, index, version)
 
     def _before_call(
         self, facts: FuncFacts, args: tuple[Any, ...], kwargs: Any, replay: ReplayCall
@@ -259,7 +285,12 @@ class Recorder(TensorBook, TorchFunctionMode):
         stack = tracker.stack
         if outputs:
             first = outputs[0]
-            shape = tuple(first.shape)
+            try:
+                shape = tuple(first.shape)
+            except RuntimeError:  # a strided nested tensor has no sizes
+                if first.is_nested:
+                    raise nested_tensor_error(first) from None
+                raise
             dtype = DTYPE_NAMES.get(first.dtype) or self.dtype_name(first.dtype)
             device = self._device_names.get(first.device) or self.device_name(first.device)
             grad = first.requires_grad  # kernels differ with it (FLOPs replay it)

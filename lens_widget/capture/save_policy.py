@@ -13,7 +13,8 @@ class SavePolicy:
     """Decides per op, at the moment it runs, whether its outputs are kept.
 
     A list may name op labels (``linear_2_7`` for every pass, ``linear_2_7:3`` for one),
-    module addresses (every op inside that module) and function names (``conv2d``).
+    module addresses (every op inside that module; ``blocks.0:2`` inside its 2nd call only,
+    as ``intervene=`` takes them) and function names (``conv2d``).
     A predicate sees each op as it runs: its label carries the pass (``linear_2_7:1``, also
     for an op that will run once; ``layer`` is the label without it), and facts about what
     comes later (children, feeds_output, n_passes) are not known yet.
@@ -24,6 +25,8 @@ class SavePolicy:
         self.keeps_all = spec == "all"
         self._predicate: Callable[[OpRecord], bool] | None = None
         self._names: frozenset[str] = frozenset()
+        # (module address, pass) of names such as "blocks.0:2"
+        self._module_passes: frozenset[tuple[str, int]] = frozenset()
         if self.keeps_nothing or self.keeps_all:
             return
         if callable(spec):
@@ -44,6 +47,11 @@ class SavePolicy:
             if not all(isinstance(n, str) for n in names):
                 raise TypeError("save: every name in the list must be a string")
             self._names = names
+            self._module_passes = frozenset(
+                (address, int(number))
+                for address, _, number in (n.rpartition(":") for n in names)
+                if address and number.isdigit()
+            )
 
     @property
     def names(self) -> frozenset[str]:
@@ -68,4 +76,7 @@ class SavePolicy:
         names = self._names
         if record.layer in names or record.label in names or record.func in names:
             return True
-        return any(address in names for address, _ in record.module_stack)
+        passes = self._module_passes
+        return any(
+            address in names or (address, n) in passes for address, n in record.module_stack
+        )

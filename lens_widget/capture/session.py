@@ -28,6 +28,7 @@ from lens_widget.capture.old_generation import promote_to_old_generation
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.recursion import recursion_headroom
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
+from lens_widget.capture.tensor_book import nested_tensor_error
 from lens_widget.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 
@@ -89,6 +90,8 @@ class Session:
         recorder = self.recorder
         with self._quiet:
             for name, tensor in named_arguments(args, dict(kwargs)):
+                if tensor.is_nested:  # before anything runs: nothing to put back
+                    raise nested_tensor_error(tensor)
                 if recorder.producer_of(tensor) is None:  # passed twice: one input
                     recorder.add_source(tensor, "input", name)
 
@@ -147,6 +150,7 @@ class Session:
             return
         names = {n.label for n in log.nodes} | {n.layer for n in log.nodes}
         names |= {n.func for n in log.ops} | set(log.modules)
+        names |= {f"{a}:{p}" for a, m in log.modules.items() for p in range(1, m.n_passes + 1)}
         unmatched = policy.unmatched(names)
         if unmatched:
             warnings.warn(

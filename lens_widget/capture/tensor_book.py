@@ -60,6 +60,16 @@ DTYPE_NAMES = {
 }
 
 
+def nested_tensor_error(tensor: Tensor) -> TypeError:
+    """The error for a nested tensor (torch.nested), which the log cannot describe."""
+    layout = str(tensor.layout).removeprefix("torch.")
+    return TypeError(
+        f"lens_widget cannot trace nested tensors (torch.nested, layout {layout}): their "
+        "samples have different shapes, and every node of the log has one; pad them "
+        "(nt.to_padded_tensor(0.0)) before the traced call"
+    )
+
+
 def _slot_or(value: Any, slots: Iterator[Any]) -> Any:
     """The next tensor slot for a plain tensor argument, else the value itself."""
     kind = type(value)

@@ -132,12 +132,15 @@ class LogComparison:
     def first_divergence(self, atol: float = 1e-5, rtol: float = 1e-5) -> OpDiff | None:
         """The first op, in A's execution order, whose values differ somewhere by more than
         ``atol + rtol * |b|`` (NaN matches NaN), or whose shapes differ; None if none.
-        Ops not saved on a side cannot be checked and are passed over."""
+        Ops not saved on a side cannot be checked and are passed over; when no op at all
+        could be checked, ValueError says why (None would read as "no difference")."""
+        checked = False
         for diff in self._diffs:
             if diff.shape_mismatch:
                 return diff
             if diff.max_abs is None:  # not saved on a side
                 continue
+            checked = True
             if diff.max_abs <= atol:  # within atol everywhere, whatever rtol says
                 continue
             if math.isnan(diff.max_abs) or not all(
@@ -145,6 +148,11 @@ class LogComparison:
                 for x, y in zip(diff.a.activations or (), diff.b.activations or (), strict=True)
             ):
                 return diff
+        if not checked and self._diffs:
+            raise ValueError(
+                f"no op could be compared ({self._diffs[0].reason}, and so on): trace both "
+                "runs with save='all', or save= the same ops in each"
+            )
         return None
 
     def top(self, n: int = _TABLE_ROWS, by: str = "rel_l2") -> list[OpDiff]:

@@ -46,7 +46,7 @@ def _saved_arguments(record: OpRecord) -> tuple[tuple[Any, ...], dict[str, Any]]
     if not has_attention_map(record):
         raise AttentionUnavailable(f"{record.label} ({record.func}) is not an attention op")
     try:
-        _, args, kwargs = saved_call(record, copy=False)
+        _, args, kwargs, _ = saved_call(record, copy=False)
     except (InputNotSaved, ValueError) as err:
         raise AttentionUnavailable(f"{record.label}: {err}; re-run to save it") from None
     return args, kwargs

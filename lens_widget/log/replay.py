@@ -67,6 +67,9 @@ class ReplayCall:
     # Ran inside a torch.func transform (vmap, grad...): its values there were batched or
     # traced tensors, not one tensor to keep (capture/transforms.py).
     in_transform: bool = False
+    # A call that wrote its tensor arguments and returned None (torch._fused_adam_): the
+    # slots of what it wrote, which are its outputs.
+    written_slots: tuple[int, ...] = ()
 
     def __init__(self, func: Callable[..., Any], args: Any, kwargs: Any) -> None:
         self.func, self.args, self.kwargs = func, args, kwargs

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -18,8 +18,16 @@ class InputNotSaved(LookupError):
         self.label = label
 
 
-def saved_call(node: OpRecord, *, copy: bool) -> tuple[ReplayCall, Any, dict[str, Any]]:
-    """(call, args, kwargs) of `node` with each tensor argument's saved value in its slot.
+class SavedCall(NamedTuple):
+    call: ReplayCall
+    args: Any
+    kwargs: dict[str, Any]
+    tensors: list[torch.Tensor]  # the value in each tensor slot
+
+
+def saved_call(node: OpRecord, *, copy: bool) -> SavedCall:
+    """(call, args, kwargs, slot values) of `node` with each tensor argument's saved value in
+    its slot.
 
     `copy=True` clones every tensor, so a replayed in-place op cannot write into the log.
     Raises InputNotSaved, or ValueError for a node without a callable recorded call (a
@@ -38,4 +46,6 @@ def saved_call(node: OpRecord, *, copy: bool) -> tuple[ReplayCall, Any, dict[str
                 raise InputNotSaved(parent.label)
             value = parent.activations[output_index]
         tensors.append(value.clone() if copy else value)
-    return call, fill_template(call.args, tensors), fill_template(call.kwargs, tensors)
+    return SavedCall(
+        call, fill_template(call.args, tensors), fill_template(call.kwargs, tensors), tensors
+    )

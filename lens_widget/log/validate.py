@@ -86,7 +86,7 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         return f"reads its input's .{node.func}, which saved values do not keep"
     try:
         # Copies: a replayed in-place op must not write into the saved values.
-        _, args, kwargs = saved_call(node, copy=True)
+        _, args, kwargs, tensors = saved_call(node, copy=True)
     except InputNotSaved as err:
         return str(err)
     try:
@@ -96,6 +96,8 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
     produced = tensor_leaves(result) if result is not None else []
     if node.func == "__setitem__":
         produced = [args[0]]
+    elif call.written_slots:  # returned None, wrote these (torch._fused_adam_)
+        produced = [tensors[slot] for slot in call.written_slots]
     expected = node.activations
     if len(produced) != len(expected):
         raise ValidationError(

@@ -277,6 +277,10 @@ def _replay(
         for device, dtype in data.get("autocast", ())
     )
     call.in_transform = data.get("in_transform", False)
+    for slot in data.get("written_slots", ()):
+        if slot >= n_tensors:
+            raise fail(where, f"replay.written_slots: slot {slot} of {n_tensors}")
+    call.written_slots = tuple(data.get("written_slots", ()))
     return (call, refs)
 
 

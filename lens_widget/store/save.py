@@ -209,6 +209,8 @@ def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
     }
     if call.autocast:  # validate() replays the op under the same autocast
         data["autocast"] = [[device, dtype_name(dtype)] for device, dtype in call.autocast]
+    if call.written_slots:  # returned None; its outputs are these written arguments
+        data["written_slots"] = list(call.written_slots)
     if call.in_transform:  # its values were batched or traced: none kept, none to ask for
         data["in_transform"] = True
     return data

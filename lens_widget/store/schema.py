@@ -181,6 +181,7 @@ _REPLAY = nullable(
                     {
                         "autocast": array(pair(one_of(*AUTOCAST_DEVICES), TEXT)),
                         "in_transform": boolean,
+                        "written_slots": array(COUNT),
                     },
                 ),
             ),

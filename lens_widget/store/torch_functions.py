@@ -41,6 +41,9 @@ _TENSOR_METHODS = (
     "new_empty", "new_empty_strided", "new_full", "new_ones", "new_zeros", "new_tensor",
     "unflatten",
 )  # fmt: skip
+# Private ops of those namespaces that optimizers and clip_grad_norm_ call (torch._foreach_add_,
+# torch._fused_adam_): arithmetic on their arguments, listed like the public ones.
+_PRIVATE_OPS = ("_foreach_", "_fused_")
 # Ops of those namespaces that read files or foreign memory: never called from a saved log.
 _DENIED = frozenset({"torch.from_file", "torch.from_numpy", "torch.frombuffer"})
 
@@ -57,7 +60,8 @@ def _tables() -> tuple[dict[str, Callable[..., Any]], dict[int, str]]:
     for prefix, namespace in _NAMESPACES.items():
         for attribute in dir(namespace):
             func = getattr(namespace, attribute)
-            if attribute.startswith("_") or not callable(func):
+            private = attribute.startswith("_") and not attribute.startswith(_PRIVATE_OPS)
+            if private or not callable(func):
                 continue
             name = torch.overrides.resolve_name(func) or f"{prefix}.{attribute}"
             by_name.setdefault(name, func)

@@ -15,7 +15,7 @@ import torch
 
 from lens_widget.compare.comparison import OpDiff
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.records import OpRecord
+from lens_widget.log.records import META_NO_VALUES, OpRecord
 from lens_widget.widget import protocol
 from lens_widget.widget.gradient_payload import has_gradients
 
@@ -84,7 +84,10 @@ def metric_values(
     else:
         raise MetricError(f"unknown metric {metric[:60]!r}; there are {', '.join(METRICS)}")
     if ops and all(v is None for v in values) and metric in _NONE_REASONS:
-        raise MetricError(_NONE_REASONS[metric])  # not a graph of grey "no value" nodes
+        # not a graph of grey "no value" nodes: why there is none
+        if metric in _STATS_METRICS and all(op.device == "meta" for op in ops):
+            raise MetricError(f"{metric}: {META_NO_VALUES}")
+        raise MetricError(_NONE_REASONS[metric])
     floats = [_NAN if v is None else float(v) for v in values]
     data = struct.pack(f"<{len(floats)}f", *floats)
     return {"metric": metric, "ids": [op.label for op in ops]}, data

@@ -199,3 +199,18 @@ def test_shape_mismatches_are_flagged_and_diverge():
 def test_compare_takes_logs():
     with pytest.raises(TypeError, match="two ModelLogs"):
         lw.compare(torch.zeros(1), torch.zeros(1))  # type: ignore[arg-type]
+
+
+def test_first_divergence_when_nothing_could_be_compared_says_why():
+    """Weights differ, but A kept no values: "no divergence" would be a wrong answer."""
+    torch.manual_seed(0)
+    a = nn.Sequential(nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 2))
+    b = copy.deepcopy(a)
+    with torch.no_grad():
+        b[2].weight.add_(1.0)
+    x = torch.randn(4, 6)
+    with pytest.raises(ValueError, match="no op could be compared .not saved in A"):
+        lw.compare(lw.trace(a, (x,), save=None), lw.trace(b, (x,))).first_divergence()
+    # one op saved on both sides is enough to answer (for what was compared)
+    subset = lw.compare(lw.trace(a, (x,), save=["linear_2_3"]), lw.trace(b, (x,)))
+    assert subset.first_divergence().label == "linear_2_3"

@@ -188,3 +188,39 @@ def test_a_log_kept_alone_still_says_what_went_wrong(gc_off):
     assert type(error) is PlainUserError and str(error) == "kept"
     assert error.__traceback__ is None and not hasattr(error, "lens_log")
     assert "PARTIAL" in str(log)
+
+
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
+def test_a_nested_tensor_is_a_clear_error_that_changes_nothing(layout):
+    """torch.nested tensors have no one shape per node: refused up front as an input, and as
+    the output of an op inside the forward (the partial log holds the ops before it)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: "nested tensors are in prototype stage"
+        nested = torch.nested.nested_tensor([torch.randn(3, 6), torch.randn(5, 6)], layout=layout)
+    model = torch.nn.Linear(6, 6)
+    call = torch.nn.Module.__call__
+    name = str(layout).removeprefix("torch.")
+    with pytest.raises(TypeError, match=f"cannot trace nested tensors .*layout {name}"):
+        lw.trace(model, (nested,))
+    assert torch.nn.Module.__call__ is call and torch._C._len_torch_function_stack() == 0
+
+    def make_nested(x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.nested.as_nested_tensor([y[:2], y[2:]], layout=layout) + 1
+
+    with pytest.raises(TypeError, match="pad them") as err:
+        lw.trace(FunctionModule(make_nested), (torch.randn(5, 6),))
+    assert [op.func for op in err.value.lens_log.ops][:1] == ["mul"]
+
+
+def test_a_forward_returning_a_generator_warns_that_its_ops_come_later():
+    def lazy(x: torch.Tensor):  # noqa: ANN202
+        return (x * k for k in range(3))
+
+    with pytest.warns(UserWarning, match="returned a generator: its ops run when it is consumed"):
+        log = lw.trace(FunctionModule(lazy), (torch.randn(2),))
+    assert log.ops == []

@@ -157,3 +157,29 @@ def test_seen_write_to_a_parameter_keeps_its_saved_value():
     assert torch.equal(log["weight"].activation, torch.full((3,), 2.0))
     assert torch.equal(model.weight.detach(), torch.ones(3))
     assert log.validate().checked == len(log.ops)
+
+
+def test_a_write_through_data_is_what_later_reads_of_the_tensor_see() -> None:
+    """x.data has a version counter of its own: a write through it (WGAN-style weight
+    clipping) moves nothing the tracer reads on x. Later reads of x link to the write, the
+    value x had before keeps its copy, and the trace validates."""
+
+    class Clip(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.l = nn.Linear(6, 6)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.l.weight.data.clamp_(-0.05, 0.05)
+            z = self.l(x) * 1
+            z.data.add_(1)
+            return z + 0
+
+    torch.manual_seed(0)
+    model = Clip()
+    before = model.l.weight.detach().clone()
+    log = lw.trace(model, torch.randn(4, 6))
+    assert log["linear_1_3"].parents == ["input.0", "clamp_1_2", "l.bias"]
+    assert log["add_2_7"].parents == ["add_1_6"]
+    assert torch.equal(log["l.weight"].activation, before)  # as it was when first read
+    assert log.validate().checked == len(log.ops) == 7

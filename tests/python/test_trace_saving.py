@@ -235,3 +235,50 @@ def test_an_optimizer_step_keeps_the_values_from_before_it(implementation):
     assert report.checked > 0 and {op.func for op in log.ops if op.label in report.skipped} == {
         "grad"
     }
+
+
+@pytest.mark.parametrize("optimizer", ["Adam", "AdamW", "SGD"])
+def test_a_fused_step_is_an_op_that_the_next_forward_reads(optimizer, tmp_path):
+    """torch._fused_adam_ & co. write the parameters and return None: they are recorded
+    with what they wrote as outputs, so the second forward reads the stepped weights from
+    that op (not the stale parameter source), validates, and does so again after loading."""
+    torch.manual_seed(0)
+    model, x = nn.Linear(6, 2), torch.randn(4, 6)
+    opt = getattr(torch.optim, optimizer)(model.parameters(), lr=0.1, fused=True)
+    with lw.tracing(model, grads=True) as t:
+        for _ in range(2):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+    log = t.log
+    (step, _) = [op for op in log.ops if op.func.startswith("_fused_")]
+    assert step.shapes[:2] == ((2, 6), (2,))  # the weight and bias it wrote, first
+    assert log["linear_1_1:2"].parents == ["input.0", step.label]
+    report = log.validate()
+    assert step.label not in report.skipped and report.checked >= 4
+    log.save(tmp_path / "steps")
+    loaded = lw.load(tmp_path / "steps")
+    assert loaded[step.label].replay[0].written_slots == step.replay[0].written_slots
+    assert step.label not in loaded.validate().skipped
+
+
+def test_save_takes_a_module_call_as_intervene_does():
+    """save=["b:2"]: the ops inside the 2nd call of module b only, no "matched nothing"
+    warning; a pass that never ran still warns."""
+
+    class Loop(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.b = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for _ in range(3):
+                x = self.b(x)
+            return x
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log = lw.trace(Loop(), torch.randn(2, 4), save=["b:2"])
+    assert [op.label for op in log.ops if op.saved] == ["linear_1_1:2", "relu_1_2:2"]
+    with pytest.warns(UserWarning, match=r"save names \['b:4'\] match no"):
+        lw.trace(Loop(), torch.randn(2, 4), save=["b:4"])

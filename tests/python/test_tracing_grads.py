@@ -118,3 +118,24 @@ def test_two_models_by_keyword_and_two_backwards() -> None:
     assert len([g for g in log.leaves["disc.fc.weight"].grads if g is not None]) == 2
     assert not log.leaves["disc.unused.weight"].received
     assert "gen.layer1" in log.modules and "disc.fc" in log.modules
+
+
+def test_gradients_accumulated_into_zeroed_grads_leave_the_zeroing_intact() -> None:
+    """zero_grad(set_to_none=False): the engine adds into .grad in place, a write no torch
+    call shows. The saved zero_ values are copied before it: they stay zeros, no "could not
+    see" warning, and the loop validates."""
+    import warnings
+
+    torch.manual_seed(0)
+    model, x = nn.Linear(6, 2), torch.randn(4, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with lw.tracing(model, grads=True) as t:
+            for _ in range(2):
+                model.zero_grad(set_to_none=False)
+                model(x).pow(2).mean().backward()
+    zeroed = [op for op in t.log.ops if op.func == "zero_"]
+    assert len(zeroed) == 2  # the second pass: weight and bias grads of the first backward
+    assert all(bool((a == 0).all()) for op in zeroed for a in op.activations)
+    assert t.log.validate().checked > 0
+    assert torch.count_nonzero(model.weight.grad) > 0
