@@ -77,6 +77,4 @@ class SavePolicy:
         if record.layer in names or record.label in names or record.func in names:
             return True
         passes = self._module_passes
-        return any(
-            address in names or (address, n) in passes for address, n in record.module_stack
-        )
+        return any(address in names or (address, n) in passes for address, n in record.module_stack)
