@@ -62,6 +62,9 @@ class RecomputeMatcher:
         self._paths = paths
         self._last: OpRecord | None = None  # the previous match in the current run
         self.matched: set[OpRecord] = set()  # in the current backward pass
+        # (path, function, innermost call site) -> layers, and len(layers) when made
+        self._by_innermost: dict[Any, list[Any]] = {}
+        self._indexed = -1
 
     def new_run(self) -> None:
         """An autograd node starts: a following recomputation is a new region."""
@@ -73,6 +76,8 @@ class RecomputeMatcher:
             return None
         site, _ = find_call_site(frame)
         layer = self._layers.get((self._paths.path, facts.name, site))
+        if layer is None:
+            layer = self._by_innermost_site(self._paths.path, facts.name, site)
         if layer is None:
             return None
         passes = [layer.first, *layer.later]
@@ -89,6 +94,24 @@ class RecomputeMatcher:
             self.matched.add(chosen)
             self._last = chosen
         return chosen
+
+
+    def _by_innermost_site(self, path: Any, name: str, site: Any) -> Any:
+        """The one layer whose call path starts at the same call site. A region's own code
+        (not inside a submodule of it) reruns with no module call above it, so its call path
+        runs up the backward's stack instead of forward's: only the innermost site agrees."""
+        if self._indexed != len(self._layers):
+            self._by_innermost = {}
+            for (layer_path, layer_name, layer_site), layer in self._layers.items():
+                key = (layer_path, layer_name, _innermost(layer_site))
+                self._by_innermost.setdefault(key, []).append(layer)
+            self._indexed = len(self._layers)
+        found = self._by_innermost.get((path, name, _innermost(site)), ())
+        return found[0] if len(found) == 1 else None  # two lines calling one helper: unknown
+
+
+def _innermost(site: Any) -> Any:
+    return site[0] if isinstance(site, tuple) else site
 
 
 class RecomputeWatcher(TorchFunctionMode):

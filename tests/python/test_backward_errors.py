@@ -160,3 +160,35 @@ def test_checkpointed_ops_are_marked_recomputed_not_new_layers(reentrant: bool) 
         for k, grad in enumerate(grads, 1):
             key = f"{name}:{k}" if len(grads) > 1 else name
             assert torch.equal(log[key].grad, grad), key
+
+
+class RegionOfItsOwn(nn.Module):
+    """A checkpointed method whose own ops (relu, mul) sit in no submodule of the region."""
+
+    def __init__(self, reentrant: bool | None) -> None:
+        super().__init__()
+        self.a, self.b, self.reentrant = nn.Linear(8, 8), nn.Linear(8, 8), reentrant
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.reentrant is None:  # not checkpointed: the reference
+            return self.region(x)
+        return checkpoint(self.region, x, use_reentrant=self.reentrant)
+
+    def region(self, t: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(t).relu() * 3)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_a_regions_own_ops_are_matched_when_recomputed(reentrant: bool) -> None:
+    """Rerun inside backward, the region's own ops have no module call above them, so their
+    call path differs from forward's below the region: they still match (by the innermost
+    call site) and their gradients reach the log, as without checkpointing."""
+    x = torch.randn(3, 8, requires_grad=True)
+    torch.manual_seed(0)
+    log = lw.trace(RegionOfItsOwn(reentrant), (x,), backward=lambda out: out.sum())
+    assert {"relu_1_2", "mul_1_3"} <= {r.op for r in log.recomputed}
+    torch.manual_seed(0)
+    plain = lw.trace(RegionOfItsOwn(None), (x,), backward=lambda out: out.sum())
+    for label in ("relu_1_2", "mul_1_3"):
+        assert log[label].grad is not None, label
+        torch.testing.assert_close(log[label].grad, plain[label].grad)
