@@ -95,7 +95,6 @@ class RecomputeMatcher:
             self._last = chosen
         return chosen
 
-
     def _by_innermost_site(self, path: Any, name: str, site: Any) -> Any:
         """The one layer whose call path starts at the same call site. A region's own code
         (not inside a submodule of it) reruns with no module call above it, so its call path
