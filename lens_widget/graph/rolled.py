@@ -18,7 +18,9 @@ from lens_widget.log.records import OpRecord, index_by_label
 @dataclass
 class RolledLayers:
     """The rolled graph as plain dicts: rolled node -> its passes' records (in first-seen
-    order), and (source, target) -> {"passes", "shape"} in the order edges are first seen."""
+    order), and (source, target) -> {"passes", "shape"} in the order edges are first seen.
+    An edge's passes are the target's passes it feeds, or for a target that runs once the
+    source's passes it reads."""
 
     records: dict[str, list[OpRecord]]
     edges: Edges
@@ -39,7 +41,10 @@ def roll_layers(
     edges: Edges = {}
     for node in nodes:
         target, pass_index = rolled_layer[node.label], rolled_pass[node.label]
+        once = len(records[target]) == 1
         for parent in node.parents:
+            if once:  # into a node that runs once (blocks ×4 -> ln_f): the source's pass
+                pass_index = rolled_pass[parent]
             key = (rolled_layer[parent], target)
             seen = edges.get(key)
             if seen is None:

@@ -57,6 +57,8 @@ def test_loop_over_one_linear_is_one_layer_with_five_passes():
     assert rolled.edges["linear_1_1", "relu_1_2"]["passes"] == [1, 2, 3, 4, 5]
     assert rolled.edges["relu_1_2", "linear_1_1"]["passes"] == [2, 3, 4, 5]
     assert rolled.edges["input.0", "linear_1_1"]["passes"] == [1]
+    # into the output, which runs once: the pass of the loop it reads (the last), not "1"
+    assert rolled.edges["relu_1_2", "output"]["passes"] == [5]
     assert log.graph.number_of_nodes() == 10 + 4  # ops + input, weight, bias, output
     assert log.structure == "recurrent"
 

@@ -139,7 +139,7 @@ export interface EdgeInfo {
   source: string;
   target: string;
   shape: string; // "1x128x768" (text shown on the edge)
-  passes: number[]; // rolled: passes (1-based) this edge occurs in; unrolled: []
+  passes: number[]; // rolled: the target's passes (1-based) it feeds, or for a target that runs once the source's passes; unrolled: []
 }
 
 // ---- Requests (frontend -> kernel) via model.send({type: "request", id, method, params}) ----
