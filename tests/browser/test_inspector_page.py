@@ -349,3 +349,29 @@ def test_an_op_inside_vmap_says_why_it_has_no_values(page) -> None:
     click_item(page, ops_of(w, "add")[-1])
     page.locator(f"{MAIN}.js-plotly-plot").wait_for()
     assert page.errors == []
+
+
+class _Recurrent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(10, 16)
+        self.lstm = nn.LSTM(16, 32, num_layers=2, batch_first=True)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        out, (h, c) = self.lstm(self.embed(ids))
+        return out[:, -1] + h[-1]
+
+
+def test_an_lstms_final_state_is_labelled_by_layer_batch_feature(page) -> None:
+    """Picking output 1 of the lstm op (h_n) replots it with its own dims, not the input's."""
+    w = LensWidget(_Recurrent(), (torch.randint(0, 10, (2, 7)),))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.click("[data-testid=expand-all]")
+    wait_idle(page)
+    click_item(page, ops_of(w, "lstm")[0])
+    dims = page.locator("[data-testid=activation-dims]")
+    dims.filter(has_text="(batch, token, feature)").wait_for(timeout=10_000)
+    page.select_option("[data-testid=output-picker]", "1")
+    dims.filter(has_text="(layer, batch, feature)").wait_for(timeout=10_000)
+    assert "(2, 2, 32) float32" in page.locator("[data-testid=activation]").inner_text()
+    assert page.errors == []

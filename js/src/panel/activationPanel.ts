@@ -99,6 +99,7 @@ export class ActivationPanel {
     if (r.nOutputs > 1) {
       const sel = document.createElement("select");
       sel.className = "lens-select";
+      sel.dataset.testid = "output-picker";
       for (let i = 0; i < r.nOutputs; i++) {
         const o = document.createElement("option");
         o.value = String(i);
