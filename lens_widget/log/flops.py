@@ -3,10 +3,11 @@
 The recorded call is run again under ``torch.utils.flop_counter.FlopCounterMode`` on fake
 tensors (``FakeTensorMode``: shapes, dtypes and devices, no data, no compute) of the shapes
 the op saw. Fake tensors keep the op's device, so torch picks the same kernels as in the
-real pass (e.g. CPU attention runs a fused kernel torch has no formula for, and counts 0
-there too): the per-op counts add up to what ``FlopCounterMode`` reports around the real
-forward. Nothing is counted by hand. Results are cached per (function, argument shapes,
-other arguments), so the repeated layers of a model cost one count.
+real pass: the per-op counts add up to what that counter reports around the real forward.
+The counter has torch's formulas plus, through its ``custom_mapping``, the attention kernels
+torch has none for (CPU's fused SDPA, ``flop_formulas.py``); nothing is registered globally.
+Results are cached per (function, argument shapes, other arguments), so the repeated layers
+of a model cost one count.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Any, Protocol
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
-from torch.utils.flop_counter import FlopCounterMode
 
+from lens_widget.log.flop_formulas import flop_counter_mode
 from lens_widget.log.replay import TensorSlot, fill_template
 
 
@@ -59,7 +60,7 @@ class _TensorSpec:
     dtype: torch.dtype
     device: torch.device
     # Kernels can depend on it: CPU attention with a mask that requires grad runs the
-    # math path (bmm, counted), without it a fused kernel (no formula).
+    # math path (bmm), without it the fused kernel (flop_formulas.py): both count the same.
     requires_grad: bool
 
 
@@ -154,7 +155,7 @@ def _count(func: Callable[..., Any], args: Any, kwargs: Any, grad: bool) -> int 
     if any(isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((args, kwargs))):
         return None  # a random op drawing from the user's generator: no formula, no draw
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter_mode()
     # Fake ops draw no random numbers and write no real memory; the RNG is kept anyway,
     # and warnings the op already gave in the real pass are not repeated.
     with torch.random.fork_rng(devices=[]), warnings.catch_warnings(), _fake_tensor_log_off():

@@ -236,7 +236,8 @@ class ModelLog:
 
     @property
     def flops(self) -> int | None:
-        """FLOPs of the whole forward (ops with a formula), as ``FlopCounterMode`` counts."""
+        """FLOPs of the whole forward (ops with a formula), as ``FlopCounterMode`` counts with
+        the extra attention formulas of ``flop_formulas.py``."""
         known = [op.flops for op in self.ops if op.flops is not None]
         return sum(known) if known else None
 

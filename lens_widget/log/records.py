@@ -140,8 +140,9 @@ class OpRecord:
     @property
     def flops(self) -> int | None:
         """Floating-point operations of the op's forward call, from the formulas of
-        ``torch.utils.flop_counter`` (computed on first use from the recorded shapes);
-        None where torch has no formula (elementwise ops, copies...)."""
+        ``torch.utils.flop_counter`` and, for attention kernels torch lacks one for (CPU's
+        fused SDPA), ``log/flop_formulas.py`` (computed on first use from the recorded
+        shapes); None where there is no formula (elementwise ops, copies...)."""
         if self._flops is _Unset.UNSET:
             self._flops = op_flops(self)
         return self._flops

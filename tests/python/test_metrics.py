@@ -13,6 +13,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import lens_widget as lw
 from bench.zoo import TEST_MODELS as BUILDERS
+from lens_widget.log.flop_formulas import flop_counter_mode
 from lens_widget.log.stats import activation_stats
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
@@ -27,16 +28,23 @@ MATMUL_LIKE = {"linear", "conv2d", "matmul", "addmm", "baddbmm", "bmm", "mm", "e
 
 @pytest.mark.parametrize("name", REAL_MODELS)
 def test_op_flops_add_up_to_flop_counter_mode_of_the_forward(name):
+    """The counter with lens's extra formulas (CPU attention) counts what the ops add up
+    to; torch's plain counter counts the same less the attention kernels."""
     case = BUILDERS[name]()
     with torch.no_grad():
+        with flop_counter_mode() as counter:
+            case.model(*case.args, **case.kwargs)
         with FlopCounterMode(display=False) as plain:
             case.model(*case.args, **case.kwargs)
         log = lw.trace(case.model, case.args, case.kwargs)
     per_op = [op.flops for op in log.ops]
+    total = counter.get_total_flops()
     assert plain.get_total_flops() > 0
-    assert sum(f for f in per_op if f is not None) == plain.get_total_flops()
-    assert log.flops == plain.get_total_flops()
-    assert log.module_totals[""].flops == plain.get_total_flops()
+    assert sum(f for f in per_op if f is not None) == total
+    assert log.flops == total
+    assert log.module_totals[""].flops == total
+    others = [op.flops for op in log.ops if op.func != "scaled_dot_product_attention"]
+    assert sum(f for f in others if f is not None) == plain.get_total_flops()
     # The counts sit on the ops that did the matrix work, not on elementwise ones.
     counted = {op.func for op in log.ops if op.flops}
     assert counted and counted <= MATMUL_LIKE | {"scaled_dot_product_attention", "conv1d"}
@@ -46,11 +54,11 @@ def test_op_flops_add_up_to_flop_counter_mode_of_the_forward(name):
 @pytest.mark.parametrize("name", ["transformer_encoder", "swin", "t5"])
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 def test_flops_match_flop_counter_mode_around_the_traced_pass(name, grad):
-    """The same forward, counted by FlopCounterMode while the tracer runs it. With grad on,
-    Swin's attention mask requires grad and CPU attention takes its math path (bmm): the
-    count replays that."""
+    """The same forward, counted by FlopCounterMode (with lens's extra formulas) while the
+    tracer runs it. With grad on, Swin's attention mask requires grad and CPU attention
+    takes its math path (bmm): the count replays that."""
     case = BUILDERS[name]()
-    with torch.set_grad_enabled(grad), FlopCounterMode(display=False) as around:
+    with torch.set_grad_enabled(grad), flop_counter_mode() as around:
         log = lw.trace(case.model, case.args, case.kwargs)
     assert log.flops == around.get_total_flops() > 0
     linear = next(op for op in log.ops if op.func == "linear")
