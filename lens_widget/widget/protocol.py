@@ -244,12 +244,13 @@ class FirstNonfiniteResult(TypedDict):
 
 
 class ActivationStats(TypedDict):
+    # Over the finite values; None where there is none (an empty or all-NaN tensor).
     numel: int
-    min: float
-    max: float
-    mean: float
-    std: float
-    zeros: float
+    min: float | None
+    max: float | None
+    mean: float | None
+    std: float | None
+    zeros: float | None  # share of all values; None for an empty tensor
     nan: int
     inf: int
 

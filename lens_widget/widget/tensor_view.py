@@ -72,24 +72,26 @@ def _json_number(v: float) -> float:
 
 
 def _no_values(
-    numel: int, zeros: float, n_nan: int, n_inf: int
+    numel: int, zeros: float | None, n_nan: int, n_inf: int
 ) -> tuple[protocol.ActivationStats, protocol.Histogram]:
+    """Stats with no finite value to describe: null, never an invented 0 (the panel says why)."""
     stats: protocol.ActivationStats = {
-        "numel": numel, "min": 0.0, "max": 0.0, "mean": 0.0, "std": 0.0, "zeros": zeros,
+        "numel": numel, "min": None, "max": None, "mean": None, "std": None, "zeros": zeros,
         "nan": n_nan, "inf": n_inf,
     }  # fmt: skip
     return stats, {"edges": [], "counts": []}
 
 
 def stats_and_hist(x: torch.Tensor) -> tuple[protocol.ActivationStats, protocol.Histogram]:
-    """Statistics and a 64-bin histogram over the finite values of the full tensor.
+    """Statistics and a 64-bin histogram over the finite values of the full tensor (min, max,
+    mean and std None where there is none: an empty or all-NaN tensor).
 
     Two passes over float64 chunks (float32 sums drift on large tensors and overflow to inf):
     counts and range first, then mean, variance (chunks merged as Chan et al.) and histogram.
     """
     numel = x.numel()
-    if numel == 0:
-        return _no_values(0, 0.0, 0, 0)
+    if numel == 0:  # not even a share of zeros: 0 of 0 values is no share
+        return _no_values(0, None, 0, 0)
     n_zero = n_nan = n_inf = 0
     lo, hi = math.inf, -math.inf
     for chunk in _flat_chunks(x):

@@ -170,6 +170,52 @@ def test_constant_and_non_finite_tensors():
     assert empty["dataShape"] == [0] and buf == b"" and empty["stats"]["numel"] == 0
 
 
+@pytest.mark.parametrize(
+    "tensor",
+    [torch.empty(4, 0), torch.empty(0), torch.randn(3, 5)[:, :0], torch.empty(0, 2, 3, 3)],
+    ids=["4x0", "0", "slice", "images"],
+)
+def test_an_empty_tensor_has_no_statistics(tensor):
+    """Zero elements have no min, max, mean, std or share of zeros: null, not an invented 0."""
+    result, buf = tensor_view(tensor)
+    assert result["stats"] == {
+        "numel": 0, "min": None, "max": None, "mean": None, "std": None, "zeros": None,
+        "nan": 0, "inf": 0,
+    }  # fmt: skip
+    assert result["hist"] == {"edges": [], "counts": []}
+    assert result["shape"] == list(tensor.shape) and result["dataShape"] == [0] and buf == b""
+
+
+def test_all_nan_has_counts_but_no_value_statistics():
+    result, _ = tensor_view(torch.tensor([float("nan"), float("inf"), 0.0, float("nan")])[:2])
+    s = result["stats"]
+    assert (s["nan"], s["inf"], s["zeros"]) == (1, 1, 0.0)
+    assert [s[k] for k in ("min", "max", "mean", "std")] == [None] * 4
+
+
+def test_nan_and_inf_reach_the_frontend_where_they_are():
+    """The float32 buffer keeps NaN and ±Inf in their cells (the plot greys them); the JSON
+    stays strict and its stats count them over the full tensor."""
+    import json
+
+    x = torch.log(torch.tensor([[1.0, -1.0, 2.0, 0.0], [3.0, -2.0, 1.0, 0.5]]))
+    x[1, 3] = float("inf")
+    result, buf = tensor_view(x)
+    got = values(buf, result)
+    assert np.isnan(got).tolist() == [[False, True, False, False], [False, True, False, False]]
+    assert got[0, 3] == -np.inf and got[1, 3] == np.inf
+    assert result["stats"]["nan"] == 2 and result["stats"]["inf"] == 2
+    json.dumps(result, allow_nan=False)
+    # pooling keeps a cell that holds a NaN or an Inf non-finite, never averaged away
+    big = torch.randn(600, 600)
+    big[0, 0], big[599, 599] = float("nan"), float("-inf")
+    result, buf = tensor_view(big.half())
+    pooled = values(buf, result)
+    assert result["reduced"] and np.isnan(pooled[0, 0]) and pooled[-1, -1] == -np.inf
+    assert np.isfinite(pooled).sum() == pooled.size - 2
+    assert result["stats"]["nan"] == 1 and result["stats"]["inf"] == 1
+
+
 def test_little_endian_float32_buffer():
     result, buf = tensor_view(torch.tensor([1.0, -2.0]))
     assert buf == np.array([1.0, -2.0], dtype="<f4").tobytes()

@@ -242,13 +242,14 @@ export type Request =
 
 export type PlotKind = "scalar" | "line" | "heatmap" | "images" | "sequence";
 
+/** Over the finite values; null where there is none (an empty or all-NaN tensor). */
 export interface ActivationStats {
   numel: number;
-  min: number;
-  max: number;
-  mean: number;
-  std: number;
-  zeros: number; // share of exact zeros, 0..1
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  std: number | null;
+  zeros: number | null; // share of exact zeros, 0..1; null for an empty tensor
   nan: number; // count
   inf: number; // count
 }

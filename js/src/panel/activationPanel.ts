@@ -4,7 +4,9 @@ import type { Activation } from "../kernel/messages";
 import type { ActivationRequest, ValueKind } from "../model/protocol";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
+import { noValueColor } from "./colorScale";
 import { fmtCount, fmtNum, fmtShape, gradientCaption } from "./format";
+import { countNonFinite, emptyMessage, nonFiniteNote } from "./noValues";
 import { indexSlider } from "./pickers";
 import { plotHistogram, plotMain, purge } from "./plots";
 import { Section } from "./section";
@@ -34,6 +36,7 @@ export class ActivationPanel {
   private choice: ValueChoice | null = null; // set when the gradient is plotted
   private last: Activation | null = null;
   private mainPlot = h("div", "lens-plot");
+  private noValuesEl = h("div", "lens-note lens-no-values"); // "3 NaN, 1 Inf cells shown grey"
   private noteEl = h("div", "lens-note");
   private histPlot = h("div", "lens-plot lens-hist");
   private statsEl = h("div", "lens-stats");
@@ -47,9 +50,10 @@ export class ActivationPanel {
       noRerun: () => deps.noRerun(),
     });
     this.mainPlot.dataset.testid = "plot-main";
+    this.noValuesEl.dataset.testid = "nonfinite-note";
     this.noteEl.dataset.testid = "activation-note";
     this.histPlot.dataset.testid = "plot-hist";
-    this.section.el.append(this.mainPlot, this.noteEl, this.histPlot, this.statsEl);
+    this.section.el.append(this.mainPlot, this.noValuesEl, this.noteEl, this.histPlot, this.statsEl);
   }
 
   get el(): HTMLElement {
@@ -114,13 +118,21 @@ export class ActivationPanel {
       controls.append(indexSlider(r.dims[0] ?? "batch", r.batch.index, r.batch.size, "batch-slider", (i) => this.pick({ batch: i })));
     }
     if (r.channels && r.channels.total > r.channels.count) controls.append(this.channelWindow(r.channels, r.axes[0] ?? "channel"));
-    if (r.plot === "scalar") {
+    this.noValuesEl.replaceChildren();
+    if (r.stats.numel === 0) {
+      // Nothing to plot or describe: say so, rather than a blank chart and stats of nothing.
+      this.clear();
+      const msg = h("div", "lens-empty", emptyMessage(r.shape));
+      msg.dataset.testid = "activation-empty";
+      this.mainPlot.replaceChildren(msg);
+    } else if (r.plot === "scalar") {
       purge(this.mainPlot);
       this.mainPlot.replaceChildren(h("div", "lens-scalar", fmtNum(act.values[0] ?? NaN)));
     } else {
-      // Plotly.react reuses its own DOM: only drop a scalar read-out left from before
-      this.mainPlot.querySelector(".lens-scalar")?.remove();
+      // Plotly.react reuses its own DOM: only drop a read-out left from before
+      this.mainPlot.querySelector(".lens-scalar, .lens-empty")?.remove();
       plotMain(this.mainPlot, act, th);
+      this.showNonFinite(act, th);
     }
     performance.mark("lens:plot-done", { detail: { id: r.id, plot: r.plot } });
     // A note without a reduction (e.g. "complex shown as magnitude") is still worth showing.
@@ -128,7 +140,16 @@ export class ActivationPanel {
     this.noteEl.textContent = this.choice ? [gradientCaption(this.choice), note].filter(Boolean).join(" · ") : note;
     if (r.hist.counts.length > 0) plotHistogram(this.histPlot, act, th);
     else purge(this.histPlot);
-    this.statsEl.replaceChildren(statsTable(act));
+    this.statsEl.replaceChildren(...(r.stats.numel ? [statsTable(act)] : []));
+  }
+
+  /** Under the plot: how many plotted values are NaN or ±Inf, with the grey that shows them. */
+  private showNonFinite(act: Activation, th: Theme): void {
+    const text = nonFiniteNote(countNonFinite(act.values), act.result.plot === "line" ? "point" : "cell");
+    if (!text) return;
+    const swatch = h("i", "lens-swatch");
+    swatch.style.background = noValueColor(th);
+    this.noValuesEl.replaceChildren(swatch, text);
   }
 
   private channelWindow(c: { start: number; count: number; total: number }, name: string): HTMLElement {
@@ -168,7 +189,7 @@ function statsTable(act: Activation): HTMLElement {
     ["max", fmtNum(s.max)],
     ["mean", fmtNum(s.mean)],
     ["std", fmtNum(s.std)],
-    ["zeros", `${(s.zeros * 100).toFixed(1)}%`],
+    ["zeros", s.zeros === null ? "—" : `${(s.zeros * 100).toFixed(1)}%`],
     ["NaN", String(s.nan)],
     ["Inf", String(s.inf)],
     ["numel", fmtCount(s.numel)],

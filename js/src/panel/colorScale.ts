@@ -44,3 +44,11 @@ export function colorRange(lo: number, hi: number, th: Theme): ColorRange {
   }
   return { colorscale: "Viridis", zmin: 0, zmax: hi > 0 ? hi : 1, diverging: false };
 }
+
+/**
+ * The grey of NaN and ±Inf cells: far from the diverging scale's middle (the colour of 0,
+ * near the background in both themes) and from every hue of RdBu and Viridis.
+ */
+export function noValueColor(th: Theme): string {
+  return th.dark ? "#868e96" : "#a5abb2";
+}

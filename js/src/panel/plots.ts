@@ -5,7 +5,8 @@
 import type * as P from "plotly.js";
 import type { Activation, AttentionMap } from "../kernel/messages";
 import type { Theme } from "../render/theme";
-import { colorRange, finiteRange } from "./colorScale";
+import { colorRange, finiteRange, noValueColor } from "./colorScale";
+import { lonePoints, nonFiniteMarks, nonFiniteMask } from "./noValues";
 import { loadPlotly, plotlyIfLoaded, preloadPlotly, type PlotlyApi } from "./plotlyLoader";
 
 /** Resolves once the plot functions below can draw. */
@@ -42,6 +43,7 @@ function baseLayout(th: Theme, height: number, x?: string, y?: string): Layout {
   return {
     height,
     margin: { l: 48, r: 12, t: 8, b: 34 },
+    showlegend: false, // the grey marks of NaN/Inf are a second trace, named in a note
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
     font: { size: 10, color: th.text, family: "system-ui, -apple-system, Segoe UI, sans-serif" },
@@ -73,6 +75,45 @@ function positions(n: number, full: number): number[] {
 
 const prod = (xs: number[]): number => xs.reduce((a, b) => a * b, 1);
 
+/** A grey heatmap over the non-finite cells of one block (Plotly would leave them as gaps,
+ * the colour of 0); null when the block is all finite. */
+function noValueCells(values: Float32Array, r: number, c: number, offset: number, th: Theme, hover: string, extra: Layout = {}): Layout | null {
+  const mask = nonFiniteMask(values, r, c, offset);
+  if (!mask) return null;
+  const grey = noValueColor(th);
+  return {
+    type: "heatmap",
+    name: "no value",
+    z: mask.z,
+    text: mask.text,
+    colorscale: [[0, grey], [1, grey]],
+    zmin: 0,
+    zmax: 1,
+    showscale: false,
+    hoverongaps: false,
+    hovertemplate: `${hover}: %{text}<extra></extra>`,
+    ...extra,
+  };
+}
+
+/** Grey marks for a line's NaN and ±Inf points, on a hidden 0..1 axis over the plot (the
+ * line itself just breaks there); null when every point is finite. */
+function noValuePoints(values: Float32Array, xs: number[], th: Theme, xName: string): Layout | null {
+  const m = nonFiniteMarks(values, xs);
+  if (!m.x.length) return null;
+  return {
+    type: "scatter",
+    name: "no value",
+    mode: "markers",
+    x: m.x,
+    y: m.y,
+    text: m.text,
+    yaxis: "y2",
+    marker: { color: noValueColor(th), symbol: m.symbol, size: 8, line: { width: 0 } },
+    hovertemplate: `${xName} %{x}: %{text}<extra></extra>`,
+  };
+}
+
 export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
   const { result, values } = act;
   const ds = result.dataShape;
@@ -81,17 +122,21 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
   switch (result.plot) {
     case "scalar":
     case "line": {
+      const xs = positions(values.length, Math.max(values.length, prod(result.shape)));
+      const lone = values.length > 1 ? lonePoints(values, 5) : null;
       const trace = {
         type: "scatter",
-        mode: values.length > 1 ? "lines" : "markers",
-        x: positions(values.length, Math.max(values.length, prod(result.shape))),
+        mode: values.length > 1 ? (lone ? "lines+markers" : "lines") : "markers",
+        x: xs,
         y: Array.from(values),
         line: { width: 1.2, color: th.selected },
-        marker: { color: th.selected },
+        marker: { color: th.selected, ...(lone ? { size: lone } : {}) },
         hovertemplate: `${axes[0]} %{x}: %{y:.4g}<extra></extra>`,
       };
       const l = baseLayout(th, 220, axes[0], "value");
-      plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
+      const marks = noValuePoints(values, xs, th, axes[0]);
+      if (marks) l.yaxis2 = { overlaying: "y", range: [0, 1], visible: false, fixedrange: true };
+      plotly().react(div, (marks ? [trace, marks] : [trace]) as P.Data[], l as Partial<P.Layout>, CONFIG);
       return;
     }
     case "heatmap":
@@ -101,19 +146,23 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
       const fullRows = result.shape[lead] ?? r;
       const fullCols = prod(result.shape.slice(lead + 1));
       const [yName, xName] = axes;
+      const x = positions(c, Math.max(c, fullCols));
+      const y = positions(r, Math.max(r, fullRows));
       const trace = {
         type: "heatmap",
         z: rows(values, r, c),
-        x: positions(c, Math.max(c, fullCols)),
-        y: positions(r, Math.max(r, fullRows)),
+        x,
+        y,
         ...colorRange(lo, hi, th),
         colorbar: colorbar(th, 10),
+        hoverongaps: false, // the grey cells above say what is there
         hovertemplate: `${yName} %{y}, ${xName} %{x}: %{z:.4g}<extra></extra>`,
       };
+      const grey = noValueCells(values, r, c, 0, th, `${yName} %{y}, ${xName} %{x}`, { x, y });
       const l = baseLayout(th, Math.max(180, Math.min(360, 40 + r * 6)), xName, yName);
       Object.assign(l.xaxis as Layout, cellTicks(c, fullCols));
       Object.assign(l.yaxis as Layout, { autorange: "reversed", ...cellTicks(r, fullRows) });
-      plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
+      plotly().react(div, (grey ? [trace, grey] : [trace]) as P.Data[], l as Partial<P.Layout>, CONFIG);
       return;
     }
     case "images":
@@ -137,6 +186,7 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
   };
   const range = colorRange(lo, hi, th);
   const start = result.channels?.start ?? 0;
+  const greys: Layout[] = [];
   for (let i = 0; i < ch; i++) {
     const ax = i === 0 ? "" : String(i + 1);
     traces.push({
@@ -147,8 +197,11 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
       ...range,
       showscale: i === 0,
       colorbar: colorbar(th, 8),
+      hoverongaps: false,
       hovertemplate: `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}: %{z:.4g}<extra></extra>`,
     });
+    const grey = noValueCells(values, h, w, i * h * w, th, `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}`, { xaxis: "x" + ax, yaxis: "y" + ax });
+    if (grey) greys.push(grey); // drawn after every channel: trace i stays channel i
     l["xaxis" + ax] = { visible: false };
     l["yaxis" + ax] = { visible: false, autorange: "reversed", scaleanchor: "x" + ax };
     (l.annotations as unknown[]).push({
@@ -163,7 +216,7 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
       font: { size: 9, color: th.muted },
     });
   }
-  plotly().react(div, traces as P.Data[], l as Partial<P.Layout>, CONFIG);
+  plotly().react(div, [...traces, ...greys] as P.Data[], l as Partial<P.Layout>, CONFIG);
 }
 
 export function plotHistogram(div: HTMLElement, act: Activation, th: Theme): void {

@@ -103,6 +103,9 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-note{color:#e67700;font-size:11px;overflow-wrap:anywhere}
 .lens-plot{min-width:0;max-width:100%;overflow:hidden}
 .lens-note:empty{display:none}
+.lens-no-values{color:var(--lens-muted)}
+.lens-swatch{display:inline-block;width:9px;height:9px;border-radius:2px;margin-right:4px;vertical-align:-1px}
+.lens-empty{color:var(--lens-muted);padding:12px 0}
 .lens-scalar{font-size:28px;font-family:var(--jp-code-font-family,ui-monospace,monospace);padding:16px 0;text-align:center}
 .lens-stats-table{width:100%;border-collapse:collapse;margin-top:4px}
 .lens-stats-table td{padding:3px 4px;border:1px solid var(--lens-border);text-align:center}
