@@ -376,8 +376,9 @@ export class LensApp {
   }
 
   private jump(hit: SearchHit): void {
-    if (hit.kind === "node") this.select(hit.id, { center: true });
-    else this.focusGroup(hit.id);
+    if (hit.kind === "node") return this.select(hit.id, { center: true });
+    this.select("", {}); // a module, not the op shown before: the inspector closes
+    this.focusGroup(hit.id);
   }
 
   /** Downloads what the canvas shows now as an SVG. */

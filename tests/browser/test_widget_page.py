@@ -267,6 +267,8 @@ def test_search_jumps_to_and_selects_a_hidden_op(page, payload) -> None:
     page.locator("[data-testid=search-result]").first.click()
     wait_idle(page)
     assert on_canvas(page, "@blocks.7.mlp:1")
+    assert lens(page, "selected") == ""  # the softmax picked before is no longer shown
+    assert page.locator("[data-testid=inspector]").is_hidden()
     assert page.errors == []
 
 
