@@ -156,7 +156,9 @@ def _leaf_name(leaf: LeafState) -> tuple[str, str | None, str]:
     if node is not None:  # made outside: named after the op that first used it
         first = node.children[0] if node.children else node.label
         return first, label, node.source
-    return "leaf", label, ""
+    # No recorded op made or read it: a copy torch made inside backward (the detached input
+    # of a reentrant checkpoint's recomputation)
+    return "unrecorded_leaf", label, ""
 
 
 def _short_source(source: str) -> str:

@@ -192,3 +192,13 @@ def test_a_regions_own_ops_are_matched_when_recomputed(reentrant: bool) -> None:
     for label in ("relu_1_2", "mul_1_3"):
         assert log[label].grad is not None, label
         torch.testing.assert_close(log[label].grad, plain[label].grad)
+
+
+def test_a_leaf_no_recorded_op_touched_says_so_in_its_name() -> None:
+    """A reentrant checkpoint recomputes from a detached copy of its input: an autograd leaf
+    made inside backward, which no recorded op made or read."""
+    x = torch.randn(3, 8, requires_grad=True)
+    log = lw.trace(RegionOfItsOwn(True), (x,), backward=lambda out: out.sum())
+    leaf = log.leaves["unrecorded_leaf"]
+    assert (leaf.kind, leaf.shape, leaf.label) == ("other", (3, 8), None)
+    torch.testing.assert_close(leaf.grad, log["input.0"].grad)  # the gradient of that input
