@@ -6,7 +6,8 @@ A mode (rather than only a Tensor subclass) also sees factory calls such as
 Everything here runs once per op, so it is written for speed: per-function facts are
 cached, a call site is an int, records are built positionally and complete (labels, links,
 source text; only the first pass of a repeating layer is renamed afterwards, links.py),
-and saving a value appends to a list. Which node made each tensor: tensor_book.py.
+and saving a value appends to a list. Which node made each tensor: tensor_book.py; what
+each module call returned: module_outputs.py.
 
 A user's own mode or Tensor subclass around the trace sees exactly the calls of a plain
 forward: the bookkeeping runs with torch functions disabled, except on the fast path, where
@@ -29,9 +30,10 @@ from torch.overrides import TorchFunctionMode
 from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
-from lens_widget.capture.func_facts import FACTS, IDENTITY_FACTS, FuncFacts, identity
+from lens_widget.capture.func_facts import FACTS, FuncFacts
 from lens_widget.capture.links import Layer, ParentRefs, link_parents
 from lens_widget.capture.model_names import ModelNames
+from lens_widget.capture.module_outputs import ModuleOutputs
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
@@ -68,7 +70,7 @@ class BackwardRunner(Protocol):
     ) -> Any: ...
 
 
-class Recorder(TensorBook, TorchFunctionMode):
+class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
     """Records each torch call as an OpRecord; sources are created on first use."""
 
     def __init__(
@@ -365,55 +367,3 @@ class Recorder(TensorBook, TorchFunctionMode):
         count = self._func_counts[clean] = self._func_counts.get(clean, 0) + 1
         layer = self._layers[key] = Layer(f"{clean}_{count}_{len(self._layers) + 1}")
         return layer
-
-    # ---- modules ---------------------------------------------------------------------
-
-    def _on_module_output(
-        self, address: str, pass_index: int, output: Any, entry: tuple[str, int] | None
-    ) -> Any:
-        """Note which nodes a module call returned. A tensor it returns untouched (an
-        nn.Identity, a skipped branch) gets an "identity" op inside the module, so the
-        module is a node of the graph and the value visibly flows through it.
-
-        `entry` is the module's (address, pass) on the tracker's stack, None for the root:
-        the ops that ran inside this call are those whose module_stack holds that tuple."""
-        if type(output) is Tensor:  # the common case: nothing here reads the tensor
-            produced = self._producers.get(id(output))
-            if entry is not None and produced is not None and produced[0]() is output:
-                # Made by an op inside this very call (its stack holds `entry`): no loop.
-                node = produced[1]
-                depth = len(self.tracker.stack)
-                stack = node.module_stack
-                if len(stack) >= depth and stack[depth - 1] is entry:
-                    self.module_outputs.append((address, pass_index, [node]))
-                    return output
-            nodes = self._module_output_nodes((output,), entry)
-        else:
-            # A container's flattening could call torch functions. (Fresh context objects
-            # here: one entered twice would not restore the state it found.)
-            with torch._C.DisableTorchFunction():
-                nodes = self._module_output_nodes(tensor_leaves(output), entry)
-        self.module_outputs.append((address, pass_index, nodes))
-        return output
-
-    def _module_output_nodes(self, tensors: Any, entry: tuple[str, int] | None) -> list[OpRecord]:
-        nodes = []
-        depth = len(self.tracker.stack)
-        for tensor in tensors:
-            produced = self._producers.get(id(tensor))
-            node = produced[1] if produced is not None and produced[0]() is tensor else None
-            if entry is not None and (
-                node is None
-                or len(node.module_stack) < depth
-                or node.module_stack[depth - 1] is not entry
-            ):
-                # Runs at the user's level, where this mode is active: describing the tensor
-                # must not be recorded.
-                with torch._C.DisableTorchFunction():
-                    inputs = self._resolve_inputs(identity, (tensor,), None)
-                    # Named after the line that called the module, outside the module's body.
-                    frame = sys._getframe(0)
-                    node = self._record(IDENTITY_FACTS, inputs, (tensor,), (), frame, True)
-            if node is not None:
-                nodes.append(node)
-        return nodes
