@@ -8,7 +8,7 @@ before anything runs, and the replacement function is built here from that check
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -25,9 +25,10 @@ KINDS = ("zero", "mean")
 
 @dataclass(frozen=True, slots=True)
 class Ablation:
-    """A checked ablation: `target` is an op label (one pass) or a rolled layer (every pass)."""
+    """A checked ablation: `target` is an op label (one pass) or a rolled node (every pass)."""
 
     target: str
+    passes: tuple[str, ...]  # the op labels whose outputs are replaced
     kind: str  # "zero" | "mean"
     dim: int | None  # the dim averaged over ("mean"), None for "zero"
     dim_name: str | None  # what that dim is ("token"), or "dim 2" when nothing names it
@@ -45,9 +46,10 @@ class Ablation:
         return mean_over_dim
 
     def describe(self) -> str:
+        every = f" (all {len(self.passes)} passes)" if len(self.passes) > 1 else ""
         if self.kind == "zero":
-            return f"{self.target} zeroed"
-        return f"{self.target} replaced by its mean over {self.dim_name}"
+            return f"{self.target}{every} zeroed"
+        return f"{self.target}{every} replaced by its mean over {self.dim_name}"
 
     def info(self) -> protocol.AblationInfo:
         """What the frontend's banner shows."""
@@ -62,20 +64,21 @@ class Ablation:
 
 def ablation_request(
     records: Mapping[str, OpRecord],
-    layers: Collection[str],
+    rolled: Mapping[str, Sequence[str]],
     dim_names: DimNames,
     params: object,
 ) -> Ablation:
-    """The checked ablation of an "ablate" request, or RequestError saying what is wrong."""
+    """The checked ablation of an "ablate" request, or RequestError saying what is wrong.
+    `rolled`: the rolled nodes an id names (-> their passes' labels): every pass of one is
+    ablated, those of a folded repeated block included."""
     p = request_params(params, {"id", "kind", "dim"}, {"id", "kind"})
     node_id = p["id"]
-    if isinstance(node_id, str) and node_id in layers and node_id not in records:
-        passes = [r for r in records.values() if r.layer == node_id and r.kind == "op"]
-        if not passes:
-            raise RequestError(f"{quote(node_id)} is not an op: only ops can be ablated")
+    if isinstance(node_id, str) and node_id in rolled:
+        passes = [records[label] for label in rolled[node_id]]
     else:
         passes = [node_record(records, node_id)]
     target = str(node_id)
+    labels = tuple(record.label for record in passes)
     for record in passes:
         if record.kind != "op":
             raise RequestError(f"{record.label} is a {record.kind}: only ops can be ablated")
@@ -89,7 +92,7 @@ def ablation_request(
     if kind == "zero":
         if "dim" in p:
             raise RequestError("dim is only for kind 'mean'")
-        return Ablation(target, "zero", None, None)
+        return Ablation(target, labels, "zero", None, None)
     if "dim" not in p:
         raise RequestError("kind 'mean' needs dim: the dimension to average over")
     first = passes[0]
@@ -110,7 +113,7 @@ def ablation_request(
         )
     dim %= rank
     name = wire_names(dim_names.of(first.label, 0) or ("",) * rank)[dim]
-    return Ablation(target, "mean", dim, name)
+    return Ablation(target, labels, "mean", dim, name)
 
 
 def _first_shape(record: OpRecord) -> tuple[int, ...]:

@@ -204,6 +204,7 @@ class LensWidget(anywidget.AnyWidget):
         }
         self._to_rolled = {p: n["id"] for n in rolled for p in n["passes"]}
         self._to_unrolled = {n["id"]: n["passes"][0] for n in rolled if n["passes"]}
+        self._rolled_passes: dict[str, list[str]] = {n["id"]: n["passes"] for n in rolled}
         self._modules = {m["address"] for m in self._payload["modules"]}
         self._output_groups = output_groups(
             n["id"] for n in self._payload["unrolled"]["nodes"] if n["kind"] == "output"
@@ -222,7 +223,8 @@ class LensWidget(anywidget.AnyWidget):
             raise RuntimeError("this widget was built from a log; there is no model to re-run")
         if node_id is not None:
             label = requests.rerun_target(self._records, {"id": node_id}, self._ids["rolled"])
-            for name in (label, *self._attention_inputs(label)):
+            labels = self._rolled_targets().get(label, [label])  # every pass of a rolled node
+            for name in (*labels, *(n for lb in labels for n in self._attention_inputs(lb))):
                 if name not in self._extra_save:
                     self._extra_save.append(name)
         self.status = "re-running the model…"
@@ -232,6 +234,14 @@ class LensWidget(anywidget.AnyWidget):
             self.status = ""
         self._show_ablation(None, None)  # the clean run changed: back to the plain trace
         self._set_log(log)
+
+    def _rolled_targets(self) -> Mapping[str, list[str]]:
+        """Rolled node -> its passes' labels, for the ids that name one: every rolled node
+        while the rolled view is shown; otherwise those that are no op's label (a layer
+        that ran several times), since the unrolled view names single ops."""
+        if self.view == "rolled":
+            return self._rolled_passes
+        return {k: v for k, v in self._rolled_passes.items() if k not in self._records}
 
     def ablate(self, target: str, kind: str = "zero", dim: int | None = None) -> None:
         """Re-trace with op `target`'s output zeroed (`kind="zero"`) or replaced by its mean
@@ -244,11 +254,11 @@ class LensWidget(anywidget.AnyWidget):
         params: dict[str, object] = {"id": target, "kind": kind}
         if dim is not None:
             params["dim"] = dim
-        ablation = ablation_request(self._records, self._ids["rolled"], self._dim_names, params)
+        ablation = ablation_request(self._records, self._rolled_targets(), self._dim_names, params)
         clean = self._model_log
         self.status = f"ablating {ablation.target}…"
         try:
-            ablated = self._replay({ablation.target: ablation.function()})
+            ablated = self._replay({label: ablation.function() for label in ablation.passes})
             comparison = compare(clean, ablated)
         finally:
             self.status = ""

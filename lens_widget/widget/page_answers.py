@@ -49,7 +49,7 @@ def page_answers(log: ModelLog, diffs: Mapping[str, OpDiff] | None = None) -> Pa
         except MetricError as err:
             metrics[name] = str(err)
             continue
-        values = torch.frombuffer(bytearray(data), dtype=torch.float32)
+        values = torch.frombuffer(bytearray(data), dtype=torch.float32) if data else torch.zeros(0)
         metrics[name] = offset
         chunks.append(values)
         offset += values.numel()

@@ -187,3 +187,34 @@ def test_a_forward_that_fails_under_the_ablation_is_an_error_reply():
     assert not reply["ok"] and "h must not be zero" in reply["error"]
     assert w.comparison is None and "ablation" not in w.graph
     assert torch.equal(rng, torch.get_rng_state())
+
+
+class _Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.b(self.a(x).tanh()).relu() * 2 - 1
+
+
+def test_a_folded_repeated_block_ablates_the_op_in_every_block():
+    """In the rolled view the first block's tanh stands for all three blocks' (its id is
+    also the first block's op label): every one of them is zeroed, and the banner says so;
+    in the unrolled view the same id is that one op."""
+    torch.manual_seed(0)
+    w = LensWidget(nn.Sequential(*[_Block() for _ in range(3)]), (torch.randn(2, 8),))
+    tanhs = [op.label for op in w.model_log.ops if op.func == "tanh"]
+    assert len(w.model_log.repeated_blocks[0]) == 3  # the blocks fold into one
+    w.view = "rolled"
+    reply, _ = ask(w, "ablate", {"id": tanhs[0], "kind": "zero"})
+    assert reply["ok"], reply
+    diffs = {d.label: d for d in w.comparison}
+    assert [diffs[label].rel_l2 for label in tanhs] == pytest.approx([1.0, 1.0, 1.0])
+    assert w.ablation.describe() == f"{tanhs[0]} (all 3 passes) zeroed"
+    w.end_ablation()
+    w.view = "unrolled"
+    w.ablate(tanhs[0])
+    diffs = {d.label: d for d in w.comparison}
+    assert diffs[tanhs[0]].rel_l2 == pytest.approx(1.0)
+    assert diffs[tanhs[1]].rel_l2 != pytest.approx(1.0)  # the next block reads a changed input
