@@ -121,6 +121,8 @@ def _modules(data: list[dict[str, Any]]) -> dict[str, ModuleInfo]:
             raise fail(f"{JSON_FILE}: modules[{i}]", f"address {address[:80]!r} appears twice")
         outputs: dict[int, list[str]] = {}
         for pass_index, labels in entry["outputs"]:
+            if pass_index in outputs:
+                raise fail(f"{JSON_FILE}: modules[{i}]", f"outputs: pass {pass_index} twice")
             outputs[pass_index] = list(labels)
         modules[address] = ModuleInfo(
             address=address,
@@ -133,7 +135,23 @@ def _modules(data: list[dict[str, Any]]) -> dict[str, ModuleInfo]:
     for i, info in enumerate(modules.values()):
         if info.parent is not None and info.parent not in modules:
             raise fail(f"{JSON_FILE}: modules[{i}]", f"parent {info.parent[:80]!r} is not a module")
+    _check_tree(modules)
     return modules
+
+
+def _check_tree(modules: dict[str, ModuleInfo]) -> None:
+    """Every module's parents lead to a root: a cycle would send every walk up the tree
+    (the summary's depths, the widget's module list) round forever."""
+    rooted: set[str] = set()
+    for i, info in enumerate(modules.values()):
+        seen: list[str] = []
+        address: str | None = info.address
+        while address is not None and address not in rooted:
+            if address in seen:
+                raise fail(f"{JSON_FILE}: modules[{i}]", f"parent of {address[:80]!r} loops")
+            seen.append(address)
+            address = modules[address].parent
+        rooted.update(seen)
 
 
 def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:

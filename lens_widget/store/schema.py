@@ -255,7 +255,9 @@ _LOG = record(
         "param_bytes": COUNT,
         "failed_op": nullable(TEXT),
         "error": nullable(
-            record({"type": string(r"[A-Za-z_][A-Za-z0-9_]{0,199}"), "message": TEXT})
+            # any class name Python gave it (ÜberError, a type() made "my-error"), no control
+            # characters; loading only names a new class with it
+            record({"type": string(r"[^\x00-\x1f]{1,200}"), "message": TEXT})
         ),
         "output": anything,
     }

@@ -83,7 +83,9 @@ def test_non_finite_numbers_are_not_json(saved):
         (lambda d: d["nodes"][0].pop("parents"), r"nodes\[0\]: missing field\(s\) parents"),
         (lambda d: d["tensors"][0].update(shape=[-1]), r"tensors\[0\]\.shape\[0\]: -1 is less"),
         (lambda d: d.update(nodes={}), r"log\.json\.nodes: \{\} is not an array"),
-        (lambda d: d["log"].update(error={"type": "os.system()", "message": ""}), "does not match"),
+        # any class name is only a name (never looked up): control characters are refused
+        (lambda d: d["log"].update(error={"type": "Bad\nName", "message": ""}), "does not match"),
+        (lambda d: d["log"].update(error={"type": "", "message": ""}), "does not match"),
         (lambda d: d["storages"][0].update(name="../../x"), r"storages\[0\]\.name"),
     ],
 )
@@ -119,6 +121,12 @@ def test_schema_checks_name_the_field(saved, change, match):
         (lambda d: d["modules"][1].update(parent="ghost"), r"modules\[1\]: parent 'ghost'"),
         (lambda d: d["modules"][1]["outputs"][0][1].append("ghost"), "outputs: 'ghost' is not"),
         (lambda d: d["modules"].append(d["modules"][1]), "address 'fc' appears twice"),
+        (lambda d: d["modules"][1].update(parent="fc"), r"modules\[1\]: parent of 'fc' loops"),
+        (lambda d: d["modules"][0].update(parent="fc"), r"modules\[0\]: parent of '' loops"),
+        (
+            lambda d: d["modules"][1]["outputs"].append(d["modules"][1]["outputs"][0]),
+            "outputs: pass 1 twice",
+        ),
         (lambda d: d["log"].update(failed_op="ghost"), "failed_op 'ghost' is not a node"),
         (lambda d: node(d, "relu_1_3").update(label="mul_1_4"), "label appears twice"),
         (lambda d: d["nodes"][1].update(index=7), "index is 7, but the node is at position 1"),

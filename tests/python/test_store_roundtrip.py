@@ -88,6 +88,20 @@ def test_partial_trace_keeps_its_error(tmp_path):
     assert loaded.failed_op == log.failed_op and loaded[log.failed_op].failed
 
 
+@pytest.mark.parametrize("name", ["ÜberError", "my-error"])
+def test_an_error_class_of_any_name_round_trips(tmp_path, name):
+    """A non-ASCII class name, or one type() made that is no identifier, loads back."""
+    error_class = type(name, (Exception,), {})
+
+    def fails(x):
+        raise error_class("bad")
+
+    with pytest.raises(error_class) as info:
+        lw.trace(FunctionModule(fails), torch.randn(2, 3))
+    loaded = assert_round_trip(lw.partial_log(info.value), tmp_path)
+    assert type(loaded.error).__name__ == name and str(loaded.error) == "bad"
+
+
 def test_graph_only_log(tmp_path):
     log = lw.trace(trace_model(), torch.randn(3, 4), save=None)
     loaded = assert_round_trip(log, tmp_path)
