@@ -151,7 +151,9 @@ class ModelLog:
         return None
 
     def _module_output(self, key: str) -> OpRecord:
-        address, _, pass_text = key.rpartition(":") if ":" in key else (key, "", "")
+        # the whole key first: a module may have ":" in its name (ModuleDict({"relu:out": ...}))
+        split = ":" in key and key not in self.modules
+        address, _, pass_text = key.rpartition(":") if split else (key, "", "")
         info = self.modules.get(address)
         if info is None or not info.outputs:
             raise KeyError(self._unknown(key))

@@ -158,7 +158,8 @@ class _GraphBuilder:
 
     def _op(self, node: OpRecord, by_label: dict[str, OpRecord]) -> None:
         call = Call(node)
-        spec = STANDARD_OPS.get(node.func)
+        # an op that raised made no output: a standard op without one is not valid ONNX
+        spec = STANDARD_OPS.get(node.func) if not node.failed else None
         if spec is not None and call.known and spec.min_opset <= OPSET:
             attributes = spec.attributes(call) if spec.attributes else {}
             inputs = self._standard_inputs(node, call, spec) if attributes is not None else None
@@ -272,6 +273,8 @@ def _doc(node: OpRecord) -> str:
         lines.append(f"pass {node.pass_index} of {node.n_passes} of layer {node.layer}")
     if node.source:
         lines.append(f"{node.source}: {node.source_code}".rstrip(": "))
+    if node.failed:
+        lines.append(f"raised {node.error}")
     return "\n".join(lines)
 
 

@@ -151,6 +151,20 @@ def test_partial_trace_exports(tmp_path):
     assert [meta(n)["label"] for n in model.graph.node] == ["relu_1_1", "view_1_2"]
 
 
+def test_an_op_that_raised_is_a_custom_node_without_outputs(tmp_path):
+    """A standard op type (MatMul) needs an output; the op that raised made none."""
+
+    def fails(x):
+        return torch.relu(x) @ torch.ones(5, 5)
+
+    with pytest.raises(RuntimeError) as info:
+        lw.trace(FunctionModule(fails), torch.randn(2, 4))
+    model = export(info.value.lens_log, tmp_path)  # passes the checker
+    last = model.graph.node[-1]
+    assert (last.op_type, last.domain, list(last.output)) == ("matmul", "lens_widget.torch", [])
+    assert "raised RuntimeError" in last.doc_string
+
+
 def test_without_onnx_the_error_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)
     log = lw.trace(FunctionModule(torch.relu), torch.randn(3))

@@ -202,3 +202,17 @@ def test_indexing_by_pass_layer_and_numpy_positions():
     assert log[np.int64(1)] is log.ops[1]
     with pytest.raises(IndexError, match="the log has 3 ops"):
         log[3]
+
+
+def test_a_module_named_with_a_colon_is_found_by_its_address():
+    class Named(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.d = nn.ModuleDict({"relu:out": nn.ReLU()})
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.d["relu:out"](x) * 2
+
+    log = lw.trace(Named(), torch.randn(2, 3))
+    assert log["d.relu:out"].label == "relu_1_1"
+    assert log["d.relu:out:1"].label == "relu_1_1"  # with its pass, as any module
