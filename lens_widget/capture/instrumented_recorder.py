@@ -26,6 +26,7 @@ from lens_widget.capture.interventions import (
     replace_tensor,
 )
 from lens_widget.capture.model_names import ModelNames
+from lens_widget.capture.module_tracker import RAISED
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.log.records import OpRecord
@@ -141,7 +142,7 @@ class InstrumentedRecorder(Recorder):
     ) -> Any:
         output = super()._on_module_output(address, pass_index, output, entry)
         interventions = self.interventions
-        if interventions is None or output is None:  # None: the module raised
+        if interventions is None or output is RAISED:
             return output
         found = interventions.for_module(address, pass_index)
         if found is None:

@@ -28,6 +28,10 @@ def _ignore_output(address: str, pass_index: int, output: Any, entry: Any) -> An
     return output
 
 
+# What exit() gets when the module call raised (a module may return None itself).
+RAISED: Any = object()
+
+
 class _ThreadTrackers(threading.local):
     trackers: tuple[ModuleTracker, ...] = ()
 
@@ -58,7 +62,7 @@ def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
             compiled = module._compiled_call_impl
             output = (compiled if compiled is not None else module._call_impl)(*args, **kwargs)
         except BaseException:
-            tracker.exit(None)
+            tracker.exit(RAISED)
             raise
         return tracker.exit(output)  # the same object unless an intervention replaced it
     for tracker in trackers:
@@ -68,7 +72,7 @@ def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
         output = (compiled if compiled is not None else module._call_impl)(*args, **kwargs)
     except BaseException:
         for tracker in reversed(trackers):
-            tracker.exit(None)
+            tracker.exit(RAISED)
         raise
     for tracker in reversed(trackers):
         output = tracker.exit(output)
@@ -88,7 +92,7 @@ def _call_tracked(
         output = call(*args, **kwargs)
     except BaseException:
         for tracker in reversed(trackers):
-            tracker.exit(None)
+            tracker.exit(RAISED)
         raise
     for tracker in reversed(trackers):
         output = tracker.exit(output)  # the same object unless an intervention replaced it
@@ -213,7 +217,7 @@ class ModuleTracker:
         return info
 
     def exit(self, output: Any) -> Any:
-        """The module call that entered last returned `output` (None when it raised); what
+        """The module call that entered last returned `output` (RAISED when it raised); what
         its caller gets."""
         if not self._open:
             return output

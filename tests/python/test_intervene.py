@@ -224,3 +224,24 @@ def test_a_wrong_shape_inside_the_pass_keeps_the_partial_log():
         lw.trace(model, x, intervene={"linear_2_3": lambda t: t[:1]})
     log = lw.partial_log(caught.value)
     assert log is not None and "linear_2_3" in log.labels
+
+
+@pytest.mark.parametrize(("returned", "name"), [(None, "NoneType"), (3, "int")])
+def test_a_module_returning_no_tensor_says_so(returned, name):
+    """A module that ran and returned None is not "a target that matched nothing"."""
+
+    class Returns(nn.Module):
+        def forward(self, x: torch.Tensor) -> object:
+            return returned
+
+    class Top(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = Returns()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.a(x)
+            return x * 2
+
+    with pytest.raises(TypeError, match=f"module a:1 returned {name} with no tensor to replace"):
+        lw.trace(Top(), torch.randn(2, 3), intervene={"a": lambda t: t * 0})
