@@ -11,6 +11,7 @@ trace ends; other threads' calls go straight to it and are not recorded.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -149,6 +150,8 @@ class ModuleTracker:
         self._root = root
         self._on_outer_call = on_outer_call
         self._addresses = names.modules
+        # address -> the module outside the traced ones that has it (see _address)
+        self._unreached: dict[str, weakref.ref[torch.nn.Module]] = {}
         self._on_module_output = on_module_output
         self._ops = ops  # the ops recorded so far: a module's n_ops is how many its calls add
         self.modules: dict[str, ModuleInfo] = {}
@@ -178,12 +181,22 @@ class ModuleTracker:
         self._on_outer_call = None
 
     def _address(self, module: torch.nn.Module) -> str:
+        """A module the traced ones do not reach (built inside forward; in a section, one
+        not given): `<Class>` under the module calling it, and its submodules under that as
+        in the model (`<Sequential>.0`). Another such module there while the first is alive
+        is `<Class>#2` (siblings stay apart); one built anew on each call takes the address
+        of the one before, which is gone, so its calls fold into passes."""
         address = self._addresses.get(id(module))
-        if address is None:  # built inside forward, not reachable from the model: name it
+        if address is None:
             parent = self.stack[-1][0] if self.stack else ""  # under the module calling it
-            address = self._addresses[id(module)] = ".".join(
-                filter(None, (parent, f"<{type(module).__name__}>"))
-            )
+            base = ".".join(filter(None, (parent, f"<{type(module).__name__}>")))
+            address, n = base, 1
+            while (holder := self._unreached.get(address)) is not None and holder() is not None:
+                n += 1
+                address = f"{base}#{n}"
+            self._unreached[address] = weakref.ref(module)
+            for name, submodule in module.named_modules():
+                self._addresses.setdefault(id(submodule), f"{address}.{name}" if name else address)
         return address
 
     @property

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 import lens_widget as lw
 from bench.zoo import language
@@ -115,3 +116,30 @@ def test_a_section_log_saves_and_loads(gpt2, tmp_path):
     assert loaded.labels == t.log.labels
     assert torch.equal(loaded.ops[-1].activation, t.log.ops[-1].activation)
     assert loaded.validate().checked == len(loaded.ops)
+
+
+def test_modules_not_given_keep_their_own_names_and_siblings_apart():
+    """A section given no modules names what it meets "<Class>" under its caller, with the
+    submodules as the model names them: two Linears of one Sequential are two modules (two
+    layers), not one module called twice."""
+    net, x = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2)), torch.randn(2, 4)
+    with lw.tracing() as t:
+        net(x).sum()
+    log = t.log
+    assert {a: m.n_passes for a, m in log.modules.items()} == {
+        "": 1, "<Sequential>": 1, "<Sequential>.0": 1, "<Sequential>.1": 1, "<Sequential>.2": 1,
+    }  # fmt: skip
+    assert [op.label for op in log.ops] == ["linear_1_1", "relu_1_2", "linear_2_3", "sum_1_4"]
+    assert log.structure == "feedforward"
+
+
+def test_a_module_built_anew_on_each_call_folds_into_passes():
+    class Rebuilds(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for _ in range(3):
+                x = nn.ReLU()(x) - 0.1  # a new module each time, the old one gone
+            return x
+
+    log = lw.trace(Rebuilds(), torch.randn(2, 3))
+    assert log.modules["<ReLU>"].n_passes == 3
+    assert [op.label for op in log.ops if op.func == "relu"] == [f"relu_1_1:{k}" for k in (1, 2, 3)]
