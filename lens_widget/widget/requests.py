@@ -221,4 +221,6 @@ def handle(content: object, handlers: Mapping[str, Handler]) -> Reply | None:
         return _error(req_id, str(e))
     except Exception as e:  # a bug or a failing re-run must not kill the comm
         return _error(req_id, f"{type(e).__name__}: {e}")
+    except KeyboardInterrupt:  # the user interrupted the kernel during a re-run: say so,
+        return _error(req_id, "interrupted")  # or the frontend waits out its timeout
     return {"type": "response", "id": req_id, "ok": True, "result": result}, buffers

@@ -335,6 +335,18 @@ def test_unsaved_activation_offers_a_rerun(page) -> None:
     assert page.errors == []
 
 
+def test_an_unsaved_op_shows_no_statistics_of_the_op_before(page) -> None:
+    p = make_payload(n_layers=2, unsaved=("conv2d",))
+    open_widget(page, p)
+    click_item(page, node_ids(p, "unrolled", "flatten")[0])
+    plot_traces(page)
+    assert page.locator(".lens-stats").inner_text()  # the saved op's statistics
+    click_item(page, node_ids(p, "unrolled", "conv2d")[0])
+    page.locator("[data-testid=activation-status]", has_text="not saved").wait_for()
+    assert page.locator(".lens-stats").inner_text() == ""
+    assert page.errors == []
+
+
 def test_partial_trace_shows_the_error(page) -> None:
     p = make_payload(n_layers=2, error=True)
     open_widget(page, p)

@@ -83,6 +83,20 @@ describe("RequestClient", () => {
     vi.useRealTimers();
   });
 
+  it("says a kernel is needed when the comm is gone (send throws after a kernel restart)", async () => {
+    vi.useFakeTimers();
+    const model = new FakeModel();
+    model.send = () => {
+      throw new Error("Cannot send");
+    };
+    const client = new RequestClient(model);
+    const err = await client.activation({ id: "a" }, () => undefined).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RequestError);
+    expect((err as RequestError).message).toBe("activations need a running kernel: re-run the cell");
+    expect((err as RequestError).unavailable).toBe(true); // no Retry: it cannot work
+    expect(vi.getTimerCount()).toBe(0); // nothing left to time out
+  });
+
   it("sends requests with ids and resolves on the matching response", async () => {
     const model = new FakeModel();
     const client = new RequestClient(model);

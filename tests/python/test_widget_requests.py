@@ -160,3 +160,17 @@ def test_a_long_handler_error_is_cut():
     )
     assert reply["error"].startswith("RuntimeError: xxx") and reply["error"].endswith("…")
     assert len(reply["error"]) <= 2000
+
+
+def test_an_interrupted_request_is_answered():
+    """Kernel -> Interrupt during a re-run raises KeyboardInterrupt in the handler: the
+    frontend gets "interrupted" at once instead of waiting out its timeout."""
+
+    def slow(params: object) -> requests.Answer:
+        raise KeyboardInterrupt
+
+    reply, buffers = requests.handle(
+        {"type": "request", "id": 4, "method": "rerun", "params": {}}, {"rerun": slow}
+    )
+    assert reply == {"type": "response", "id": 4, "ok": False, "error": "interrupted"}
+    assert buffers == []

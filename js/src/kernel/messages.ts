@@ -1,5 +1,6 @@
 // Request/response over anywidget custom messages, with our own timeouts (the kernel
 // only answers when idle), and decoding of the float32 buffers that come back.
+import { needsKernel } from "./kernelLink";
 import type {
   AblateRequest,
   ActivationRequest,
@@ -112,7 +113,15 @@ export class RequestClient {
       );
       if (opts.onSlow) timers.push(setTimeout(opts.onSlow, opts.slowMs ?? 1000));
       this.pending.set(id, { resolve, reject, timers });
-      this.model.send({ type: "request", id, method: req.method, params: req.params });
+      try {
+        this.model.send({ type: "request", id, method: req.method, params: req.params });
+      } catch {
+        // the comm is gone (the kernel restarted: ipywidgets throws "Cannot send"): this
+        // widget can never be answered again, a retry would not help
+        for (const t of timers) clearTimeout(t);
+        this.pending.delete(id);
+        reject(new RequestError(needsKernel(req), false, true));
+      }
     });
   }
 

@@ -171,9 +171,13 @@ export class ActivationPanel {
     return wrap;
   }
 
+  /** Drops everything drawn for the op shown before: plots, notes and its statistics. */
   clear(): void {
     purge(this.mainPlot);
     purge(this.histPlot);
+    this.noValuesEl.replaceChildren();
+    this.noteEl.replaceChildren();
+    this.statsEl.replaceChildren();
   }
 
   dispose(): void {
