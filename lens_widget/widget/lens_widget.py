@@ -23,11 +23,10 @@ from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import html_export, requests, wire
 from lens_widget.widget.ablation import Ablation, ablation_request
-from lens_widget.widget.checks import cut, quote
 from lens_widget.widget.dim_names import DimNames
-from lens_widget.widget.group_keys import is_group_address, output_groups
 from lens_widget.widget.metric_values import MetricError, metric_values, side_outputs
 from lens_widget.widget.payload import NO_MODEL, build_payload
+from lens_widget.widget.view_ids import ViewIds
 
 _NO_MODEL_TO_ABLATE = (
     "this widget was built from a log: there is no model to re-run with the ablation"
@@ -197,21 +196,10 @@ class LensWidget(anywidget.AnyWidget):
             self._payload["noRerun"] = NO_MODEL
         self._records: Mapping[str, OpRecord] = log.by_label
         self._dim_names = DimNames(log.nodes)
-        rolled = self._payload["rolled"]["nodes"]
-        self._ids = {
-            "unrolled": {n["id"] for n in self._payload["unrolled"]["nodes"]},
-            "rolled": {n["id"] for n in rolled},
-        }
-        self._to_rolled = {p: n["id"] for n in rolled for p in n["passes"]}
-        self._to_unrolled = {n["id"]: n["passes"][0] for n in rolled if n["passes"]}
-        self._rolled_passes: dict[str, list[str]] = {n["id"]: n["passes"] for n in rolled}
-        self._modules = {m["address"] for m in self._payload["modules"]}
-        self._output_groups = output_groups(
-            n["id"] for n in self._payload["unrolled"]["nodes"] if n["kind"] == "output"
-        )
+        self._view_ids = ViewIds(self._payload)
         if sync:
             self.graph = self._payload
-            if self.selected and self._convert(self.selected, self.view) is None:
+            if self.selected and self._view_ids.convert(self.selected, self.view) is None:
                 self.selected = ""
 
     def rerun(self, node_id: str | None = None) -> None:
@@ -222,7 +210,8 @@ class LensWidget(anywidget.AnyWidget):
         if self._model is None:
             raise RuntimeError("this widget was built from a log; there is no model to re-run")
         if node_id is not None:
-            label = requests.rerun_target(self._records, {"id": node_id}, self._ids["rolled"])
+            rolled_ids = self._view_ids.ids["rolled"]
+            label = requests.rerun_target(self._records, {"id": node_id}, rolled_ids)
             labels = self._rolled_targets().get(label, [label])  # every pass of a rolled node
             for name in (*labels, *(n for lb in labels for n in self._attention_inputs(lb))):
                 if name not in self._extra_save:
@@ -239,9 +228,10 @@ class LensWidget(anywidget.AnyWidget):
         """Rolled node -> its passes' labels, for the ids that name one: every rolled node
         while the rolled view is shown; otherwise those that are no op's label (a layer
         that ran several times), since the unrolled view names single ops."""
+        passes = self._view_ids.rolled_passes
         if self.view == "rolled":
-            return self._rolled_passes
-        return {k: v for k, v in self._rolled_passes.items() if k not in self._records}
+            return passes
+        return {k: v for k, v in passes.items() if k not in self._records}
 
     def ablate(self, target: str, kind: str = "zero", dim: int | None = None) -> None:
         """Re-trace with op `target`'s output zeroed (`kind="zero"`) or replaced by its mean
@@ -308,48 +298,19 @@ class LensWidget(anywidget.AnyWidget):
 
     # ---- trait validation ----
 
-    def _convert(self, value: str, view: str) -> str | None:
-        """`value` as an id of `view`: ids of the other view map to their layer / first pass."""
-        if value in self._ids[view]:
-            return value
-        mapped = (self._to_rolled if view == "rolled" else self._to_unrolled).get(value)
-        return mapped if mapped in self._ids[view] else None
-
     @traitlets.validate("selected")
     def _validate_selected(self, proposal: dict[str, Any]) -> str:
-        value = proposal["value"]
-        if value == "":
-            return value
-        converted = self._convert(value, self.view)
-        if converted is None:
-            example = next(iter(self._ids[self.view]), "")
-            raise traitlets.TraitError(
-                f"selected: unknown node id {quote(value)} in the {self.view} view "
-                f"(ids look like {example!r}; see w.graph[{self.view!r}]['nodes'])"
-            )
-        return converted
+        return self._view_ids.check_selected(proposal["value"], self.view)
 
     @traitlets.validate("expanded")
     def _validate_expanded(self, proposal: dict[str, Any]) -> list[str]:
-        unknown = [
-            a
-            for a in proposal["value"]
-            if not is_group_address(a, self._modules, self._output_groups)
-        ]
-        if unknown:
-            shown = cut(", ".join(quote(a) for a in unknown[:5]))
-            raise traitlets.TraitError(
-                f"expanded: unknown module addresses {shown} (module addresses, a stack of "
-                "repeated blocks such as 'transformer.h.0×24', an output group such as "
-                "'output.past_key_values', or a chunk of a huge box such as 'encoder#1-100')"
-            )
-        return list(dict.fromkeys(proposal["value"]))  # drop repeats, keep order
+        return self._view_ids.check_expanded(proposal["value"])
 
     @traitlets.observe("view")
     def _on_view(self, change: dict[str, Any]) -> None:
         # Keep the selection on the same op when switching views.
         if self.selected:
-            self.selected = self._convert(self.selected, change["new"]) or ""
+            self.selected = self._view_ids.convert(self.selected, change["new"]) or ""
 
     # ---- requests from the frontend ----
 
@@ -386,7 +347,7 @@ class LensWidget(anywidget.AnyWidget):
         return {"id": op.label if op is not None else None}, []
 
     def _rerun(self, params: object) -> requests.Answer:
-        label = requests.rerun_target(self._records, params, self._ids["rolled"])
+        label = requests.rerun_target(self._records, params, self._view_ids.ids["rolled"])
         if self._model is None:
             raise requests.RequestError("this widget was built from a log; it cannot re-run")
         self.rerun(label)
