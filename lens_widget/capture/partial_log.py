@@ -33,7 +33,8 @@ def attach_partial_log(error: BaseException, log: ModelLog) -> None:
     # add_note sets __notes__, which such a class may refuse too (and Python 3.10 has none)
     with contextlib.suppress(Exception):
         error.add_note(
-            f"lens_widget: the forward pass raised after {len(log.ops)} ops; "
+            # not "the forward pass": a section or a training step also raises in backward
+            f"lens_widget: raised after {len(log.ops)} recorded ops; "
             "the partial log is at err.lens_log"
         )
 

@@ -48,6 +48,10 @@ def test_backward_through_freed_graph_names_the_op_and_the_pass_that_freed_it() 
     assert second.error_source.endswith(f"{__file__.rsplit('/', 1)[-1]}:{_line_of('exp()')}")
     assert second.freed_by == 1
     assert log.leaves["fc.weight"].grads[0] is not None  # pass 1 completed
+    # the note on the error says how many ops ran, not that "the forward pass" raised
+    assert err.__notes__[-1] == (
+        f"lens_widget: raised after {len(log.ops)} recorded ops; the partial log is at err.lens_log"
+    )
 
 
 def test_inplace_modification_names_the_op_that_saved_and_the_one_that_wrote() -> None:
