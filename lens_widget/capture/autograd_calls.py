@@ -25,6 +25,9 @@ class BackwardCall:
     retain_graph: bool
     # The tensors the call is restricted to (autograd.grad's inputs, backward(inputs=...)).
     inputs: tuple[torch.Tensor | GradientEdge, ...]
+    # autograd.grad(..., is_grads_batched=True): the engine runs under vmap, one backward per
+    # grad_output, so the gradients it hands its nodes are batched tensors of that vmap.
+    batched: bool = False
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -62,7 +65,11 @@ def describe_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) 
     retain = given.get("retain_graph")
     nodes = [node for node in map(_root_node, roots) if node is not None]
     return BackwardCall(
-        kind, nodes, create_graph if retain is None else bool(retain), _as_tuple(given["inputs"])
+        kind,
+        nodes,
+        create_graph if retain is None else bool(retain),
+        _as_tuple(given["inputs"]),
+        batched=bool(given.get("is_grads_batched")),
     )
 
 

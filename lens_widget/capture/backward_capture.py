@@ -142,6 +142,7 @@ class BackwardCapture:
                 call.kind,
                 call.retain_graph,
                 recorder.source_text(site)[0],
+                batched=call.batched,
             )
         self.state.passes.append(pass_state)
         paths = PathTracker(recorder.tracker)
@@ -203,13 +204,15 @@ class BackwardCapture:
             return
         with torch._C.DisableTorchFunction():
             self.state.ran(node, pass_state, grad_outputs)
-            if type(node) is _ACCUMULATE_GRAD and grad_outputs and grad_outputs[0] is not None:
+            # A batched pass's gradients are vmap's batched tensors, meaningless outside it.
+            grad = grad_outputs[0] if grad_outputs else None
+            if type(node) is _ACCUMULATE_GRAD and grad is not None and not pass_state.batched:
                 leaf = self.leaf(node.variable)  # type: ignore[attr-defined]
                 grads, index = leaf.grads, pass_state.index
                 # Twice in one pass only through nested backwards (reentrant checkpoints):
                 # summed in the order .grad accumulates them.
                 earlier = grads.get(index)
-                grads[index] = grad_outputs[0] if earlier is None else earlier + grad_outputs[0]
+                grads[index] = grad if earlier is None else earlier + grad
                 existing = node.variable.grad  # type: ignore[attr-defined]
                 if existing is not None:
                     # The engine adds into it in place (zero_grad(set_to_none=False)): saved
@@ -226,7 +229,7 @@ class BackwardCapture:
         grad_outputs: tuple[Tensor | None, ...],
     ) -> None:
         pass_state = self._pass
-        if pass_state is None:
+        if pass_state is None or pass_state.batched:
             return
         op_grads = self.state.op_grads
         for output_nr, op in entries:
@@ -237,6 +240,8 @@ class BackwardCapture:
     def _note_returned(self, call: BackwardCall, result: Any) -> None:
         """autograd.grad hands back the gradients of its inputs instead of accumulating."""
         if call.kind != "autograd.grad" or not isinstance(result, tuple) or self._pass is None:
+            return
+        if call.batched:  # one gradient per grad_output, stacked: not a gradient of the step
             return
         index = self._pass.index
         for tensor, grad in zip(call.inputs, result, strict=False):

@@ -287,7 +287,8 @@ _BACKWARD_PASS = record(
         "error_source": nullable(TEXT),
         "freed_by": nullable(POSITIVE),
         "inplace_op": nullable(TEXT),
-    }
+    },
+    {"batched": boolean},
 )
 
 _AUTOGRAD_NODE = record(

@@ -28,13 +28,18 @@ def gradient_info(log: ModelLog) -> protocol.GradientInfo | None:
     if not has_gradients(log):
         return None
     leaves = sorted(log.leaves.values(), key=lambda leaf: leaf.received)  # stable: no grad first
+    batched = {p.index for p in log.backward_passes if p.batched}
+    reached_batched = _ops_reached(log.backward_graph, batched) if batched else set()
     return {
         "passes": [_pass(p) for p in log.backward_passes],
         "leaves": [_leaf(leaf) for leaf in leaves],
         "noGrad": [
             r.label
             for r in log.nodes
-            if r.grads is not None and all(g is None for g in r.grads) and r.kind != "output"
+            if r.grads is not None
+            and all(g is None for g in r.grads)
+            and r.kind != "output"
+            and r.label not in reached_batched
         ],
         "backward": _backward_nodes(log.backward_graph),
     }
@@ -51,6 +56,17 @@ def _pass(p: BackwardPass) -> protocol.BackwardPassInfo:
         "errorOp": p.error_op,
         "errorSource": p.error_source,
         "freedBy": None if p.freed_by is None else int(p.freed_by),
+        "batched": bool(p.batched),
+    }
+
+
+def _ops_reached(graph: nx.DiGraph, passes: set[int]) -> set[str]:
+    """The forward ops whose autograd nodes ran in one of `passes` (a batched pass keeps no
+    gradient, yet it reached them)."""
+    return {
+        data["forward_op"] or data["within_op"]
+        for _, data in graph.nodes(data=True)
+        if (data["forward_op"] or data["within_op"]) and not passes.isdisjoint(data["passes"])
     }
 
 

@@ -114,6 +114,7 @@ class BackwardPassInfo(TypedDict):
     errorOp: str | None
     errorSource: str | None
     freedBy: int | None
+    batched: bool
 
 
 class BackwardNodeInfo(TypedDict):

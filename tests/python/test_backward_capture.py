@@ -11,6 +11,7 @@ from cleanup_checks import captures_alive
 from torch import nn
 
 import lens_widget as lw
+from lens_widget.widget.gradient_payload import gradient_info
 
 
 class TwoLayer(nn.Module):
@@ -204,6 +205,62 @@ def test_backward_fn_returning_something_else_is_a_clear_error() -> None:
         assert "backward=fn returned float" in str(err)
     else:
         raise AssertionError("no error")
+
+
+def jacobian_then_loss(x: torch.Tensor) -> Any:
+    """A backward fn: the Jacobian of the output by x (autograd.grad with is_grads_batched,
+    the engine under vmap), then a plain backward of a loss."""
+
+    def step(out: torch.Tensor) -> torch.Tensor:
+        basis = torch.eye(out.numel()).view(-1, *out.shape)
+        (jac,) = torch.autograd.grad(out, x, basis, retain_graph=True, is_grads_batched=True)
+        kept.append(jac)
+        return out.pow(2).sum()
+
+    kept: list[torch.Tensor] = []
+    step.kept = kept  # type: ignore[attr-defined]
+    return step
+
+
+def test_a_batched_autograd_grad_is_a_pass_that_keeps_no_gradient(tmp_path: Any) -> None:
+    model, x = setup()
+    plain_step = jacobian_then_loss(x)
+    plain_step(model(x)).backward()
+    plain_grads, plain_jac = grads_of(model), plain_step.kept[0]
+    model.zero_grad(set_to_none=True)
+    x.grad = None
+
+    step = jacobian_then_loss(x)
+    log = lw.trace(model, (x,), backward=step)
+    assert torch.equal(step.kept[0], plain_jac) and plain_jac.shape == (6, 3, 4)
+    traced_grads = grads_of(model)
+    assert traced_grads.keys() == plain_grads.keys()
+    assert all(torch.equal(traced_grads[n], g) for n, g in plain_grads.items())
+    batched, loss = log.backward_passes
+    assert (batched.call, batched.batched, loss.batched) == ("autograd.grad", True, False)
+    # vmap's batched gradients escape nowhere: the batched pass keeps none, the next keeps all
+    fc1 = log["fc1"]
+    assert fc1.grads[0] is None and fc1.grads[1] is not None and fc1.grad.shape == (3, 6)
+    assert log.leaves["fc1.weight"].grads[0] is None
+    assert torch.equal(log.leaves["fc1.weight"].grad, plain_grads["fc1.weight"])
+    ran = [log.backward_graph.nodes[n] for n in batched.nodes]
+    assert any(n["forward_op"] == fc1.label for n in ran)
+    assert all(s is None or len(s) == 2 for n in ran for s in n["grad_shapes"])  # per sample
+
+    # what only the batched pass reached is not shown as "no gradient reached"
+    def jacobian_only(out: torch.Tensor) -> None:
+        jacobian_then_loss(x)(out)  # its loss is never backpropagated
+
+    only_jacobian = lw.trace(model, (x,), backward=jacobian_only)
+    info = gradient_info(only_jacobian)
+    assert info is not None and fc1.label not in info["noGrad"]
+    assert info["passes"][0]["batched"] is True
+    # the log saves, loads and writes its page
+    log.save(tmp_path / "step")
+    loaded = lw.load(tmp_path / "step")
+    assert [p.batched for p in loaded.backward_passes] == [True, False]
+    assert torch.equal(loaded["fc1"].grad, fc1.grad)
+    assert log.to_html(tmp_path / "step.html").stat().st_size > 0
 
 
 def test_saved_log_keeps_op_gradients(tmp_path: Any) -> None:

@@ -30,9 +30,10 @@ export class Gradients {
     }
   }
 
-  /** Passes that ran to the end (the gradient switch offers one of them, or their sum). */
+  /** Passes that ran to the end and kept gradients (the gradient switch offers one of them,
+   * or their sum); a batched pass (is_grads_batched) kept none. */
   get completedPasses(): BackwardPassInfo[] {
-    return this.passes.filter((p) => p.error === null);
+    return this.passes.filter((p) => p.error === null && !p.batched);
   }
 
   get failedPasses(): BackwardPassInfo[] {
