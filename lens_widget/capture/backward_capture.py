@@ -32,6 +32,7 @@ from lens_widget.capture.backward_log import CaptureState, LeafState, PassState,
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.module_tracker import swap_tracker
 from lens_widget.capture.recompute import PathTracker, RecomputeMatcher, RecomputeWatcher
+from lens_widget.capture.transforms import transform_running
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord
 
@@ -142,7 +143,7 @@ class BackwardCapture:
                 call.kind,
                 call.retain_graph,
                 recorder.source_text(site)[0],
-                batched=call.batched,
+                in_transform=call.batched or transform_running(),
             )
         self.state.passes.append(pass_state)
         paths = PathTracker(recorder.tracker)
@@ -204,9 +205,9 @@ class BackwardCapture:
             return
         with torch._C.DisableTorchFunction():
             self.state.ran(node, pass_state, grad_outputs)
-            # A batched pass's gradients are vmap's batched tensors, meaningless outside it.
+            # A pass in a transform hands out wrapped gradients, meaningless outside it.
             grad = grad_outputs[0] if grad_outputs else None
-            if type(node) is _ACCUMULATE_GRAD and grad is not None and not pass_state.batched:
+            if type(node) is _ACCUMULATE_GRAD and grad is not None and not pass_state.in_transform:
                 leaf = self.leaf(node.variable)  # type: ignore[attr-defined]
                 grads, index = leaf.grads, pass_state.index
                 # Twice in one pass only through nested backwards (reentrant checkpoints):
@@ -229,7 +230,7 @@ class BackwardCapture:
         grad_outputs: tuple[Tensor | None, ...],
     ) -> None:
         pass_state = self._pass
-        if pass_state is None or pass_state.batched:
+        if pass_state is None or pass_state.in_transform:
             return
         op_grads = self.state.op_grads
         for output_nr, op in entries:
@@ -241,7 +242,7 @@ class BackwardCapture:
         """autograd.grad hands back the gradients of its inputs instead of accumulating."""
         if call.kind != "autograd.grad" or not isinstance(result, tuple) or self._pass is None:
             return
-        if call.batched:  # one gradient per grad_output, stacked: not a gradient of the step
+        if self._pass.in_transform:  # stacked per grad_output, or wrapped: not kept
             return
         index = self._pass.index
         for tensor, grad in zip(call.inputs, result, strict=False):

@@ -48,7 +48,7 @@ class PassState:
     error: str | None = None
     error_node: Node | None = None
     freed_by: int | None = None
-    batched: bool = False  # is_grads_batched: its gradients are not kept (BackwardPass.batched)
+    in_transform: bool = False  # its gradients are not kept (BackwardPass.in_transform)
 
 
 @dataclass(eq=False)
@@ -218,7 +218,8 @@ def _backward_pass(
 ) -> BackwardPass:
     record = BackwardPass(
         pass_state.index, pass_state.call, pass_state.retain_graph, pass_state.source,
-        [ids[node] for node in pass_state.order if node in ids], batched=pass_state.batched,
+        [ids[node] for node in pass_state.order if node in ids],
+        in_transform=pass_state.in_transform,
     )  # fmt: skip
     if pass_state.error is None:
         return record

@@ -7,6 +7,7 @@ from then on as new values are saved. A model without in-place writes never pays
 
 from __future__ import annotations
 
+import contextlib
 from itertools import compress
 from operator import ne
 from typing import TYPE_CHECKING
@@ -66,7 +67,10 @@ class SavedValues:
         # storage: no copy); a Parameter output (p.float() returns p) becomes one too.
         for t in outputs:
             if t.requires_grad or type(t) is Parameter:
-                outputs = tuple([t.detach() for t in outputs])
+                # A tensor wrapped by vmap(grad(...)) refuses detach: it is dropped right
+                # after, as every value in a torch.func transform (note_transform_outputs).
+                with contextlib.suppress(RuntimeError):
+                    outputs = tuple([t.detach() for t in outputs])
                 break
         node.activations = outputs
         self.saved.append((node, outputs, versions))

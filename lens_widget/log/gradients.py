@@ -84,10 +84,11 @@ class BackwardPass:
     # For "modified by an inplace operation": the recorded op that wrote in place into a
     # tensor the failing op had saved, when the trace saw it.
     inplace_op: str | None = None
-    # ``autograd.grad(..., is_grads_batched=True)``: the engine ran under vmap, one backward
-    # per grad_output; its nodes and per-sample gradient shapes are recorded, no gradient
-    # is kept (they exist only batched inside that vmap; the call returns them stacked).
-    batched: bool = False
+    # Ran inside a torch.func transform: ``autograd.grad(..., is_grads_batched=True)`` (the
+    # engine under vmap, one backward per grad_output) or the backward of ``torch.func.grad``
+    # / ``vjp``. Its gradients exist only wrapped inside the transform: its nodes and
+    # per-sample gradient shapes are recorded, no gradient is kept.
+    in_transform: bool = False
 
 
 @dataclass(eq=False)

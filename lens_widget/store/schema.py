@@ -288,7 +288,7 @@ _BACKWARD_PASS = record(
         "freed_by": nullable(POSITIVE),
         "inplace_op": nullable(TEXT),
     },
-    {"batched": boolean},
+    {"in_transform": boolean},
 )
 
 _AUTOGRAD_NODE = record(

@@ -63,7 +63,7 @@ def encode_training_step(log: _HasTrainingStep, table: TensorTable) -> dict[str,
                 "error_source": p.error_source,
                 "freed_by": p.freed_by,
                 "inplace_op": p.inplace_op,
-                **({"batched": True} if p.batched else {}),  # files without it: as before
+                **({"in_transform": True} if p.in_transform else {}),  # else: as before
             }
             for p in log.backward_passes
         ],  # fmt: skip

@@ -28,8 +28,8 @@ def gradient_info(log: ModelLog) -> protocol.GradientInfo | None:
     if not has_gradients(log):
         return None
     leaves = sorted(log.leaves.values(), key=lambda leaf: leaf.received)  # stable: no grad first
-    batched = {p.index for p in log.backward_passes if p.batched}
-    reached_batched = _ops_reached(log.backward_graph, batched) if batched else set()
+    in_transform = {p.index for p in log.backward_passes if p.in_transform}
+    reached_only = _ops_reached(log.backward_graph, in_transform) if in_transform else set()
     return {
         "passes": [_pass(p) for p in log.backward_passes],
         "leaves": [_leaf(leaf) for leaf in leaves],
@@ -39,7 +39,7 @@ def gradient_info(log: ModelLog) -> protocol.GradientInfo | None:
             if r.grads is not None
             and all(g is None for g in r.grads)
             and r.kind != "output"
-            and r.label not in reached_batched
+            and r.label not in reached_only
         ],
         "backward": _backward_nodes(log.backward_graph),
     }
@@ -56,13 +56,13 @@ def _pass(p: BackwardPass) -> protocol.BackwardPassInfo:
         "errorOp": p.error_op,
         "errorSource": p.error_source,
         "freedBy": None if p.freed_by is None else int(p.freed_by),
-        "batched": bool(p.batched),
+        "inTransform": bool(p.in_transform),
     }
 
 
 def _ops_reached(graph: nx.DiGraph, passes: set[int]) -> set[str]:
-    """The forward ops whose autograd nodes ran in one of `passes` (a batched pass keeps no
-    gradient, yet it reached them)."""
+    """The forward ops whose autograd nodes ran in one of `passes` (a pass inside a torch.func
+    transform keeps no gradient, yet it reached them)."""
     return {
         data["forward_op"] or data["within_op"]
         for _, data in graph.nodes(data=True)

@@ -114,7 +114,7 @@ class BackwardPassInfo(TypedDict):
     errorOp: str | None
     errorSource: str | None
     freedBy: int | None
-    batched: bool
+    inTransform: bool
 
 
 class BackwardNodeInfo(TypedDict):

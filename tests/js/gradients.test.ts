@@ -25,8 +25,8 @@ function bw(
 function info(): GradientInfo {
   return {
     passes: [
-      { index: 1, call: "backward", retainGraph: true, source: "t.py:3", nodes: ["MulBackward0_0", "AddmmBackward0_1", "AccumulateGrad_2"], error: null, errorOp: null, errorSource: null, freedBy: null, batched: false },
-      { index: 2, call: "backward", retainGraph: false, source: "t.py:4", nodes: [], error: "Trying to backward through the graph a second time", errorOp: "lin_1", errorSource: "m.py:1", freedBy: 1, batched: false },
+      { index: 1, call: "backward", retainGraph: true, source: "t.py:3", nodes: ["MulBackward0_0", "AddmmBackward0_1", "AccumulateGrad_2"], error: null, errorOp: null, errorSource: null, freedBy: null, inTransform: false },
+      { index: 2, call: "backward", retainGraph: false, source: "t.py:4", nodes: [], error: "Trying to backward through the graph a second time", errorOp: "lin_1", errorSource: "m.py:1", freedBy: 1, inTransform: false },
     ],
     leaves: [leaf("a.w", true), leaf("b.w", false), leaf("c.w", false, null)],
     noGrad: ["x_2", "b.w"],
@@ -54,9 +54,9 @@ describe("Gradients", () => {
     expect(g.backwardOf("act_1")).toEqual([]);
   });
 
-  it("offers no batched pass (is_grads_batched) for a gradient: it kept none", () => {
+  it("offers no pass run inside a torch.func transform for a gradient: it kept none", () => {
     const data = info();
-    data.passes.push({ ...data.passes[0], index: 3, batched: true });
+    data.passes.push({ ...data.passes[0], index: 3, inTransform: true });
     const g = new Gradients(data);
     expect(g.completedPasses.map((p) => p.index)).toEqual([1]);
     expect(g.nodesOf(3).map((n) => n.gradFn)).toEqual(["MulBackward0", "AddmmBackward0", "AccumulateGrad"]);

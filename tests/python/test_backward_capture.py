@@ -237,7 +237,7 @@ def test_a_batched_autograd_grad_is_a_pass_that_keeps_no_gradient(tmp_path: Any)
     assert traced_grads.keys() == plain_grads.keys()
     assert all(torch.equal(traced_grads[n], g) for n, g in plain_grads.items())
     batched, loss = log.backward_passes
-    assert (batched.call, batched.batched, loss.batched) == ("autograd.grad", True, False)
+    assert (batched.call, batched.in_transform, loss.in_transform) == ("autograd.grad", True, False)
     # vmap's batched gradients escape nowhere: the batched pass keeps none, the next keeps all
     fc1 = log["fc1"]
     assert fc1.grads[0] is None and fc1.grads[1] is not None and fc1.grad.shape == (3, 6)
@@ -254,11 +254,11 @@ def test_a_batched_autograd_grad_is_a_pass_that_keeps_no_gradient(tmp_path: Any)
     only_jacobian = lw.trace(model, (x,), backward=jacobian_only)
     info = gradient_info(only_jacobian)
     assert info is not None and fc1.label not in info["noGrad"]
-    assert info["passes"][0]["batched"] is True
+    assert info["passes"][0]["inTransform"] is True
     # the log saves, loads and writes its page
     log.save(tmp_path / "step")
     loaded = lw.load(tmp_path / "step")
-    assert [p.batched for p in loaded.backward_passes] == [True, False]
+    assert [p.in_transform for p in loaded.backward_passes] == [True, False]
     assert torch.equal(loaded["fc1"].grad, fc1.grad)
     assert log.to_html(tmp_path / "step.html").stat().st_size > 0
 

@@ -150,3 +150,34 @@ def test_jacrev_of_a_module_keeps_its_parameters_plain(tmp_path):
     log.validate()
     log.save(tmp_path / "jac")
     assert_same_log(log, lw.load(tmp_path / "jac"))
+
+
+def per_sample_grads(model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The recipe of torch.func's docs: vmap(grad(...)) over a functional_call."""
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss(p: dict[str, torch.Tensor], sample: torch.Tensor) -> torch.Tensor:
+        return torch.func.functional_call(model, p, (sample.unsqueeze(0),)).pow(2).sum()
+
+    return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0))(params, x)
+
+
+def test_per_sample_gradients_trace_in_a_section_with_and_without_grads(tmp_path):
+    """vmap(grad(...)) makes tensors wrapped twice: keeping one raised "accessing `data`
+    under vmap", and with grads=True the backward inside grad() kept wrapped gradients."""
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1)), torch.randn(5, 4)
+    expected = per_sample_grads(model, x)
+    for grads in (False, True):
+        with lw.tracing(model, grads=grads) as t:
+            got = per_sample_grads(model, x)
+        assert all(torch.equal(got[k], v) for k, v in expected.items())
+        log = t.log
+        assert "tanh" in [op.func for op in log.ops]
+        assert not any(_is_wrapped(t) for t in _saved_tensors(log))
+        if grads:  # grad()'s own backward: a pass in a transform, no gradient kept
+            assert log.backward_passes and all(p.in_transform for p in log.backward_passes)
+            assert all(g is None for leaf in log.leaves.values() for g in leaf.grads)
+        log.validate()
+        log.save(tmp_path / f"per_sample_{grads}")
+        assert_same_log(log, lw.load(tmp_path / f"per_sample_{grads}"))

@@ -31,9 +31,9 @@ export class Gradients {
   }
 
   /** Passes that ran to the end and kept gradients (the gradient switch offers one of them,
-   * or their sum); a batched pass (is_grads_batched) kept none. */
+   * or their sum); a pass inside a torch.func transform kept none. */
   get completedPasses(): BackwardPassInfo[] {
-    return this.passes.filter((p) => p.error === null && !p.batched);
+    return this.passes.filter((p) => p.error === null && !p.inTransform);
   }
 
   get failedPasses(): BackwardPassInfo[] {

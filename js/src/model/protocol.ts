@@ -65,7 +65,7 @@ export interface BackwardPassInfo {
   errorOp: string | null; // unrolled id of the forward op whose saved tensors were involved
   errorSource: string | null;
   freedBy: number | null; // the earlier pass that freed those saved tensors
-  batched: boolean; // autograd.grad(..., is_grads_batched=True): ran under vmap, kept no gradient
+  inTransform: boolean; // ran inside a torch.func transform (is_grads_batched, func.grad): kept no gradient
 }
 
 export interface BackwardNodeInfo {
