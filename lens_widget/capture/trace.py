@@ -81,6 +81,11 @@ def trace(
         kwargs = {}
     elif not isinstance(kwargs, Mapping):
         raise TypeError(f"kwargs must be a mapping of keyword inputs, got {type(kwargs).__name__}")
+    if backward is not None and not callable(backward):  # else it fails after the forward
+        raise TypeError(
+            f"backward must be a function of the output (returning the loss), "
+            f"got {type(backward).__name__}"
+        )
     args = inputs if isinstance(inputs, tuple) else (inputs,)
     session = Session(
         ModelNames(model), model, type(model).__name__,

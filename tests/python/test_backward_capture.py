@@ -207,6 +207,15 @@ def test_backward_fn_returning_something_else_is_a_clear_error() -> None:
         raise AssertionError("no error")
 
 
+def test_a_backward_that_is_no_function_is_refused_before_the_forward_runs() -> None:
+    model, x = setup()
+    ran: list[int] = []
+    model.register_forward_hook(lambda *_: ran.append(1))
+    with pytest.raises(TypeError, match="backward must be a function of the output"):
+        lw.trace(model, (x,), backward=model(x).sum())  # the loss, not a function of the output
+    assert ran == [1]  # only the call above: the traced forward never started
+
+
 def jacobian_then_loss(x: torch.Tensor) -> Any:
     """A backward fn: the Jacobian of the output by x (autograd.grad with is_grads_batched,
     the engine under vmap), then a plain backward of a loss."""
