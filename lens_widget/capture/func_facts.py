@@ -168,9 +168,13 @@ class FuncFacts:
         # Tensor.data: an alias of its input with a version counter of its own, so a write
         # through it moves no version the tracer reads on the input (recorder.py).
         self.unversioned_alias = self.name == "data" and getattr(func, "__name__", "") == "__get__"
+        # Under torch.func.jvp, make_dual turns plain inputs into the transform's wrapped
+        # tensors: only the careful path sees the transform running (transforms.py).
         self.special = (
-            rule.writes_first or rule.running_stats is not None or self.backward
-        ) or self.unversioned_alias
+            (rule.writes_first or rule.running_stats is not None or self.backward)
+            or self.unversioned_alias
+            or self.name == "_make_dual"
+        )
         # Where an `inplace` flag sits among the positional arguments (F.relu's), if any.
         self.inplace_position = rule.inplace_flag_position
 

@@ -59,6 +59,9 @@ _STATE_GETTERS = frozenset(
     {torch._C.TensorBase.grad, torch._C.TensorBase._grad, torch._C.TensorBase._base}
 )
 
+# Forward-mode AD's: a replay runs outside the dual level the pass made, so it has no tangent.
+_FORWARD_AD = frozenset({"_make_dual", "_unpack_dual"})
+
 # Ops whose values are whatever was in memory: only their shape and dtype can be replayed.
 _UNINITIALIZED = frozenset(
     {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
@@ -82,6 +85,8 @@ def _replay_and_compare(node: OpRecord, rtol: float, atol: float) -> str | None:
         return "draws from an explicit torch.Generator"
     if getattr(call.func, "__module__", "").startswith("torch.autograd"):
         return "needs the autograd graph of the forward pass, which saved values do not keep"
+    if node.func in _FORWARD_AD:
+        return "forward-mode AD: a replay runs outside the pass's dual level, without tangents"
     if getattr(call.func, "__self__", None) in _STATE_GETTERS:
         return f"reads its input's .{node.func}, which saved values do not keep"
     try:

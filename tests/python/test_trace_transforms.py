@@ -5,6 +5,7 @@ prints, validates, saves and answers the widget like any other."""
 from __future__ import annotations
 
 import torch
+import torch.autograd.forward_ad as fwAD
 from log_equality import assert_same_log
 from torch import nn
 
@@ -181,3 +182,57 @@ def test_per_sample_gradients_trace_in_a_section_with_and_without_grads(tmp_path
         log.validate()
         log.save(tmp_path / f"per_sample_{grads}")
         assert_same_log(log, lw.load(tmp_path / f"per_sample_{grads}"))
+
+
+class JvpInForward(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        value, tangent = torch.func.jvp(lambda t: self.lin(t).tanh(), (x,), (torch.ones_like(x),))
+        return value + tangent
+
+
+class DualNumbersInForward(nn.Module):
+    """Forward-mode AD by hand (torch.autograd.forward_ad), no torch.func transform."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with fwAD.dual_level():
+            primal, tangent = fwAD.unpack_dual(self.lin(fwAD.make_dual(x, torch.ones_like(x))))
+        return primal + tangent
+
+
+def test_jvp_inside_forward_keeps_no_wrapped_value(tmp_path):
+    """jvp's make_dual wraps plain inputs: its output was kept wrapped, and saving the log,
+    its page and its statistics raised 'Cannot access storage of TensorWrapper'."""
+    torch.manual_seed(0)
+    model, x = JvpInForward(), torch.randn(4, 3)
+    log = lw.trace(model, x)
+    torch.testing.assert_close(log.output, model(x))
+    assert not any(_is_wrapped(t) for t in _saved_tensors(log))
+    (make_dual,) = [op for op in log.ops if op.func == "_make_dual"]
+    assert make_dual.no_values == IN_TRANSFORM_NO_VALUES
+    log.compute_metrics()
+    log.validate()
+    log.save(tmp_path / "jvp")
+    assert_same_log(log, lw.load(tmp_path / "jvp"))
+    assert log.to_html(tmp_path / "jvp.html").stat().st_size > 0
+
+
+def test_forward_ad_ops_are_skipped_by_validate_with_the_reason():
+    """A replay of unpack_dual outside the dual level has no tangent: validate raised
+    'replay gave 1 outputs, saved 2' on a correct trace."""
+    torch.manual_seed(0)
+    model, x = DualNumbersInForward(), torch.randn(4, 3)
+    log = lw.trace(model, x)
+    torch.testing.assert_close(log.output, model(x))
+    report = log.validate()
+    dual_ops = {op.label for op in log.ops if op.func in ("_make_dual", "_unpack_dual")}
+    assert len(dual_ops) == 2 and set(report.skipped) == dual_ops
+    assert all("forward-mode AD" in report.skipped[label] for label in dual_ops)
+    assert report.checked == len(log.ops) - 2  # linear, ones_like, add replay and match
