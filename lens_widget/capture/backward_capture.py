@@ -149,7 +149,9 @@ class BackwardCapture:
         paths = PathTracker(recorder.tracker)
         self._pass = pass_state
         self._matcher = RecomputeMatcher(recorder._layers, paths)
-        self._watcher = RecomputeWatcher(self._matcher, self.run_nested, self.note_recomputed)
+        self._watcher = RecomputeWatcher(
+            self._matcher, self.run_nested, self.note_recomputed, recorder.values.before_write
+        )
         handles: list[Any] = []
         swap_tracker(recorder.tracker, paths)
         recorder.backward_capture = None  # the recorder records the call as it always does

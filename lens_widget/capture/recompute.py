@@ -10,7 +10,9 @@ The recorder's mode is not active while the engine runs (its handler is running)
 backward capture pushes a `RecomputeWatcher` in each autograd node's pre-hook: the engine
 restores its thread state after every node, so the watcher sees exactly what that node's
 backward runs, and nothing after it. Calls made with grad mode off (a custom Function's
-backward, tensor hooks) are passed through untouched.
+backward, tensor hooks) are not matched. A call that writes (an optimizer stepped by a
+post-accumulate-grad hook, "optimizer in backward") is not recorded either, but the saved
+values it would overwrite are copied first, as before any recorded write.
 """
 
 from __future__ import annotations
@@ -121,11 +123,13 @@ class RecomputeWatcher(TorchFunctionMode):
         matcher: RecomputeMatcher,
         run_nested: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any],
         note_recomputed: Callable[[OpRecord, list[torch.Tensor]], None],
+        before_write: Callable[[list[torch.Tensor]], None],
     ) -> None:
         super().__init__()
         self._matcher = matcher
         self._run_nested = run_nested
         self._note_recomputed = note_recomputed
+        self._before_write = before_write
 
     def __torch_function__(
         self,
@@ -136,6 +140,10 @@ class RecomputeWatcher(TorchFunctionMode):
     ) -> Any:
         if func in BACKWARD_CALLS:  # a reentrant checkpoint's inner backward
             return self._run_nested(func, args, kwargs or {})
+        writes = FACTS[func].mutation.targets(args, kwargs or {})
+        if writes:
+            with torch._C.DisableTorchFunction():
+                self._before_write(writes)
         out = func(*args, **kwargs) if kwargs else func(*args)
         if torch.is_grad_enabled():
             with torch._C.DisableTorchFunction():

@@ -237,6 +237,34 @@ def test_an_optimizer_step_keeps_the_values_from_before_it(implementation):
     }
 
 
+@pytest.mark.parametrize("foreach", [False, True])
+def test_an_optimizer_stepped_inside_backward_keeps_the_values_from_before_it(foreach):
+    """ "Optimizer in backward": each parameter's step runs in its post-accumulate-grad
+    hook, inside the engine, where no op is recorded. The saved weights were the stepped
+    ones (validate failed on the first linear); its writes are now seen and copied first."""
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1)), torch.randn(5, 4)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    optimizers = {p: torch.optim.SGD([p], lr=0.1, foreach=foreach) for p in model.parameters()}
+
+    def step(p: torch.Tensor) -> None:
+        optimizers[p].step()
+        optimizers[p].zero_grad()
+
+    hooks = [p.register_post_accumulate_grad_hook(step) for p in model.parameters()]
+    with lw.tracing(model, grads=True) as t:
+        model(x).pow(2).mean().backward()
+    for hook in hooks:
+        hook.remove()
+    log = t.log
+    assert not torch.equal(model[0].weight, before["0.weight"])  # the steps ran
+    for name, value in before.items():
+        assert torch.equal(log[name].activation, value), name
+    assert all(p.grad is None for p in model.parameters())  # as the hooks left them
+    assert log.leaves["0.weight"].grad is not None  # the gradient each step used
+    assert log.validate().checked == len(log.ops)
+
+
 @pytest.mark.parametrize("optimizer", ["Adam", "AdamW", "SGD"])
 def test_a_fused_step_is_an_op_that_the_next_forward_reads(optimizer, tmp_path):
     """torch._fused_adam_ & co. write the parameters and return None: they are recorded
