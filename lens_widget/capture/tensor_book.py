@@ -141,6 +141,13 @@ class TensorBook:
             self._param_uses[node] = tuple.__new__(ParamUse, (name, shape, numel))
         return node
 
+    def alias(self, tensor: Tensor, of: Tensor) -> None:
+        """`tensor` wraps `of`'s memory and version counter, made where no mode sees it
+        (``nn.Parameter(of)``, new_parameters.py): it reads as the node that produced `of`."""
+        entry = self._producers.get(id(of))
+        if entry is not None and entry[0]() is of and self.producer_of(tensor) is None:
+            self._producers[id(tensor)] = (weakref.ref(tensor), *entry[1:])
+
     def knows(self, tensor: Tensor) -> bool:
         """A recorded node produced it, or it is a parameter or buffer of the traced modules."""
         return self.producer_of(tensor) is not None or id(tensor) in self._params
