@@ -1,4 +1,5 @@
-"""A module built while a trace runs: its parameters read as the ops that made their data.
+"""Parameters made or materialised while a trace runs: a module built in the trace reads
+as the ops that made its data; a lazy module's first forward traces.
 
 ``nn.Parameter(torch.empty(...))`` wraps the empty tensor without any call a mode sees; the
 parameter used to become a source named after its first use (``input.kaiming_uniform``).
@@ -7,6 +8,7 @@ parameter used to become a source named after its first use (``input.kaiming_uni
 from __future__ import annotations
 
 import threading
+import warnings
 
 import pytest
 import torch
@@ -73,3 +75,31 @@ def test_another_threads_parameters_are_not_reported():
         (made[0] * 2).sum()
     # made where no mode saw it: a source, as any tensor from outside the section
     assert [n.kind for n in t.log.nodes][:1] == ["input"]
+
+
+def test_a_lazy_module_materialises_its_parameters_on_the_traced_first_forward():
+    """nn.LazyLinear's first forward sets ``weight.data``; the trace raised on reading the
+    shape of the uninitialized parameter, before any op."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.LazyLinear(2), nn.ReLU())
+    log = lw.trace(model, (torch.randn(4, 3),), backward=lambda out: out.sum())
+    assert type(model[0].weight) is nn.Parameter and model[0].weight.shape == (2, 3)
+    assert log["0.weight"].shape == (2, 3)  # a param source, with the shape it got
+    assert op_parents(log)["linear_1_5"] == ["input.0", "kaiming_uniform_1_3", "uniform_1_4"]
+    assert torch.equal(log["0.weight"].grad, model[0].weight.grad)
+    assert log.validate().checked == len(log.ops)
+
+
+def test_a_lazy_module_built_in_forward_reads_as_its_data_without_warnings():
+    class BuildsLazy(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return nn.LazyLinear(2)(x)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "overwritten in place by a call not seen"
+        log = lw.trace(BuildsLazy(), (torch.randn(4, 3),))
+    assert [n.kind for n in log.nodes if n.kind not in ("op", "output")] == ["input"]
+    weight_init = next(op for op in log.ops if op.func == "kaiming_uniform_")
+    assert log[weight_init.parents[0]].func == "empty"
+    assert weight_init.shape == (2, 3)
+    assert log.validate().checked == len(log.ops)
