@@ -106,6 +106,10 @@ def fill_log(state: CaptureState, log: ModelLog, names: ModelNames) -> None:
         got = state.op_grads.get(op)
         if got is not None or op.activations is not None:
             op.grads = tuple([_plain(got.get(i)) if got else None for i in indices])
+    # Noted as leaves when made (requiring grad, no grad_fn yet) but given a grad_fn after:
+    # outputs of an autograd.Function returning its inputs (the view_as of a module's
+    # full backward hooks), which are not leaves and whose ops keep their own gradients.
+    state.leaves = {k: leaf for k, leaf in state.leaves.items() if leaf.tensor.grad_fn is None}
     for param in names.params:  # parameters no recorded op read and no backward reached
         if param.requires_grad and id(param) not in state.leaves:
             state.leaves[id(param)] = LeafState(param, "param", names.tensors[id(param)][0])

@@ -37,7 +37,12 @@ from lens_widget.capture.module_outputs import ModuleOutputs
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
-from lens_widget.capture.tensor_book import DTYPE_NAMES, TensorBook, nested_tensor_error
+from lens_widget.capture.tensor_book import (
+    DTYPE_NAMES,
+    TensorBook,
+    UninitializedInput,
+    nested_tensor_error,
+)
 from lens_widget.capture.transforms import QuietInTransform, transform_running
 from lens_widget.log.records import OpRecord, ParamUse
 from lens_widget.log.replay import ReplayCall, tensor_leaves
@@ -173,12 +178,15 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         if self.in_transform or transform_running():  # a torch.func transform (transforms.py)
             self.in_transform = True
             quiet = self.quiet_in_transform
-        with quiet:
-            # Inputs are resolved before the call: an in-place op changes their versions.
-            inputs = self._resolve_inputs(func, args, kwargs)
-            writes = self._before_call(facts, args, kwargs, inputs[0])
-            if _any_autocast():
-                inputs[0].autocast = autocast_state()
+        try:
+            with quiet:
+                # Inputs are resolved before the call: an in-place op changes their versions.
+                inputs = self._resolve_inputs(func, args, kwargs)
+                writes = self._before_call(facts, args, kwargs, inputs[0])
+                if _any_autocast():
+                    inputs[0].autocast = autocast_state()
+        except UninitializedInput:  # a lazy module's parameter gets its data
+            return self.materialize(func, args, kwargs)
         try:
             out = self._call(func, args, kwargs)
         except BaseException as err:

@@ -3,8 +3,11 @@ adds the activations asked for since."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
+import numpy as np
 import torch
 
 from lens_widget.capture.save_policy import SaveSpec
@@ -12,11 +15,13 @@ from lens_widget.log.records import OpRecord
 
 
 class WorldState:
-    """The global torch RNG state(s) and copies of a model's buffers at one moment.
+    """The global RNG states (torch's, Python's `random`, numpy's) and copies of a model's
+    buffers at one moment.
 
-    Train-mode forwards advance BatchNorm statistics and draw new dropout masks; restoring
-    this before a re-run makes the re-run trace the same pass, and restoring the state from
-    just before it afterwards leaves the user's model and RNG as they were.
+    Train-mode forwards advance BatchNorm statistics and draw new dropout masks (some from
+    numpy: the SpecAugment masks of wav2vec2); restoring this before a re-run makes the
+    re-run trace the same pass, and restoring the state from just before it afterwards
+    leaves the user's model and RNG as they were.
     """
 
     def __init__(
@@ -24,20 +29,27 @@ class WorldState:
         rng: torch.Tensor,
         cuda_rng: list[torch.Tensor] | None,
         buffers: dict[str, torch.Tensor],
+        host_rng: tuple[Any, dict[str, Any]] | None = None,
     ) -> None:
         self.rng = rng
         self.cuda_rng = cuda_rng
         self.buffers = buffers
+        # (random.getstate(), np.random.get_state(legacy=False)); None: left as they are
+        self.host_rng = host_rng
 
     @classmethod
     def capture(cls, model: torch.nn.Module) -> WorldState:
         # An uninitialised CUDA has an untouched RNG; asking for it would start CUDA.
         cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
         buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
-        return cls(torch.get_rng_state(), cuda_rng, buffers)
+        host_rng = (random.getstate(), np.random.get_state(legacy=False))
+        return cls(torch.get_rng_state(), cuda_rng, buffers, host_rng)
 
     def restore(self, model: torch.nn.Module) -> None:
         torch.set_rng_state(self.rng)
+        if self.host_rng is not None:
+            random.setstate(self.host_rng[0])
+            np.random.set_state(self.host_rng[1])
         if self.cuda_rng is not None:
             torch.cuda.set_rng_state_all(self.cuda_rng)
         current = dict(model.named_buffers())

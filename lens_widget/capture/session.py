@@ -24,6 +24,7 @@ from lens_widget.capture.instrumented_recorder import InstrumentedRecorder
 from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.named_leaves import named_arguments
+from lens_widget.capture.new_parameters import ParameterWatch
 from lens_widget.capture.old_generation import promote_to_old_generation
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.recursion import recursion_headroom
@@ -104,6 +105,7 @@ class Session:
         try:
             self.recorder.top_frame = top_frame
             self._recording.enter_context(self.recorder.tracker)
+            self._recording.enter_context(ParameterWatch(self.recorder))
             self._recording.enter_context(self.recorder)
         except BaseException:
             self._recording.close()

@@ -15,6 +15,7 @@ from itertools import chain
 from typing import Any
 
 import torch
+from torch.nn.parameter import UninitializedTensorMixin
 
 from lens_widget.capture.arguments import (
     ALL_SLOTS,
@@ -68,6 +69,11 @@ def nested_tensor_error(tensor: Tensor) -> TypeError:
         "samples have different shapes, and every node of the log has one; pad them "
         "(nt.to_padded_tensor(0.0)) before the traced call"
     )
+
+
+class UninitializedInput(Exception):
+    """A call reads a lazy module's parameter before its first forward gave it a shape
+    (``nn.LazyLinear``'s ``weight.data = torch.empty(...)``): a node needs a shape."""
 
 
 def _slot_or(value: Any, slots: Iterator[Any]) -> Any:
@@ -141,12 +147,39 @@ class TensorBook:
             self._param_uses[node] = tuple.__new__(ParamUse, (name, shape, numel))
         return node
 
+    def alias(self, tensor: Tensor, of: Tensor) -> None:
+        """`tensor` wraps `of`'s memory and version counter, made where no mode sees it
+        (``nn.Parameter(of)``, new_parameters.py): it reads as the node that produced `of`."""
+        entry = self._producers.get(id(of))
+        if entry is None or entry[0]() is not of or self.knows(tensor):
+            return
+        version = -1 if self.keeps_nothing else self._version(tensor)
+        self._producers[id(tensor)] = (weakref.ref(tensor), entry[1], entry[2], version)
+
+    def materialize(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> Any:
+        """A lazy module's parameter gets its data (``weight.data = torch.empty(shape)``) on
+        its first forward: not an op of the model, so not recorded. Saved values sharing its
+        placeholder's memory keep their value; one made in the trace then reads as its data."""
+        lazy = [a for a in args if isinstance(a, UninitializedTensorMixin)]
+        with torch._C.DisableTorchFunction():
+            if not self.keeps_nothing:
+                self.values.before_write(lazy)
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if getattr(func, "__name__", "") == "__set__" and len(args) == 2:  # Tensor.data
+            with torch._C.DisableTorchFunction():
+                self.alias(args[0], args[1])
+        return out
+
     def knows(self, tensor: Tensor) -> bool:
         """A recorded node produced it, or it is a parameter or buffer of the traced modules."""
         return self.producer_of(tensor) is not None or id(tensor) in self._params
 
     def _source_for(self, tensor: Tensor, func: Callable[..., Any]) -> tuple[OpRecord, int]:
         """The node (and which of its outputs) a tensor no recorded op returned comes from."""
+        if isinstance(tensor, UninitializedTensorMixin):
+            raise UninitializedInput
         if is_wrapped(tensor):
             # Wrapped by a torch.func transform: the tensor inside it has a producer, or is
             # the source (transforms.py).

@@ -21,9 +21,14 @@ def first_nonfinite(ops: Sequence[OpRecord], node: Callable[[str], OpRecord]) ->
     None when no op did: all is finite, or the NaN/Inf came in through the inputs or the
     parameters.
     """
-    if not any(op.saved for op in ops):
-        if ops and all(op.device == "meta" for op in ops):
+    # No ops (a model returning its input): nothing produced a NaN, whatever was saved.
+    if ops and not any(op.saved for op in ops):
+        if all(op.device == "meta" for op in ops):
             raise NotSavedError("first_nonfinite() needs values: this model ran on the meta device")
+        reasons = {op.no_values for op in ops}
+        if None not in reasons:  # saved as asked, but no op has values (inside a vmap)
+            reason = min(reasons)  # type: ignore[type-var]  # no None in it
+            raise NotSavedError(f"first_nonfinite() needs values, and no op has any: {reason}")
         raise NotSavedError(
             "first_nonfinite() needs saved activations and this log kept none (save=None): "
             "trace again with save='all', or save= the ops or modules to look at"

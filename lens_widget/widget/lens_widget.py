@@ -321,7 +321,7 @@ class LensWidget(anywidget.AnyWidget):
 
         def other_side(label: str, side: str) -> tuple[torch.Tensor, ...]:
             try:
-                return side_outputs(diffs, label, side)
+                return side_outputs(diffs, label, side, self._comparison)
             except MetricError as e:
                 raise requests.RequestError(str(e)) from e
 

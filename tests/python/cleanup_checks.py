@@ -174,6 +174,7 @@ _PATCHABLE = {
     "torch._C.TensorBase": torch._C.TensorBase,
     "torch._C._VariableFunctions": torch._C._VariableFunctions,
     "torch.nn.Module": nn.Module,
+    "torch.nn.Parameter": nn.Parameter,
 }
 
 

@@ -349,3 +349,21 @@ def test_the_nodes_of_an_ops_internals_are_within_it() -> None:
     assert made["TBackward0"] == (None, "linear_1_1")
     assert made["ReluBackward0"] == ("relu_1_2", None)
     assert made["AccumulateGrad"] == (None, None)
+
+
+def test_module_full_backward_hooks_add_no_leaves_and_their_views_keep_gradients() -> None:
+    """register_full_backward_hook passes a module's inputs and outputs through an
+    autograd.Function that returns them as views (view_as): made requiring grad without a
+    grad_fn, then given one. They are not leaves, and their ops get their gradient."""
+    model, x = setup()
+    seen: list[torch.Tensor] = []
+    model.fc2.register_full_backward_hook(lambda _m, _gi, go: seen.append(go[0]))
+    log = lw.trace(model, (x,), backward=lambda out: out.pow(2).sum())
+    assert list(log.leaves) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "input.0"]
+    assert all(leaf.received for leaf in log.leaves.values())
+    views = [op for op in log.ops if op.func == "view_as"]
+    assert len(views) == 2  # fc2's input and its output
+    assert all(op.grad is not None for op in log.ops)
+    out = log.output.detach()
+    assert torch.equal(views[1].grad, 2 * out)
+    assert torch.equal(views[1].grad, seen[0])

@@ -330,3 +330,17 @@ def test_first_nonfinite_needs_saved_activations():
     log = lw.trace(Planted(), (torch.randn(3, 4), torch.zeros(1)), save=None)
     with pytest.raises(ValueError, match="save=None"):
         log.first_nonfinite()
+
+
+def test_first_nonfinite_of_a_log_without_ops_is_none():
+    # A model that returns its input (or only reshapes it through no torch call) ran no op.
+    log = lw.trace(FunctionModule(lambda x: x), torch.tensor([1.0, float("nan")]))
+    assert log.ops == [] and log.first_nonfinite() is None
+
+
+def test_first_nonfinite_says_why_when_no_op_has_values():
+    # Every op ran inside vmap: the log saved all it could, which is nothing.
+    log = lw.trace(FunctionModule(lambda x: torch.func.vmap(torch.sin)(x)), torch.randn(3, 2))
+    with pytest.raises(ValueError, match="torch.func transform") as info:
+        log.first_nonfinite()
+    assert "save=None" not in str(info.value)

@@ -2,6 +2,9 @@
 `intervene=`, shown as the comparison clean (A) vs ablated (B); bad requests are refused
 with a clear message and change nothing."""
 
+import random
+
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -218,3 +221,37 @@ def test_a_folded_repeated_block_ablates_the_op_in_every_block():
     diffs = {d.label: d for d in w.comparison}
     assert diffs[tanhs[0]].rel_l2 == pytest.approx(1.0)
     assert diffs[tanhs[1]].rel_l2 != pytest.approx(1.0)  # the next block reads a changed input
+
+
+class HostRandomMask(nn.Module):
+    """Masks drawn from numpy and Python's `random` (wav2vec2's SpecAugment draws from numpy):
+    a re-run must draw the same ones, and leave the user's generators as it found them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(6, 6), nn.Linear(6, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mask = torch.from_numpy(np.random.rand(*x.shape) > 0.5)
+        h = self.fc1(x.masked_fill(mask, 0.0)) * random.random()
+        return self.fc2(torch.relu(h))
+
+
+def test_an_ablation_redraws_numpy_and_python_random_as_the_clean_run_did():
+    np.random.seed(0)
+    random.seed(0)
+    torch.manual_seed(0)
+    widget = LensWidget(HostRandomMask(), torch.randn(3, 6))
+    np.random.seed(5)  # the user's generators moved on since the widget traced
+    random.seed(5)
+    numpy_before, python_before = np.random.get_state(legacy=False), random.getstate()
+    reply, _ = ask(widget, "ablate", {"id": "relu_1_4", "kind": "zero"})
+    assert reply["ok"], reply
+    cmp = widget.comparison
+    for label in ("masked_fill_1_1", "linear_1_2", "mul_1_3"):  # upstream: the same masks
+        assert cmp[label].max_abs == 0.0, label
+    assert cmp["linear_2_5"].max_abs > 0
+    numpy_after = np.random.get_state(legacy=False)
+    assert np.array_equal(numpy_after["state"]["key"], numpy_before["state"]["key"])
+    assert numpy_after["state"]["pos"] == numpy_before["state"]["pos"]
+    assert random.getstate() == python_before

@@ -140,3 +140,25 @@ def test_compare_widget_marks_ops_of_one_side_and_refuses_their_other_side():
     assert math.isnan(diffs["mul_1_4"]) and diffs["linear_1_1"] > 0
     reply, _ = ask(w, "activation", {"id": "mul_1_4", "side": "diff"})
     assert not reply["ok"] and "ran only in A" in reply["error"]
+
+
+def test_compare_widget_shows_b_side_of_inputs_parameters_and_outputs():
+    """The comparison matches ops; an input, a parameter or an output sink is in both runs
+    under one label, and the inspector's B and A−B show B's (it said "ran only in A")."""
+    torch.manual_seed(0)
+    model = Branchy()
+    x = torch.rand(2, 4)
+    a, b = lw.trace(model, x), lw.trace(model, x * 2)
+    w = LensWidget.compare(a, b)
+    for label, want_b in [
+        ("input.0", x * 2),
+        ("fc.weight", model.fc.weight.detach()),
+        ("output", b.output.detach()),
+    ]:
+        reply_b, buf_b = ask(w, "activation", {"id": label, "side": "b"})
+        reply_d, buf_d = ask(w, "activation", {"id": label, "side": "diff"})
+        assert reply_b["ok"] and reply_d["ok"], (label, reply_b, reply_d)
+        plot_b = np.frombuffer(buf_b[0], "<f4").reshape(want_b.shape)
+        np.testing.assert_allclose(plot_b, want_b.numpy(), rtol=1e-6)
+        want_d = (a[label].activation.double() - want_b.double()).numpy()
+        np.testing.assert_allclose(np.frombuffer(buf_d[0], "<f4"), want_d.ravel(), atol=1e-6)
