@@ -26,6 +26,7 @@ export interface ActivationDeps {
   fetchActivation: (p: ActivationParams, onSlow: () => void) => Promise<Activation>;
   rerun: (id: string) => Promise<void>;
   noRerun: () => string | null;
+  shown?: (r: Activation["result"]) => void; // an answer was drawn
 }
 
 export class ActivationPanel {
@@ -134,6 +135,7 @@ export class ActivationPanel {
       plotMain(this.mainPlot, act, th);
       this.showNonFinite(act, th);
     }
+    this.deps.shown?.(r);
     performance.mark("lens:plot-done", { detail: { id: r.id, plot: r.plot } });
     // A note without a reduction (e.g. "complex shown as magnitude") is still worth showing.
     const note = r.reduced ? `reduced: ${r.note}` : r.note;

@@ -1,6 +1,7 @@
 // Side panel for the selected node: its facts, links to neighbours, and what the kernel
 // sends on demand: the attention weights of attention ops, and the node's activation.
 import type { Activation, AttentionMap } from "../kernel/messages";
+import type { ActivationResult } from "../model/protocol";
 import type { Gradients } from "../model/gradients";
 import type { NodeInfo } from "../model/protocol";
 import type { GraphModel } from "../model/tree";
@@ -39,6 +40,8 @@ export class Inspector {
   private attention: AttentionPanel;
   private valueSwitch = new ValueSwitch(() => this.node && this.loadPass(true));
   private ablate: AblateSection;
+  // the cells that describe one output: a multi-output op's follow the output plotted
+  private facts: { output: HTMLTableRowElement; shape: HTMLElement; dtype: HTMLElement; size: HTMLElement } | null = null;
   private ro: ResizeObserver;
   private width = 0;
 
@@ -59,6 +62,7 @@ export class Inspector {
           this.ablate.learnDims(act.result);
           return act;
         }),
+      shown: (r) => this.showOutputFacts(r),
     });
     this.attention = new AttentionPanel(deps);
     // the panel narrows with the widget (and when its scrollbar appears): plots follow
@@ -139,38 +143,8 @@ export class Inspector {
     idLine.dataset.testid = "inspector-id";
     this.body.append(head, idLine);
 
-    const rows: [string, string | HTMLElement][] = [];
-    const passText = n.nPasses > 1 ? ` — ${n.nPasses} passes` : "";
-    rows.push(["module", (n.module || "(top level)") + passText]);
-    rows.push(["shape", fmtShape(n.shape)]);
-    rows.push(["dtype", n.dtype ?? "—"]);
-    rows.push(["device", n.device ?? "—"]);
-    rows.push(["size", fmtBytes(n.nbytes)]);
-    if (n.params.length) {
-      const ul = h("div", "lens-params");
-      ul.dataset.testid = "inspector-params";
-      for (const [name, shape] of n.params) {
-        const line = h("div", "lens-param");
-        line.title = `${name} ${fmtShape(shape)}`;
-        line.append(h("span", "lens-mono", name), h("span", "lens-muted", " " + fmtShape(shape)));
-        ul.append(line);
-      }
-      rows.push(["params", ul]);
-    }
-    if (n.failed) rows.push(["failed", "this op raised during the forward pass"]);
     const g = this.deps.gradients();
-    const backward = g ? n.passes.flatMap((p) => g.backwardOf(p)) : [];
-    if (backward.length) rows.push(["backward", [...new Set(backward.map((b) => b.gradFn))].join(", ")]);
-    const table = h("table", "lens-facts");
-    for (const [k, v] of rows) {
-      const tr = h("tr", "");
-      tr.append(h("th", "", k));
-      const td = h("td", "");
-      td.append(v);
-      tr.append(td);
-      table.append(tr);
-    }
-    this.body.append(table);
+    this.body.append(this.factTable(n, g));
 
     this.body.append(this.links("inputs", m.parents.get(n.id) ?? []), this.links("outputs", m.children.get(n.id) ?? []));
     if (n.source) {
@@ -192,6 +166,67 @@ export class Inspector {
     this.body.append(this.ablate.el);
     if (n.attention) this.body.append(this.attention.el);
     this.body.append(this.activation.el);
+  }
+
+  private factTable(n: NodeInfo, g: Gradients | null): HTMLElement {
+    const rows: [string, string | HTMLElement][] = [];
+    const passText = n.nPasses > 1 ? ` — ${n.nPasses} passes` : "";
+    rows.push(["module", (n.module || "(top level)") + passText]);
+    const cell = (text: string, testid: string): HTMLElement => {
+      const span = h("span", "", text);
+      span.dataset.testid = testid;
+      return span;
+    };
+    const facts = {
+      output: h("tr", ""),
+      shape: cell(fmtShape(n.shape), "inspector-shape"),
+      dtype: cell(n.dtype ?? "—", "inspector-dtype"),
+      size: cell(fmtBytes(n.nbytes), "inspector-size"),
+    };
+    rows.push(["shape", facts.shape], ["dtype", facts.dtype], ["device", n.device ?? "—"], ["size", facts.size]);
+    if (n.params.length) {
+      const ul = h("div", "lens-params");
+      ul.dataset.testid = "inspector-params";
+      for (const [name, shape] of n.params) {
+        const line = h("div", "lens-param");
+        line.title = `${name} ${fmtShape(shape)}`;
+        line.append(h("span", "lens-mono", name), h("span", "lens-muted", " " + fmtShape(shape)));
+        ul.append(line);
+      }
+      rows.push(["params", ul]);
+    }
+    if (n.failed) rows.push(["failed", "this op raised during the forward pass"]);
+    const backward = g ? n.passes.flatMap((p) => g.backwardOf(p)) : [];
+    if (backward.length) rows.push(["backward", [...new Set(backward.map((b) => b.gradFn))].join(", ")]);
+    const table = h("table", "lens-facts");
+    for (const [k, v] of rows) {
+      const tr = h("tr", "");
+      tr.append(h("th", "", k));
+      const td = h("td", "");
+      td.append(v);
+      tr.append(td);
+      table.append(tr);
+    }
+    // "output 1 of 2" above the shape: shown once the kernel says the op has several
+    facts.output.dataset.testid = "inspector-output";
+    facts.output.hidden = true;
+    table.rows[1]?.before(facts.output);
+    this.facts = facts;
+    return table;
+  }
+
+  /** The facts of the output plotted: the node's own describe its first output (a gradient
+   * is of the first output too); the sizes of all outputs add up to the node's size. */
+  private showOutputFacts(r: ActivationResult): void {
+    const n = this.node;
+    const f = this.facts;
+    if (!n || !f) return;
+    const several = r.nOutputs > 1;
+    f.output.hidden = !several;
+    f.output.replaceChildren(h("th", "", "output"), h("td", "", `${r.output} of ${r.nOutputs}`));
+    f.shape.textContent = several ? fmtShape(r.shape) : fmtShape(n.shape);
+    f.dtype.textContent = several ? r.dtype : (n.dtype ?? "—");
+    f.size.textContent = several ? `${fmtBytes(n.nbytes)}, all ${r.nOutputs} outputs` : fmtBytes(n.nbytes);
   }
 
   private passPicker(n: NodeInfo): HTMLSelectElement {
