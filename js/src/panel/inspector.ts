@@ -41,6 +41,7 @@ export class Inspector {
   private valueSwitch = new ValueSwitch(() => this.node && this.loadPass(true));
   private ablate: AblateSection;
   // the cells that describe one output: a multi-output op's follow the output plotted
+  private factsEl: HTMLElement = h("table", "");
   private facts: { output: HTMLTableRowElement; shape: HTMLElement; dtype: HTMLElement; size: HTMLElement } | null = null;
   private ro: ResizeObserver;
   private width = 0;
@@ -80,6 +81,11 @@ export class Inspector {
     return this.node?.id ?? null;
   }
 
+  /** The unrolled id of the pass shown (the op itself in the unrolled view). */
+  get shownPass(): string | null {
+    return this.node ? (this.node.passes[this.pass] ?? this.node.id) : null;
+  }
+
   show(model: GraphModel, id: string | null): void {
     const n = id ? model.nodes.get(id) : undefined;
     this.model = model;
@@ -91,8 +97,10 @@ export class Inspector {
       return;
     }
     const same = this.node?.id === n.id;
+    // the pass shown stays shown across a view switch (an unrolled op <-> its rolled layer)
+    const was = this.shownPass;
     this.node = n;
-    if (!same) this.pass = 0;
+    if (!same) this.pass = was && n.passes.includes(was) ? n.passes.indexOf(was) : 0;
     this.pass = Math.min(this.pass, n.passes.length - 1);
     this.el.hidden = false;
     this.ablate.show(n);
@@ -144,7 +152,8 @@ export class Inspector {
     this.body.append(head, idLine);
 
     const g = this.deps.gradients();
-    this.body.append(this.factTable(n, g));
+    this.factsEl = this.factTable(n, g);
+    this.body.append(this.factsEl);
 
     this.body.append(this.links("inputs", m.parents.get(n.id) ?? []), this.links("outputs", m.children.get(n.id) ?? []));
     if (n.source) {
@@ -168,9 +177,12 @@ export class Inspector {
     this.body.append(this.activation.el);
   }
 
-  private factTable(n: NodeInfo, g: Gradients | null): HTMLElement {
+  /** The facts of the pass shown (in the rolled view a pass may differ in shape, module and
+   * parameters: a folded block's passes run in h.0, h.1, ...). */
+  private factTable(layer: NodeInfo, g: Gradients | null): HTMLElement {
+    const n = this.nodeFor(this.shownPass ?? layer.id);
     const rows: [string, string | HTMLElement][] = [];
-    const passText = n.nPasses > 1 ? ` — ${n.nPasses} passes` : "";
+    const passText = layer.nPasses > 1 ? ` — pass ${this.pass + 1} of ${layer.nPasses}` : "";
     rows.push(["module", (n.module || "(top level)") + passText]);
     const cell = (text: string, testid: string): HTMLElement => {
       const span = h("span", "", text);
@@ -195,8 +207,8 @@ export class Inspector {
       }
       rows.push(["params", ul]);
     }
-    if (n.failed) rows.push(["failed", "this op raised during the forward pass"]);
-    const backward = g ? n.passes.flatMap((p) => g.backwardOf(p)) : [];
+    if (layer.failed) rows.push(["failed", "this op raised during the forward pass"]);
+    const backward = g ? layer.passes.flatMap((p) => g.backwardOf(p)) : [];
     if (backward.length) rows.push(["backward", [...new Set(backward.map((b) => b.gradFn))].join(", ")]);
     const table = h("table", "lens-facts");
     for (const [k, v] of rows) {
@@ -218,9 +230,9 @@ export class Inspector {
   /** The facts of the output plotted: the node's own describe its first output (a gradient
    * is of the first output too); the sizes of all outputs add up to the node's size. */
   private showOutputFacts(r: ActivationResult): void {
-    const n = this.node;
     const f = this.facts;
-    if (!n || !f) return;
+    if (!this.node || !f) return;
+    const n = this.nodeFor(this.shownPass ?? this.node.id);
     const several = r.nOutputs > 1;
     f.output.hidden = !several;
     f.output.replaceChildren(h("th", "", "output"), h("td", "", `${r.output} of ${r.nOutputs}`));
@@ -242,6 +254,9 @@ export class Inspector {
     sel.value = String(this.pass);
     sel.onchange = () => {
       this.pass = Number(sel.value);
+      const facts = this.factTable(n, this.deps.gradients());
+      this.factsEl.replaceWith(facts);
+      this.factsEl = facts;
       this.loadPass(true);
     };
     return sel;
@@ -263,7 +278,7 @@ export class Inspector {
   }
 
   /** Unrolled node `id`, or the node shown where it has none. */
-  private nodeFor(id: string): { saved: boolean; noValues: string | null } {
+  private nodeFor(id: string): NodeInfo {
     const u = this.model!.viewName === "unrolled" ? this.model!.nodes.get(id) : this.deps.unrolledNode(id);
     return u ?? this.node!;
   }
