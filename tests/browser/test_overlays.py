@@ -3,6 +3,8 @@ the real kernel code (LensWidget's own message handler) on real traced models.""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import pytest
 import torch
 from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
@@ -110,6 +112,29 @@ def test_collapsed_module_gets_the_aggregate_and_rolled_view_works(page) -> None
     wait_idle(page)
     page.wait_for_function("() => window.__el.__lens.overlayColor('@0') !== null")
     assert colors(page, ["@0", "@1"]) == {"@0": "rgb(253,231,37)", "@1": "rgb(68,1,84)"}
+    assert page.errors == []
+
+
+def test_a_collapsed_modules_labels_read_on_its_overlay_color(page, tmp_path) -> None:
+    """Dark text on the ramp's dark end (or light text on its yellow, in a dark theme) cannot
+    be read: a collapsed module's three lines take the color an op's label takes there."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Sequential(nn.Linear(8, 8), nn.ReLU()), nn.Linear(8, 2))
+    w = LensWidget(model, (torch.randn(2, 8),))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.click("[data-testid=collapse-all]")
+    wait_idle(page)
+    pick(page, "flops")
+    wait_idle(page)
+    with page.expect_download() as info:  # the SVG draws what the canvas draws, as text
+        page.click("[data-testid=export-svg]")
+    path = tmp_path / "view.svg"
+    info.value.save_as(path)
+    svg = ET.fromstring(path.read_text(encoding="utf-8"))
+    fills = {el.text: el.get("fill") for el in svg.iter("{http://www.w3.org/2000/svg}text")}
+    # "@1:1" (the head) is at the ramp's dark bottom, "@0:1" at its yellow top
+    assert fills["Linear"] == fills["1"] == fills["1 op → 2×2"] == "#ffffff", fills
+    assert fills["Sequential"] == fills["0"] == "#1f2933", fills
     assert page.errors == []
 
 
