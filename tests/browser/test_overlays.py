@@ -189,6 +189,21 @@ def test_comparison_colors_by_difference_and_plots_a_b_and_a_minus_b(page, artif
     assert page.errors == []
 
 
+def test_a_comparison_without_difference_colors_every_op_as_none(page) -> None:
+    """All differences 0 (a deterministic re-run): the legend reads 0 to 0 and every op has
+    the ramp's bottom color, not its middle one, which reads as some difference."""
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(6, 6), nn.ReLU()), torch.randn(2, 6)
+    w = LensWidget.compare(lw.trace(model, x), lw.trace(model, x))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.wait_for_function("() => window.__el.__lens.overlayColor('relu_1_2') !== null")
+    assert colors(page, ["linear_1_1", "relu_1_2"]) == {
+        "linear_1_1": "rgb(68,1,84)",
+        "relu_1_2": "rgb(68,1,84)",
+    }
+    assert page.errors == []
+
+
 @pytest.mark.parametrize("metric", ["maxAbs", "cosine"])
 def test_comparison_offers_the_other_differences(page, metric) -> None:
     torch.manual_seed(0)
