@@ -204,6 +204,46 @@ def test_a_comparison_without_difference_colors_every_op_as_none(page) -> None:
     assert page.errors == []
 
 
+class _Doubled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.double = nn.Linear(4, 4), False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.fc(x))
+        return (h * 2 if self.double else h).tanh()
+
+
+def test_an_op_only_in_a_says_it_has_no_b_side_without_asking(page) -> None:
+    """B runs one more op, so A's tanh has no match: its B and A − B sides are not an error
+    to retry, and the kernel is not asked for them."""
+    torch.manual_seed(0)
+    model, x = _Doubled(), torch.randn(2, 4)
+    a = lw.trace(model, x)
+    model.double = True
+    w = LensWidget.compare(a, lw.trace(model, x))
+    assert w.comparison.only_a == ["tanh_1_3"]
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    click_item(page, "tanh_1_3")
+    page.locator("[data-testid=plot-main].js-plotly-plot").wait_for()
+    section = page.locator("[data-testid=activation]")
+    for side, name in (("b", "B"), ("diff", "A − B")):
+        page.select_option("[data-testid=compare-side]", side)
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=activation]').dataset.state "
+            "=== 'unavailable'"
+        )
+        assert section.inner_text().endswith(f"this op ran only in A: there is no {name} to show")
+        assert section.get_by_role("button", name="Retry").count() == 0
+    sent = page.evaluate(f"() => {ACTIVATIONS}.map(m => m.params.side)")
+    assert sent == ["a"]
+    page.select_option("[data-testid=compare-side]", "a")  # and A plots again
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=activation]').dataset.state === 'done'"
+    )
+    assert page.errors == []
+
+
 @pytest.mark.parametrize("metric", ["maxAbs", "cosine"])
 def test_comparison_offers_the_other_differences(page, metric) -> None:
     torch.manual_seed(0)

@@ -65,6 +65,12 @@ export class OverlayControl implements NodeOverlay {
     return this.compare;
   }
 
+  /** Why unrolled op `id` has nothing to show on the side picked (it ran only in A), or null. */
+  noSide(id: string): string | null {
+    if (!this.compare || this.side === "a" || !this.onlyA.has(id)) return null;
+    return `this op ran only in A: there is no ${this.side === "b" ? "B" : "A − B"} to show`;
+  }
+
   /** A new graph: values of the old one no longer hold; a comparison opens on its difference. */
   setGraph(payload: GraphPayload | null, gradients: Gradients | null = null): void {
     this.compare = !!payload?.compare;

@@ -28,6 +28,7 @@ export interface InspectorDeps {
   unrolledNode: (id: string) => NodeInfo | undefined;
   unrolledParents: (id: string) => string[];
   gradients: () => Gradients | null; // of the log shown; null without a traced backward
+  noSide: (id: string) => string | null; // why a comparison's side picked has no value of the op
 }
 
 export class Inspector {
@@ -124,7 +125,7 @@ export class Inspector {
     const v = this.valueSwitch;
     const choice = g && { value: v.value, backwardPass: v.backwardPass, reached: !g.noGrad.has(id), nPasses: g.completedPasses.length };
     const node = this.nodeFor(id);
-    this.activation.load(id, node.saved, choice ?? undefined, node.noValues ?? undefined);
+    this.activation.load(id, node.saved, choice ?? undefined, node.noValues ?? this.deps.noSide(id) ?? undefined);
   }
 
   /** Plots gradients from now on; replots now if unrolled node `id` is the one shown. */
