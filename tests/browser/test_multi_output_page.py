@@ -9,6 +9,7 @@ from lens_harness import click_item, open_widget, wait_idle, widget_kernel
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
+import lens_widget as lw  # noqa: E402
 from lens_widget.widget import LensWidget  # noqa: E402
 
 
@@ -68,4 +69,29 @@ def test_the_facts_follow_the_output_picked(page) -> None:
     click_item(page, next(o.label for o in w.model_log.ops if o.func == "float"))
     page.locator("[data-testid=activation]").filter(has_text="(2, 7, 3) float32").wait_for()
     assert facts(page) == {"shape": "(2, 7, 3)", "dtype": "float32", "size": "168 B"}
+    assert page.errors == []
+
+
+def test_the_output_picked_stays_picked_on_the_other_side_and_pass(page) -> None:
+    """h_n picked, then B (or another pass of the layer) asked for: still h_n, not output 0."""
+    torch.manual_seed(0)
+    lstm = nn.LSTM(4, 8, batch_first=True)
+
+    def run(x: torch.Tensor) -> lw.ModelLog:
+        return lw.trace(nn.Sequential(lstm), x)
+
+    w = LensWidget.compare(run(torch.randn(2, 5, 4)), run(torch.randn(2, 5, 4)))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    click_item(page, next(o.label for o in w.model_log.ops if o.func == "lstm"))
+    page.locator("[data-testid=output-picker]").wait_for()
+    pick_output(page, 1, "(1, 2, 8) float32")
+    page.select_option("[data-testid=compare-side]", "b")
+    page.wait_for_function(
+        "() => window.__fake.log.sent.some(m => m.params && m.params.side === 'b')"
+    )
+    page.locator("[data-testid=activation]").filter(has_text="(1, 2, 8) float32").wait_for()
+    sent = page.evaluate("() => window.__fake.log.sent.filter(m => m.params?.side === 'b')")
+    assert [m["params"].get("output") for m in sent] == [1]
+    assert page.locator("[data-testid=output-picker]").input_value() == "1"
+    assert facts(page)["output"] == "1 of 3"
     assert page.errors == []

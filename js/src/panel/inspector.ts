@@ -125,7 +125,7 @@ export class Inspector {
     const v = this.valueSwitch;
     const choice = g && { value: v.value, backwardPass: v.backwardPass, reached: !g.noGrad.has(id), nPasses: g.completedPasses.length };
     const node = this.nodeFor(id);
-    this.activation.load(id, node.saved, choice ?? undefined, node.noValues ?? this.deps.noSide(id) ?? undefined);
+    this.activation.load(id, node.saved, choice ?? undefined, node.noValues ?? this.deps.noSide(id) ?? undefined, keepPicks);
   }
 
   /** Plots gradients from now on; replots now if unrolled node `id` is the one shown. */
