@@ -154,6 +154,22 @@ def test_first_nonfinite_button_selects_the_op_that_made_the_nan(page, artifacts
     assert page.errors == []
 
 
+def test_first_nonfinite_with_ops_not_saved_says_it_looked_at_saved_ones(page) -> None:
+    """Only saved ops have values to look at: with some left out, finding none is no proof
+    that no op produced a NaN/Inf, and the note says what was looked at."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.Tanh())
+    w = LensWidget(model, (torch.randn(3, 4),), save=["linear"])
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.click("[data-testid=first-nonfinite]")
+    page.wait_for_function(f"() => !{NOTE}.startsWith('looking')")
+    assert page.inner_text("[data-testid=overlay-note]") == (
+        "no saved op produced a NaN/Inf (2 of 4 ops not saved)"
+    )
+    assert lens(page, "selected") == ""
+    assert page.errors == []
+
+
 def test_comparison_colors_by_difference_and_plots_a_b_and_a_minus_b(page, artifacts) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 3))
