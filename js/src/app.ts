@@ -114,6 +114,7 @@ export class LensApp {
       unrolledNode: (id) => this.getModel("unrolled")?.nodes.get(id),
       unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],
       gradients: () => this.grads.gradients,
+      noSide: (id) => this.overlay.noSide(id),
     });
     main.append(this.pane.el, this.inspector.el, this.grads.panel.el);
     this.overlay = new OverlayControl({
@@ -240,7 +241,10 @@ export class LensApp {
     const from = this.viewName;
     const kernelSelected = origin === "kernel" ? this.sync.selected : "";
     const kernelInView = !!kernelSelected && !!this.getModel(view)?.nodes.has(kernelSelected);
-    const sel = selectionAfterSwitch(this.mapId(this.selected, this.viewName, view), kernelSelected, kernelInView, origin);
+    // the op inspected goes to the pass its inspector shows, not to the layer's first pass
+    const shown = this.selected && this.selected === this.inspector.nodeId ? this.inspector.shownPass : null;
+    const mapSel = (id: string): string => (id === this.selected && shown && view === "unrolled" ? shown : this.mapId(id, from, view));
+    const sel = selectionAfterSwitch(mapSel(this.selected), kernelSelected, kernelInView, origin);
     this.viewName = view;
     this.toolbar.showView(view);
     if (origin === "user") this.sync.writeView(view);
@@ -250,7 +254,7 @@ export class LensApp {
     // a block open in the rolled view shows in the unrolled one: open the stack that holds it
     const stacks = view === "unrolled" ? (this.views?.stacksToOpen(this.expanded) ?? []) : [];
     if (stacks.length) this.sync.writeExpanded((this.expanded = new Set([...this.expanded, ...stacks])));
-    this.camPlan.anchor = anchor && { ...anchor, node: this.mapId(anchor.node, from, view) };
+    this.camPlan.anchor = anchor && { ...anchor, node: mapSel(anchor.node) };
     this.camPlan.fitNext = !this.camPlan.anchor;
     this.selected = "";
     this.vis = null; // the other view's visible set: select() must lay out the new view

@@ -23,6 +23,7 @@ from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import html_export, requests, wire
 from lens_widget.widget.ablation import Ablation, ablation_request
+from lens_widget.widget.call_sites import keep_call_sites
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.metric_values import MetricError, metric_values, side_outputs
 from lens_widget.widget.payload import NO_MODEL, build_payload
@@ -292,9 +293,10 @@ class LensWidget(anywidget.AnyWidget):
         current = WorldState.capture(self._model)
         self._initial.restore(self._model)
         try:
-            return self._trace(save_also(self._save, self._extra_save), intervene)
+            log = self._trace(save_also(self._save, self._extra_save), intervene)
         finally:
             current.restore(self._model)
+        return keep_call_sites(log, self._model_log)
 
     # ---- trait validation ----
 

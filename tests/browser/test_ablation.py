@@ -98,3 +98,36 @@ def test_a_widget_without_a_model_offers_no_ablation(page) -> None:
     assert page.locator("[data-testid=ablate]").is_hidden()
     assert page.locator(BANNER).is_hidden()
     assert page.errors == []
+
+
+class _Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # 5 ops: blocks that small fold
+        return torch.tanh(torch.relu(self.fc(x)) * 2 + 1)
+
+
+def test_the_ablate_button_says_what_a_view_switch_makes_it_ablate(page) -> None:
+    """The rolled view folds a repeated block onto its first one, whose op keeps its label:
+    after a switch the same id is one op, and the button and the banner say so."""
+    torch.manual_seed(0)
+    w = LensWidget(nn.Sequential(_Block(), _Block()), (torch.randn(4, 6),))
+    assert w.model_log.repeated_blocks == [["0", "1"]]
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.click("[data-testid=view-rolled]")
+    wait_idle(page)
+    click_item(page, "relu_1_2")
+    button = page.locator("[data-testid=ablate-button]")
+    button.wait_for(state="visible")
+    assert button.inner_text() == "Ablate all 2 passes"
+    page.click("[data-testid=view-unrolled]")
+    wait_idle(page)
+    assert lens(page, "selected") == "relu_1_2"
+    assert button.inner_text() == "Ablate"
+    button.click()
+    page.locator(BANNER).wait_for(state="visible")
+    assert page.locator("[data-testid=ablation-text]").inner_text() == "Ablated: relu_1_2 zeroed."
+    assert w.ablation is not None and w.ablation.passes == ("relu_1_2",)
+    assert page.errors == []

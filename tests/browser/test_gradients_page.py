@@ -16,7 +16,7 @@ from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo.language import gpt2
+from bench.zoo.language import bert, gpt2
 from lens_widget.widget.lens_widget import LensWidget
 from tests.python.gradient_fixture import squared_mean, traced_with_grads
 
@@ -298,4 +298,25 @@ def test_a_saved_training_step_opens_with_its_backward(page, tmp_path) -> None:
         arg=grad.flatten().tolist(),
     )
     np.testing.assert_allclose(shown_heatmap(page), grad, rtol=1e-5, atol=1e-9)
+    assert page.errors == []
+
+
+def test_the_backward_panel_shows_long_leaf_names_whole(page) -> None:
+    """BERT's query, key and value weights differ only at the end of their names: a name cut
+    to fit the panel read alike for all of them; they wrap at dots instead."""
+    case = bert()
+    w = LensWidget.from_log(traced_with_grads(case.model, case.args, case.kwargs))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.click("[data-testid=toggle-backward]")
+    names = page.locator("[data-testid=gradient-panel] [data-testid=leaf-row] button")
+    names.first.wait_for()
+    shown = names.evaluate_all(
+        "els => els.map(e => ({text: e.innerText, cut: e.scrollWidth > e.clientWidth + 1,"
+        " inside: e.getBoundingClientRect().right <= e.closest('aside').getBoundingClientRect()"
+        ".right}))"
+    )
+    query = "bert.encoder.layer.0.attention.self.query.weight"
+    assert query in w.model_log.leaves
+    assert query in [s["text"].replace("\n", "") for s in shown]
+    assert [s for s in shown if s["cut"] or not s["inside"]] == []
     assert page.errors == []

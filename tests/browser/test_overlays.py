@@ -3,6 +3,8 @@ the real kernel code (LensWidget's own message handler) on real traced models.""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import pytest
 import torch
 from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
@@ -113,6 +115,29 @@ def test_collapsed_module_gets_the_aggregate_and_rolled_view_works(page) -> None
     assert page.errors == []
 
 
+def test_a_collapsed_modules_labels_read_on_its_overlay_color(page, tmp_path) -> None:
+    """Dark text on the ramp's dark end (or light text on its yellow, in a dark theme) cannot
+    be read: a collapsed module's three lines take the color an op's label takes there."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Sequential(nn.Linear(8, 8), nn.ReLU()), nn.Linear(8, 2))
+    w = LensWidget(model, (torch.randn(2, 8),))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.click("[data-testid=collapse-all]")
+    wait_idle(page)
+    pick(page, "flops")
+    wait_idle(page)
+    with page.expect_download() as info:  # the SVG draws what the canvas draws, as text
+        page.click("[data-testid=export-svg]")
+    path = tmp_path / "view.svg"
+    info.value.save_as(path)
+    svg = ET.fromstring(path.read_text(encoding="utf-8"))
+    fills = {el.text: el.get("fill") for el in svg.iter("{http://www.w3.org/2000/svg}text")}
+    # "@1:1" (the head) is at the ramp's dark bottom, "@0:1" at its yellow top
+    assert fills["Linear"] == fills["1"] == fills["1 op → 2×2"] == "#ffffff", fills
+    assert fills["Sequential"] == fills["0"] == "#1f2933", fills
+    assert page.errors == []
+
+
 def test_first_nonfinite_button_selects_the_op_that_made_the_nan(page, artifacts) -> None:
     torch.manual_seed(0)
     w = LensWidget(Planted(), (torch.randn(3, 4),))
@@ -126,6 +151,22 @@ def test_first_nonfinite_button_selects_the_op_that_made_the_nan(page, artifacts
     page.wait_for_function("() => window.__el.__lens.overlayFlagged('log_1_4')")
     assert lens(page, "overlayFlagged('relu_1_2')") is False
     page.screenshot(path=str(artifacts / "overlay_first_nan.png"))
+    assert page.errors == []
+
+
+def test_first_nonfinite_with_ops_not_saved_says_it_looked_at_saved_ones(page) -> None:
+    """Only saved ops have values to look at: with some left out, finding none is no proof
+    that no op produced a NaN/Inf, and the note says what was looked at."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.Tanh())
+    w = LensWidget(model, (torch.randn(3, 4),), save=["linear"])
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.click("[data-testid=first-nonfinite]")
+    page.wait_for_function(f"() => !{NOTE}.startsWith('looking')")
+    assert page.inner_text("[data-testid=overlay-note]") == (
+        "no saved op produced a NaN/Inf (2 of 4 ops not saved)"
+    )
+    assert lens(page, "selected") == ""
     assert page.errors == []
 
 
@@ -161,6 +202,61 @@ def test_comparison_colors_by_difference_and_plots_a_b_and_a_minus_b(page, artif
     assert sides[:1] == ["a"] and "b" in sides and "diff" in sides
     assert not page.locator(".lens-act-error").count()
     page.screenshot(path=str(artifacts / "compare_side_diff.png"))
+    assert page.errors == []
+
+
+def test_a_comparison_without_difference_colors_every_op_as_none(page) -> None:
+    """All differences 0 (a deterministic re-run): the legend reads 0 to 0 and every op has
+    the ramp's bottom color, not its middle one, which reads as some difference."""
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(6, 6), nn.ReLU()), torch.randn(2, 6)
+    w = LensWidget.compare(lw.trace(model, x), lw.trace(model, x))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.wait_for_function("() => window.__el.__lens.overlayColor('relu_1_2') !== null")
+    assert colors(page, ["linear_1_1", "relu_1_2"]) == {
+        "linear_1_1": "rgb(68,1,84)",
+        "relu_1_2": "rgb(68,1,84)",
+    }
+    assert page.errors == []
+
+
+class _Doubled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.double = nn.Linear(4, 4), False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.fc(x))
+        return (h * 2 if self.double else h).tanh()
+
+
+def test_an_op_only_in_a_says_it_has_no_b_side_without_asking(page) -> None:
+    """B runs one more op, so A's tanh has no match: its B and A − B sides are not an error
+    to retry, and the kernel is not asked for them."""
+    torch.manual_seed(0)
+    model, x = _Doubled(), torch.randn(2, 4)
+    a = lw.trace(model, x)
+    model.double = True
+    w = LensWidget.compare(a, lw.trace(model, x))
+    assert w.comparison.only_a == ["tanh_1_3"]
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    click_item(page, "tanh_1_3")
+    page.locator("[data-testid=plot-main].js-plotly-plot").wait_for()
+    section = page.locator("[data-testid=activation]")
+    for side, name in (("b", "B"), ("diff", "A − B")):
+        page.select_option("[data-testid=compare-side]", side)
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=activation]').dataset.state "
+            "=== 'unavailable'"
+        )
+        assert section.inner_text().endswith(f"this op ran only in A: there is no {name} to show")
+        assert section.get_by_role("button", name="Retry").count() == 0
+    sent = page.evaluate(f"() => {ACTIVATIONS}.map(m => m.params.side)")
+    assert sent == ["a"]
+    page.select_option("[data-testid=compare-side]", "a")  # and A plots again
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=activation]').dataset.state === 'done'"
+    )
     assert page.errors == []
 
 

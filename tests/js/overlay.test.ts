@@ -37,6 +37,11 @@ describe("makeScale", () => {
     expect(s.position(Infinity)).toBe(1);
     expect(s.position(-Infinity)).toBe(0);
   });
+  it("puts values that are all zero at the bottom: a comparison without difference", () => {
+    const s = makeScale([0, 0, NaN], "linear");
+    expect([s.min, s.max]).toEqual([0, 0]);
+    expect(s.position(0)).toBe(0);
+  });
 });
 
 describe("colors and numbers", () => {

@@ -38,6 +38,7 @@ export class OverlayControl implements NodeOverlay {
   private gradNonfinite = new Set<string>(); // ... with a NaN/Inf gradient
   private gradients: Gradients | null = null;
   private onlyA = new Set<string>();
+  private saves = { notSaved: 0, ops: 0 }; // of the graph's (unrolled) ops
   private painted: Painted | null = null;
   private token = 0;
   private graphs = 0; // graphs shown so far: flags asked about an older one are dropped
@@ -65,12 +66,20 @@ export class OverlayControl implements NodeOverlay {
     return this.compare;
   }
 
+  /** Why unrolled op `id` has nothing to show on the side picked (it ran only in A), or null. */
+  noSide(id: string): string | null {
+    if (!this.compare || this.side === "a" || !this.onlyA.has(id)) return null;
+    return `this op ran only in A: there is no ${this.side === "b" ? "B" : "A − B"} to show`;
+  }
+
   /** A new graph: values of the old one no longer hold; a comparison opens on its difference. */
   setGraph(payload: GraphPayload | null, gradients: Gradients | null = null): void {
     this.compare = !!payload?.compare;
     this.gradients = gradients;
     this.graphs++;
     this.onlyA = new Set(payload?.compare?.onlyA ?? []);
+    const ops = payload?.unrolled.nodes.filter((n) => n.kind === "op") ?? [];
+    this.saves = { notSaved: ops.filter((n) => !n.saved).length, ops: ops.length };
     this.picker.setOffers(this.compare, !!gradients);
     if (!this.compare) this.side = "a";
     this.values = new Map();
@@ -134,10 +143,16 @@ export class OverlayControl implements NodeOverlay {
       .request({ method: "firstNonfinite", params: {} }, { timeoutMs: 120000 })
       .then(({ result }) => {
         const id = (result as FirstNonfiniteResult).id;
-        this.picker.showNote(id ? `first NaN/Inf: ${id}` : "no op produced a NaN/Inf");
+        this.picker.showNote(id ? `first NaN/Inf: ${id}` : this.noneFound());
         if (id) this.deps.selectUnrolled(id);
       })
       .catch((e: Error) => this.picker.showNote(`first NaN/Inf: ${e.message}`));
+  }
+
+  /** "No op made a NaN/Inf", as far as it was looked for: only saved ops have values. */
+  private noneFound(): string {
+    const { notSaved, ops } = this.saves;
+    return notSaved ? `no saved op produced a NaN/Inf (${notSaved} of ${ops} ops not saved)` : "no op produced a NaN/Inf";
   }
 
   private repaint(): void {

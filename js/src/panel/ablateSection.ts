@@ -54,12 +54,14 @@ export class AblateSection {
     const changed = this.node?.id !== node.id;
     this.node = node;
     this.el.hidden = node.kind !== "op" || !node.shape || node.failed || this.deps.noRerun() !== null;
+    // a rolled layer and its first pass share an id: after a view switch the same id
+    // names one op or every pass, and the kernel ablates what the view shows
+    this.button.textContent = node.passes.length > 1 ? `Ablate all ${node.passes.length} passes` : "Ablate";
     if (!changed) return;
     this.token++;
     this.dimNames = [];
     this.setStatus("", "idle");
     this.button.disabled = false;
-    this.button.textContent = node.passes.length > 1 ? `Ablate all ${node.passes.length} passes` : "Ablate";
     this.fillDims();
   }
 

@@ -26,6 +26,7 @@ export interface ActivationDeps {
   fetchActivation: (p: ActivationParams, onSlow: () => void) => Promise<Activation>;
   rerun: (id: string) => Promise<void>;
   noRerun: () => string | null;
+  shown?: (r: Activation["result"]) => void; // an answer was drawn
 }
 
 export class ActivationPanel {
@@ -62,10 +63,14 @@ export class ActivationPanel {
 
   /** Shows output 0 of unrolled node `id` (`saved`: the kernel has it), or its gradient;
    * `noValues` says why the op has no values to save (the meta device, a torch.func transform). */
-  load(id: string, saved: boolean, choice?: ValueChoice, noValues?: string): void {
+  load(id: string, saved: boolean, choice?: ValueChoice, noValues?: string, keepPicks = false): void {
     this.noValues = noValues ?? null;
     this.choice = choice?.value === "grad" ? choice : null;
-    this.params = this.choice ? { id, value: "grad", ...(this.choice.backwardPass ? { backwardPass: this.choice.backwardPass } : {}) } : { id };
+    // `keepPicks`: the same op on another side, pass or value: its output stays picked (a
+    // gradient is of output 0 only), and on the same tensor shape its batch and channels
+    const old = this.params;
+    const kept = !keepPicks || this.choice ? {} : old.id === id ? { output: old.output, batch: old.batch, channelStart: old.channelStart } : { output: old.output };
+    this.params = this.choice ? { id, value: "grad", ...(this.choice.backwardPass ? { backwardPass: this.choice.backwardPass } : {}) } : { ...kept, id };
     this.saved = saved;
     this.reload();
   }
@@ -134,6 +139,7 @@ export class ActivationPanel {
       plotMain(this.mainPlot, act, th);
       this.showNonFinite(act, th);
     }
+    this.deps.shown?.(r);
     performance.mark("lens:plot-done", { detail: { id: r.id, plot: r.plot } });
     // A note without a reduction (e.g. "complex shown as magnitude") is still worth showing.
     const note = r.reduced ? `reduced: ${r.note}` : r.note;

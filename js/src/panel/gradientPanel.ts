@@ -67,7 +67,9 @@ export class GradientPanel {
     const row = h("div", leaf.received ? "lens-leaf" : "lens-leaf lens-leaf-starved");
     row.dataset.testid = "leaf-row";
     row.dataset.name = leaf.name;
-    const name = leaf.label ? h("button", "lens-link", leaf.name) : h("span", "lens-mono", leaf.name);
+    // whole names, wrapped after a dot: cut at the end, q/k/v weights of one layer read alike
+    const name = leaf.label ? h("button", "lens-link") : h("span", "lens-mono");
+    name.append(...breakAfterDots(leaf.name));
     name.title = leaf.source ? `${leaf.name} (${leaf.source})` : leaf.name;
     if (leaf.label) name.onclick = () => this.deps.selectLeaf(leaf.label!);
     const passes = leaf.passes.length > 1 || this.grads!.passes.length > 1 ? ` (pass ${leaf.passes.join(", ")})` : "";
@@ -136,4 +138,9 @@ export class GradientPanel {
     };
     return sel;
   }
+}
+
+/** `name` as text with a line-break opportunity after each dot ("a.<wbr>b.<wbr>c"). */
+function breakAfterDots(name: string): Node[] {
+  return name.split(/(?<=\.)/).flatMap((part, i) => (i ? [document.createElement("wbr"), document.createTextNode(part)] : [document.createTextNode(part)]));
 }

@@ -1,6 +1,7 @@
 // Side panel for the selected node: its facts, links to neighbours, and what the kernel
 // sends on demand: the attention weights of attention ops, and the node's activation.
 import type { Activation, AttentionMap } from "../kernel/messages";
+import type { ActivationResult } from "../model/protocol";
 import type { Gradients } from "../model/gradients";
 import type { NodeInfo } from "../model/protocol";
 import type { GraphModel } from "../model/tree";
@@ -27,6 +28,7 @@ export interface InspectorDeps {
   unrolledNode: (id: string) => NodeInfo | undefined;
   unrolledParents: (id: string) => string[];
   gradients: () => Gradients | null; // of the log shown; null without a traced backward
+  noSide: (id: string) => string | null; // why a comparison's side picked has no value of the op
 }
 
 export class Inspector {
@@ -39,6 +41,9 @@ export class Inspector {
   private attention: AttentionPanel;
   private valueSwitch = new ValueSwitch(() => this.node && this.loadPass(true));
   private ablate: AblateSection;
+  // the cells that describe one output: a multi-output op's follow the output plotted
+  private factsEl: HTMLElement = h("table", "");
+  private facts: { output: HTMLTableRowElement; shape: HTMLElement; dtype: HTMLElement; size: HTMLElement } | null = null;
   private ro: ResizeObserver;
   private width = 0;
 
@@ -59,6 +64,7 @@ export class Inspector {
           this.ablate.learnDims(act.result);
           return act;
         }),
+      shown: (r) => this.showOutputFacts(r),
     });
     this.attention = new AttentionPanel(deps);
     // the panel narrows with the widget (and when its scrollbar appears): plots follow
@@ -76,6 +82,11 @@ export class Inspector {
     return this.node?.id ?? null;
   }
 
+  /** The unrolled id of the pass shown (the op itself in the unrolled view). */
+  get shownPass(): string | null {
+    return this.node ? (this.node.passes[this.pass] ?? this.node.id) : null;
+  }
+
   show(model: GraphModel, id: string | null): void {
     const n = id ? model.nodes.get(id) : undefined;
     this.model = model;
@@ -87,8 +98,10 @@ export class Inspector {
       return;
     }
     const same = this.node?.id === n.id;
+    // the pass shown stays shown across a view switch (an unrolled op <-> its rolled layer)
+    const was = this.shownPass;
     this.node = n;
-    if (!same) this.pass = 0;
+    if (!same) this.pass = was && n.passes.includes(was) ? n.passes.indexOf(was) : 0;
     this.pass = Math.min(this.pass, n.passes.length - 1);
     this.el.hidden = false;
     this.ablate.show(n);
@@ -112,7 +125,7 @@ export class Inspector {
     const v = this.valueSwitch;
     const choice = g && { value: v.value, backwardPass: v.backwardPass, reached: !g.noGrad.has(id), nPasses: g.completedPasses.length };
     const node = this.nodeFor(id);
-    this.activation.load(id, node.saved, choice ?? undefined, node.noValues ?? undefined);
+    this.activation.load(id, node.saved, choice ?? undefined, node.noValues ?? this.deps.noSide(id) ?? undefined, keepPicks);
   }
 
   /** Plots gradients from now on; replots now if unrolled node `id` is the one shown. */
@@ -139,38 +152,9 @@ export class Inspector {
     idLine.dataset.testid = "inspector-id";
     this.body.append(head, idLine);
 
-    const rows: [string, string | HTMLElement][] = [];
-    const passText = n.nPasses > 1 ? ` — ${n.nPasses} passes` : "";
-    rows.push(["module", (n.module || "(top level)") + passText]);
-    rows.push(["shape", fmtShape(n.shape)]);
-    rows.push(["dtype", n.dtype ?? "—"]);
-    rows.push(["device", n.device ?? "—"]);
-    rows.push(["size", fmtBytes(n.nbytes)]);
-    if (n.params.length) {
-      const ul = h("div", "lens-params");
-      ul.dataset.testid = "inspector-params";
-      for (const [name, shape] of n.params) {
-        const line = h("div", "lens-param");
-        line.title = `${name} ${fmtShape(shape)}`;
-        line.append(h("span", "lens-mono", name), h("span", "lens-muted", " " + fmtShape(shape)));
-        ul.append(line);
-      }
-      rows.push(["params", ul]);
-    }
-    if (n.failed) rows.push(["failed", "this op raised during the forward pass"]);
     const g = this.deps.gradients();
-    const backward = g ? n.passes.flatMap((p) => g.backwardOf(p)) : [];
-    if (backward.length) rows.push(["backward", [...new Set(backward.map((b) => b.gradFn))].join(", ")]);
-    const table = h("table", "lens-facts");
-    for (const [k, v] of rows) {
-      const tr = h("tr", "");
-      tr.append(h("th", "", k));
-      const td = h("td", "");
-      td.append(v);
-      tr.append(td);
-      table.append(tr);
-    }
-    this.body.append(table);
+    this.factsEl = this.factTable(n, g);
+    this.body.append(this.factsEl);
 
     this.body.append(this.links("inputs", m.parents.get(n.id) ?? []), this.links("outputs", m.children.get(n.id) ?? []));
     if (n.source) {
@@ -194,6 +178,70 @@ export class Inspector {
     this.body.append(this.activation.el);
   }
 
+  /** The facts of the pass shown (in the rolled view a pass may differ in shape, module and
+   * parameters: a folded block's passes run in h.0, h.1, ...). */
+  private factTable(layer: NodeInfo, g: Gradients | null): HTMLElement {
+    const n = this.nodeFor(this.shownPass ?? layer.id);
+    const rows: [string, string | HTMLElement][] = [];
+    const passText = layer.nPasses > 1 ? ` — pass ${this.pass + 1} of ${layer.nPasses}` : "";
+    rows.push(["module", (n.module || "(top level)") + passText]);
+    const cell = (text: string, testid: string): HTMLElement => {
+      const span = h("span", "", text);
+      span.dataset.testid = testid;
+      return span;
+    };
+    const facts = {
+      output: h("tr", ""),
+      shape: cell(fmtShape(n.shape), "inspector-shape"),
+      dtype: cell(n.dtype ?? "—", "inspector-dtype"),
+      size: cell(fmtBytes(n.nbytes), "inspector-size"),
+    };
+    rows.push(["shape", facts.shape], ["dtype", facts.dtype], ["device", n.device ?? "—"], ["size", facts.size]);
+    if (n.params.length) {
+      const ul = h("div", "lens-params");
+      ul.dataset.testid = "inspector-params";
+      for (const [name, shape] of n.params) {
+        const line = h("div", "lens-param");
+        line.title = `${name} ${fmtShape(shape)}`;
+        line.append(h("span", "lens-mono", name), h("span", "lens-muted", " " + fmtShape(shape)));
+        ul.append(line);
+      }
+      rows.push(["params", ul]);
+    }
+    if (layer.failed) rows.push(["failed", "this op raised during the forward pass"]);
+    const backward = g ? layer.passes.flatMap((p) => g.backwardOf(p)) : [];
+    if (backward.length) rows.push(["backward", [...new Set(backward.map((b) => b.gradFn))].join(", ")]);
+    const table = h("table", "lens-facts");
+    for (const [k, v] of rows) {
+      const tr = h("tr", "");
+      tr.append(h("th", "", k));
+      const td = h("td", "");
+      td.append(v);
+      tr.append(td);
+      table.append(tr);
+    }
+    // "output 1 of 2" above the shape: shown once the kernel says the op has several
+    facts.output.dataset.testid = "inspector-output";
+    facts.output.hidden = true;
+    table.rows[1]?.before(facts.output);
+    this.facts = facts;
+    return table;
+  }
+
+  /** The facts of the output plotted: the node's own describe its first output (a gradient
+   * is of the first output too); the sizes of all outputs add up to the node's size. */
+  private showOutputFacts(r: ActivationResult): void {
+    const f = this.facts;
+    if (!this.node || !f) return;
+    const n = this.nodeFor(this.shownPass ?? this.node.id);
+    const several = r.nOutputs > 1;
+    f.output.hidden = !several;
+    f.output.replaceChildren(h("th", "", "output"), h("td", "", `${r.output} of ${r.nOutputs}`));
+    f.shape.textContent = several ? fmtShape(r.shape) : fmtShape(n.shape);
+    f.dtype.textContent = several ? r.dtype : (n.dtype ?? "—");
+    f.size.textContent = several ? `${fmtBytes(n.nbytes)}, all ${r.nOutputs} outputs` : fmtBytes(n.nbytes);
+  }
+
   private passPicker(n: NodeInfo): HTMLSelectElement {
     const sel = document.createElement("select");
     sel.className = "lens-select";
@@ -207,6 +255,9 @@ export class Inspector {
     sel.value = String(this.pass);
     sel.onchange = () => {
       this.pass = Number(sel.value);
+      const facts = this.factTable(n, this.deps.gradients());
+      this.factsEl.replaceWith(facts);
+      this.factsEl = facts;
       this.loadPass(true);
     };
     return sel;
@@ -228,7 +279,7 @@ export class Inspector {
   }
 
   /** Unrolled node `id`, or the node shown where it has none. */
-  private nodeFor(id: string): { saved: boolean; noValues: string | null } {
+  private nodeFor(id: string): NodeInfo {
     const u = this.model!.viewName === "unrolled" ? this.model!.nodes.get(id) : this.deps.unrolledNode(id);
     return u ?? this.node!;
   }

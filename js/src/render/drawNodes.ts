@@ -170,7 +170,8 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
     ctx.fill();
     ctx.stroke();
   }
-  ctx.fillStyle = p.overlay?.fill(id) ?? fill;
+  const overlaid = p.overlay?.fill(id) ?? null; // a metric's color: the text must read on it
+  ctx.fillStyle = overlaid ?? fill;
   roundRect(ctx, r.x, r.y, r.w, r.h, 7);
   ctx.fill();
   drawGradientMarks(p, id, r, 7);
@@ -186,10 +187,10 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
   ctx.font = `700 ${FONT_PX}px ${FONT_FAMILY}`;
-  ctx.fillStyle = th.text;
+  ctx.fillStyle = overlaid ? textOn(overlaid) : th.text;
   ctx.fillText(l1, cx, r.y + 12);
   ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
-  ctx.fillStyle = th.muted;
+  ctx.fillStyle = overlaid ? textOn(overlaid) : th.muted;
   ctx.fillText(l2, cx, r.y + 25);
   ctx.fillText(l3, cx, r.y + 38);
   ctx.fillStyle = stroke;

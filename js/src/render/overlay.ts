@@ -154,7 +154,8 @@ export function makeScale(values: Iterable<number>, mode: ScaleMode): Scale {
       if (v <= 0) return 0; // zero sits at the bottom of a log scale
       v = Math.log10(v);
     }
-    if (hi === lo) return 0.5;
+    // one value: in the middle, but all zeros (no difference, no FLOPs) is "none", at the bottom
+    if (hi === lo) return lo === 0 ? 0 : 0.5;
     return Math.min(1, Math.max(0, (v - lo) / (hi - lo)));
   };
   return { mode, min, max, position };

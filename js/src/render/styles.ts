@@ -116,6 +116,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-value-switch .lens-btn{padding:0 7px;font-size:11px;line-height:17px}
 .lens-grad-panel{width:min(300px,36%)}
 .lens-leaf{padding:2px 0;display:flex;flex-wrap:wrap;align-items:baseline;gap:2px;min-width:0}
+.lens-leaf .lens-link{white-space:normal;overflow-wrap:anywhere;text-align:left;border-radius:8px}
 .lens-leaf-starved{background:rgba(247,103,7,.12);border-left:3px solid #f76707;padding-left:4px}
 .lens-bw-list{margin:0;padding-left:2.6em;font-size:11px}
 .lens-bw-node{padding:1px 0;overflow-wrap:anywhere}
