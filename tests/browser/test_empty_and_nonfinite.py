@@ -9,13 +9,12 @@ from __future__ import annotations
 import io
 
 import pytest
+import torch
 from lens_harness import click_item, open_widget, widget_kernel
+from PIL import Image  # the test extra's pillow: a missing one must fail, not skip
+from torch import nn
 
-torch = pytest.importorskip("torch")
-Image = pytest.importorskip("PIL.Image")
-from torch import nn  # noqa: E402
-
-from lens_widget.widget import LensWidget  # noqa: E402
+from lens_widget.widget import LensWidget
 
 MAIN = "[data-testid=plot-main]"
 NOTE = "[data-testid=nonfinite-note]"
