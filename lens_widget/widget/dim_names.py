@@ -136,6 +136,8 @@ def _rule(node: OpRecord, output: int, shape: tuple[int, ...], inputs: Inputs) -
         return _reshaped(names, parent, shape, _in_attention(node)) if parent else ()
     if func in _RNN:
         return _rnn_names(node, output, rank)
+    if func == "topk":
+        return _top_k(node, _first(inputs), rank)
     if func in _NOT_DIM_PRESERVING or (output > 0 and func not in _SAME_DIM_OUTPUTS):
         return ()
     # Elementwise ops, norms, dropout, slicing, cat, split, outputs: dims keep their meaning.
@@ -164,6 +166,18 @@ def _rnn_names(node: OpRecord, output: int, rank: int) -> Names:
         if rank == 3
         else ()
     )
+
+
+def _top_k(node: OpRecord, names: Names, rank: int) -> Names:
+    """topk's values and indices keep the input's dims but the one it picked along, which
+    now holds the k best ("top-k"), not all features."""
+    call = node.replay[0] if node.replay is not None else None
+    if len(names) != rank or rank == 0 or call is None:
+        return ()
+    dim = call.kwargs.get("dim", call.args[2] if len(call.args) > 2 else -1)
+    if not isinstance(dim, int) or not -rank <= dim < rank:
+        return ()
+    return tuple("top-k" if i == dim % rank else name for i, name in enumerate(names))
 
 
 def _in_attention(node: OpRecord) -> bool:

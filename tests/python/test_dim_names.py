@@ -108,7 +108,7 @@ def test_an_rnn_names_its_sequence_by_batch_first_and_its_final_states_by_layer(
         def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
             y, (h, c) = self.lstm(x)
             z, hz = self.gru(x)
-            return (*torch.topk(y, 3), h, c, z, hz)
+            return (*torch.topk(y, 3), h, c, z, hz, y.topk(2, dim=1).indices)
 
     log = lw.trace(Rnns(), torch.randn(2, 7, 16))
     dims = DimNames(log.nodes)
@@ -120,4 +120,9 @@ def test_an_rnn_names_its_sequence_by_batch_first_and_its_final_states_by_layer(
     states = ["layer", "batch", "feature"]
     assert names("lstm") == [["batch", "token", "feature"], states, states]
     assert names("gru") == [["token", "batch", "feature"], states]
-    assert names("topk") == [["batch", "token", "feature"]] * 2
+    # topk's dim holds the k best, not every feature (it read "feature")
+    first_topk, second_topk = [n for n in log.ops if n.func == "topk"]
+    assert [wire_names(dims.of(first_topk.label, i)) for i in (0, 1)] == [
+        ["batch", "token", "top-k"]
+    ] * 2
+    assert wire_names(dims.of(second_topk.label, 1)) == ["batch", "top-k", "feature"]
