@@ -92,6 +92,14 @@ def _gemm(call: Call) -> dict[str, Any]:
     return {"transB": 1}  # torch's weight is (out, in)
 
 
+def _addmm(call: Call) -> dict[str, Any] | None:
+    """torch.addmm(input, mat1, mat2, beta, alpha) is Gemm(mat1, mat2, input) (GPT-2's Conv1D)."""
+    alpha, beta = call.kwargs.get("alpha", 1), call.kwargs.get("beta", 1)
+    if not all(isinstance(v, Number) and not isinstance(v, bool) for v in (alpha, beta)):
+        return None
+    return {"alpha": float(alpha), "beta": float(beta)}
+
+
 def _layer_norm(call: Call) -> dict[str, Any] | None:
     normalized = call.arg(1, "normalized_shape")
     eps = call.arg(4, "eps", 1e-5)
@@ -237,6 +245,8 @@ def _table() -> dict[str, Standard]:
     add("matmul __matmul__ mm bmm", Standard("MatMul", _BINARY))
     add("where", Standard("Where", ((0, "condition"), (1, "input"), (2, "other")), numbers=True))
     add("linear", Standard("Gemm", ((0, "input"), (1, "weight"), (2, "bias")), _gemm))
+    add("addmm", Standard("Gemm", ((1, "mat1"), (2, "mat2"), (0, "input")), _addmm))
+    add("gather", Standard("GatherElements", ((0, "input"), (2, "index")), _axis(1, "dim")))
     for n in (1, 2, 3):
         add(f"conv{n}d", Standard("Conv", ((0, "input"), (1, "weight"), (2, "bias")), _conv(n)))
         add(f"max_pool{n}d", Standard("MaxPool", attributes=_pool(n, average=False)))

@@ -221,3 +221,25 @@ def test_large_weights_go_to_an_external_data_file(tmp_path, monkeypatch):
     weight = next(t for t in model.graph.initializer if t.name == "head.weight")
     values = onnx.numpy_helper.to_array(weight)
     assert (values == case.model.head.weight.detach().numpy()).all()
+
+
+def test_addmm_is_gemm_and_gather_is_gather_elements(tmp_path):
+    """GPT-2's Conv1D (torch.addmm) and torch.gather were custom nodes a viewer cannot read."""
+    bias, weight = torch.randn(5), torch.randn(4, 5)
+
+    def ops(x, index):
+        y = torch.addmm(bias, x, weight, beta=0.5)  # (3, 5)
+        return torch.gather(y, 1, index)
+
+    log = lw.trace(FunctionModule(ops), (torch.randn(3, 4), torch.tensor([[0, 4], [1, 1], [2, 3]])))
+    nodes = by_label(export(log, tmp_path))
+    addmm, gather = (
+        nodes[next(n.label for n in log.ops if n.func == f)] for f in ("addmm", "gather")
+    )
+    assert (addmm.op_type, addmm.domain) == ("Gemm", "")
+    assert list(addmm.input) == ["input.0", "const_2", "const_1"]  # mat1, mat2, then input
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in addmm.attribute}
+    assert attrs == {"alpha": 1.0, "beta": 0.5}
+    assert (gather.op_type, gather.domain) == ("GatherElements", "")
+    assert [a.i for a in gather.attribute if a.name == "axis"] == [1]
+    assert list(gather.input) == [addmm.output[0], "input.1"]
