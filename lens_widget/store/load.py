@@ -202,6 +202,9 @@ def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:
     grads = data.get("grads")
     if grads is not None:
         record.grads = tuple(None if t is None else tensors.get(t, where) for t in grads)
+        # the gradient of the (first) output has its shape
+        if shapes and any(g is not None and tuple(g.shape) != shapes[0] for g in record.grads):
+            raise fail(where, f"a saved gradient's shape is not that of its output {shapes[0]}")
     return record
 
 

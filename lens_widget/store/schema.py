@@ -25,12 +25,19 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 60 else text[:60] + "…"
 
 
+# JSON integers have no bound; counts, sizes and indices beyond int64 are no real log's
+# (and 10**400 overflowed later, in a float conversion).
+_INT64_MAX = 2**63 - 1
+
+
 def integer(minimum: int = 0) -> Check:
     def check(value: Any, path: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise fail(path, f"{_describe(value)} is not an integer")
         if value < minimum:
             raise fail(path, f"{value} is less than {minimum}")
+        if value > _INT64_MAX:
+            raise fail(path, f"{str(value)[:20]}... is larger than any int64")
 
     return check
 

@@ -131,6 +131,8 @@ def decode_training_step(
         if len(entry["grads"]) != n_passes:
             raise fail(where, f"{len(entry['grads'])} gradients for {n_passes} backward passes")
         grads = tuple(None if t is None else tensor(t, where) for t in entry["grads"])
+        if any(g is not None and list(g.shape) != entry["shape"] for g in grads):
+            raise fail(where, f"a gradient's shape is not the leaf's shape {entry['shape']}")
         leaves[entry["name"]] = LeafRecord(
             entry["name"], entry["kind"], tuple(entry["shape"]), entry["dtype"],
             entry["label"], entry["source"], grads,

@@ -87,6 +87,9 @@ def test_non_finite_numbers_are_not_json(saved):
         (lambda d: d["log"].update(error={"type": "Bad\nName", "message": ""}), "does not match"),
         (lambda d: d["log"].update(error={"type": "", "message": ""}), "does not match"),
         (lambda d: d["storages"][0].update(name="../../x"), r"storages\[0\]\.name"),
+        # JSON integers are unbounded: 10**400 overflowed later, converted to a float
+        (lambda d: d["nodes"][3].update(nbytes=10**400), r"nodes\[3\]\.nbytes: 1000.* int64"),
+        (lambda d: d["nodes"][3].update(nbytes=2**63), r"larger than any int64"),
     ],
 )
 def test_schema_checks_name_the_field(saved, change, match):

@@ -136,9 +136,31 @@ def _backward(document: dict) -> dict:
         (lambda b: b["recomputed"][0].update(op="nowhere"), r"recomputed\[0\].op: 'nowhere'"),
         (lambda b: b.update(extra=1), r"backward: unknown field\(s\) 'extra'"),
         (lambda b: b["graph"]["nodes"][0].update(order=-1), r"order: -1 is less than 0"),
+        (lambda b: b["passes"][0].update(in_transform="yes"), r"in_transform: 'yes' is not"),
+        # a gradient of another shape than its leaf, or than the op's output it flowed into
+        (
+            lambda b: b["leaves"][0].update(
+                grads=next(x["grads"] for x in b["leaves"] if x["shape"] != b["leaves"][0]["shape"])
+            ),
+            r"backward.leaves\[0\]: a gradient's shape is not the leaf's shape",
+        ),
     ],
 )
 def test_a_tampered_training_step_is_one_clear_error(tmp_path, change, match):
     traced_step().save(tmp_path / "step")
     tampered(tmp_path / "step", lambda d: change(_backward(d)))
     load_fails(tmp_path / "step", match)
+
+
+def test_an_op_gradient_of_another_shape_is_refused(tmp_path):
+    """A node's gradient flowed into its first output: it has that output's shape."""
+    traced_step().save(tmp_path / "step")
+
+    def swap(document: dict) -> None:
+        nodes = [n for n in document["nodes"] if n.get("grads") and any(n["grads"])]
+        a = nodes[0]
+        b = next(n for n in nodes if n["shapes"][0] != a["shapes"][0])
+        a["grads"] = b["grads"]
+
+    tampered(tmp_path / "step", swap)
+    load_fails(tmp_path / "step", r"a saved gradient's shape is not that of its output")
