@@ -6,6 +6,7 @@ import { AblationBanner } from "./controls/ablationBanner";
 import { Banner } from "./controls/banner";
 import { bindCanvasInput } from "./controls/canvasInput";
 import { GradientControl, type SelectAs } from "./controls/gradientControl";
+import { keepKeysInControls } from "./controls/hostKeys";
 import { OverlayControl } from "./controls/overlayControl";
 import { Toolbar } from "./controls/toolbar";
 import { exposeDebug } from "./debugHook";
@@ -129,6 +130,7 @@ export class LensApp {
       this.toolbar.el, this.overlay.picker.el, this.banner.el, this.grads.banner.el, this.ablationBanner.el, main,
     );
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
+    keepKeysInControls(this.root); // the listener goes with the root
 
     this.link = opts.link ?? notebookLink(el);
     this.link.onChange(() => this.updateStatus());
