@@ -1,7 +1,7 @@
 """Real tier: the widget among JupyterLab's own keys and tabs, as a person meets them.
 
 Keys typed into the widget's dropdowns stay there (JupyterLab's command-mode shortcuts only
-spare text fields).
+spare text fields), and a notebook tab hidden and shown again keeps the graph where it was.
 """
 
 from __future__ import annotations
@@ -103,4 +103,34 @@ def test_keys_typed_in_a_dropdown_pick_its_options_not_notebook_commands(
     page.wait_for_function(  # type: ignore[attr-defined]
         "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=10_000
     )
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_tab_hidden_and_shown_again_keeps_the_graph_in_place(
+    lab: Lab, page: object, artifacts: Path
+) -> None:
+    open_widget(lab, page)
+    hook = f"document.querySelector('{ROOT}').__lens"
+    ops = page.evaluate(f"{hook}.visibleIds")  # type: ignore[attr-defined]
+    linear = next(i for i in ops if i.startswith("linear"))
+    where = f"() => {hook}.nodeScreenPos({linear!r})"
+    before = page.evaluate(where)  # type: ignore[attr-defined]
+    camera = page.evaluate(f"{hook}.camera")  # type: ignore[attr-defined]
+
+    # another tab over the notebook (a launcher), then back to the notebook
+    page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")  # type: ignore[attr-defined]
+    page.locator(".jp-Launcher").first.wait_for()  # type: ignore[attr-defined]
+    page.wait_for_timeout(300)  # type: ignore[attr-defined]  # its resize observers run
+    page.evaluate(  # type: ignore[attr-defined]
+        """(name) => { const app = window.jupyterapp;
+          for (const w of app.shell.widgets('main'))
+            if (w.title.label === name) app.shell.activateById(w.id); }""",
+        NOTEBOOK,
+    )
+    page.locator(ROOT).first.wait_for(state="visible")  # type: ignore[attr-defined]
+    page.wait_for_timeout(300)  # type: ignore[attr-defined]
+    page.screenshot(path=str(artifacts / "jupyterlab_tab_back.png"))  # type: ignore[attr-defined]
+    # the graph was drawn half a canvas to the left, mostly out of view
+    assert page.evaluate(f"{hook}.camera") == camera  # type: ignore[attr-defined]
+    assert page.evaluate(where) == before  # type: ignore[attr-defined]
     assert page.errors == []  # type: ignore[attr-defined]
