@@ -1,7 +1,8 @@
 """Real tier: the widget among JupyterLab's own keys and tabs, as a person meets them.
 
 Keys typed into the widget's dropdowns stay there (JupyterLab's command-mode shortcuts only
-spare text fields), and a notebook tab hidden and shown again keeps the graph where it was.
+spare text fields), a notebook tab hidden and shown again keeps the graph where it was, and
+after a kernel restart the old widget says it has no kernel.
 """
 
 from __future__ import annotations
@@ -133,4 +134,40 @@ def test_a_tab_hidden_and_shown_again_keeps_the_graph_in_place(
     # the graph was drawn half a canvas to the left, mostly out of view
     assert page.evaluate(f"{hook}.camera") == camera  # type: ignore[attr-defined]
     assert page.evaluate(where) == before  # type: ignore[attr-defined]
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_after_a_kernel_restart_the_old_widget_says_it_has_no_kernel(
+    lab: Lab, page: object, artifacts: Path
+) -> None:
+    open_widget(lab, page)
+    root = page.locator(ROOT).first  # type: ignore[attr-defined]
+    hook = f"document.querySelector('{ROOT}').__lens"
+    ops = [i for i in page.evaluate(f"{hook}.visibleIds") if "_" in i]  # type: ignore[attr-defined]
+
+    def click(op: str) -> None:
+        pos = page.evaluate(f"(id) => {hook}.nodeScreenPos(id)", op)  # type: ignore[attr-defined]
+        page.mouse.click(pos["x"], pos["y"])  # type: ignore[attr-defined]
+        page.wait_for_function(  # type: ignore[attr-defined]
+            """([sel, id]) => document.querySelector(sel + ' [data-testid="inspector-id"]')
+                                ?.textContent.trim() === id""",
+            arg=[ROOT, op],
+        )
+
+    click(ops[0])
+    root.locator('[data-testid="plot-main"] .main-svg').first.wait_for(timeout=30_000)
+    page.evaluate(  # type: ignore[attr-defined]
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()"
+    )
+    wait_for_kernel_idle(page)
+    # ipywidgets leaves the old view unmarked: the first request finds its comm gone
+    click(ops[1])
+    status = root.locator('[data-testid="activation-status"]')
+    assert status.inner_text() == "activations need a running kernel: re-run the cell"
+    # and from then on the toolbar says it, as for a notebook reopened without its kernel
+    assert root.locator('[data-testid="status"]').inner_text() == "no kernel: graph only"
+    root.locator('[data-testid="metric-picker"]').select_option("mean")
+    note = root.locator('[data-testid="overlay-note"]').inner_text()
+    assert note == "metric unavailable: this needs a running kernel: re-run the cell"
+    page.screenshot(path=str(artifacts / "jupyterlab_restarted_kernel.png"))  # type: ignore[attr-defined]
     assert page.errors == []  # type: ignore[attr-defined]
