@@ -35,6 +35,8 @@ NEXT_CELL = "print('the cell after the widget')"
 CELLS = "window.jupyterapp.shell.currentWidget.content.widgets"
 TYPES = f"() => {CELLS}.map((c) => c.model.type)"
 ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
+SAVED = "() => !window.jupyterapp.shell.currentWidget.context.model.dirty"
+EDIT_NEXT_CELL = f"() => {CELLS}[1].model.sharedModel.setSource({NEXT_CELL!r} + ' # edited')"
 
 
 @pytest.fixture(scope="module")
@@ -101,9 +103,18 @@ def test_keys_typed_in_a_dropdown_pick_its_options_not_notebook_commands(
 
     # shortcuts with a modifier still reach JupyterLab: Ctrl+S saves from the dropdown
     page.keyboard.press("Control+s")  # type: ignore[attr-defined]
-    page.wait_for_function(  # type: ignore[attr-defined]
-        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=10_000
-    )
+    page.wait_for_function(SAVED, timeout=10_000)  # type: ignore[attr-defined]
+
+    # and from the search box, where letters type as they should
+    search = root.locator('[data-testid="search"]')
+    search.click()
+    page.keyboard.type("ddam")  # type: ignore[attr-defined]
+    assert search.input_value() == "ddam"
+    assert page.evaluate(TYPES) == ["code", "code"]  # type: ignore[attr-defined]
+    page.evaluate(EDIT_NEXT_CELL)  # type: ignore[attr-defined]  # something to save
+    assert not page.evaluate(SAVED)  # type: ignore[attr-defined]
+    page.keyboard.press("Control+s")  # type: ignore[attr-defined]  # it did nothing there
+    page.wait_for_function(SAVED, timeout=10_000)  # type: ignore[attr-defined]
     assert page.errors == []  # type: ignore[attr-defined]
 
 
