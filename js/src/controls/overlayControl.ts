@@ -208,7 +208,8 @@ export class OverlayControl implements NodeOverlay {
           if (ids.length && ids.every((id) => this.onlyA.has(id))) colors.set(item.id, ONLY_A_COLOR);
         }
     }
-    this.picker.legend.show(info, scale, this.compare, !!this.gradients);
+    const drawn = { nonfinite: flagged.size > 0, gradNonfinite: gradFlagged.size > 0, starved: starved.size > 0 };
+    this.picker.legend.show(info, scale, this.compare, !!this.gradients, drawn);
     this.painted = { vis, colors, flagged, gradFlagged, starved };
     return this.painted;
   }
