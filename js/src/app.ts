@@ -116,6 +116,7 @@ export class LensApp {
       unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],
       gradients: () => this.grads.gradients,
       noSide: (id) => this.overlay.noSide(id),
+      sideLabel: () => this.overlay.sideLabel,
     });
     main.append(this.pane.el, this.inspector.el, this.grads.panel.el);
     this.overlay = new OverlayControl({
