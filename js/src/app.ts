@@ -6,6 +6,7 @@ import { AblationBanner } from "./controls/ablationBanner";
 import { Banner } from "./controls/banner";
 import { bindCanvasInput } from "./controls/canvasInput";
 import { GradientControl, type SelectAs } from "./controls/gradientControl";
+import { keepKeysInControls } from "./controls/hostKeys";
 import { OverlayControl } from "./controls/overlayControl";
 import { Toolbar } from "./controls/toolbar";
 import { exposeDebug } from "./debugHook";
@@ -115,6 +116,7 @@ export class LensApp {
       unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],
       gradients: () => this.grads.gradients,
       noSide: (id) => this.overlay.noSide(id),
+      sideLabel: () => this.overlay.sideLabel,
     });
     main.append(this.pane.el, this.inspector.el, this.grads.panel.el);
     this.overlay = new OverlayControl({
@@ -129,10 +131,11 @@ export class LensApp {
       this.toolbar.el, this.overlay.picker.el, this.banner.el, this.grads.banner.el, this.ablationBanner.el, main,
     );
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
+    keepKeysInControls(this.root); // the listener goes with the root
 
     this.link = opts.link ?? notebookLink(el);
     this.link.onChange(() => this.updateStatus());
-    this.requests = new RequestClient(model, this.link.gate);
+    this.requests = new RequestClient(model, this.link.gate, () => this.link.lost?.());
     this.unbindInput = bindCanvasInput(
       this.pane.canvas,
       this.renderer,

@@ -61,8 +61,15 @@ def test_ablate_an_op_in_one_click_then_go_back(page, artifacts) -> None:
     # a downstream op: the inspector plots A (clean), B (ablated) and A − B
     click_item(page, "linear_2_3")
     stats = {"a": shown_stats(page)}
+    title = page.locator("[data-testid=activation-title]")
+    assert title.text_content() == "activation (A)"  # the section says which is plotted
     for side in ("b", "diff"):
         page.select_option("[data-testid=compare-side]", side)
+        expect_title = {"b": "activation (B)", "diff": "activation (A − B)"}[side]
+        page.wait_for_function(
+            "(t) => document.querySelector('[data-testid=activation-title]').textContent === t",
+            arg=expect_title,
+        )
         page.wait_for_function(
             f"(side) => {ACTIVATIONS}.some(m => m.params.side === side && m.params.id === "
             "'linear_2_3')",
@@ -83,6 +90,7 @@ def test_ablate_an_op_in_one_click_then_go_back(page, artifacts) -> None:
     assert page.locator("[data-testid=metric-picker]").input_value() == ""
     assert set(colors(page, ["linear_1_1", "linear_2_3"]).values()) == {None}
     assert page.locator("[data-testid=compare-side]").is_hidden()
+    assert title.text_content() == "activation"
     assert w.comparison is None and "ablation" not in w.graph
     assert page.errors == []
 

@@ -1,6 +1,7 @@
 """A 600 px wide widget (plain page, real traced model behind the real request handler):
 nothing overflows it, a long model name does not push the search box onto a second line,
-long parameter and module names wrap inside the inspector, the search dropdown stays in.
+long parameter and module names wrap inside the inspector, the search dropdown stays in,
+the titles of a channel grid do not run into each other.
 """
 
 from __future__ import annotations
@@ -111,4 +112,49 @@ def test_a_short_model_name_is_not_cut_where_it_fits(page) -> None:
     )
     assert cut is False
     assert page.inner_text("[data-testid=model-title]").startswith("Sequential")
+    assert page.errors == []
+
+
+TITLE_BOXES = """(sel) => [...document.querySelectorAll(sel + ' .annotation-text')].map((a) => {
+  const r = a.getBoundingClientRect();
+  return { text: a.textContent, left: r.left, right: r.right, top: Math.round(r.top) };
+})"""
+
+
+def overlapping(boxes: list[dict]) -> list[tuple[str, str]]:
+    """Pairs of titles on one row whose text runs into the next one's."""
+    pairs = []
+    for a in boxes:
+        for b in boxes:
+            if a is not b and a["top"] == b["top"] and a["left"] < b["left"] < a["right"] + 2:
+                pairs.append((a["text"], b["text"]))
+    return pairs
+
+
+def test_channel_titles_do_not_run_into_each_other_in_a_600px_widget(page, artifacts) -> None:
+    # 16 channels: four to a row in the narrow inspector, titled "channel 0" ... "channel 15"
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU()).eval()
+    w = LensWidget(model, torch.randn(1, 3, 8, 8))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w), width=600)
+    select_by_search(page, ops_of(w, "conv2d")[0])
+    plot_data(page, MAIN)
+    page.wait_for_function(
+        "(sel) => document.querySelectorAll(sel + ' .annotation-text').length >= 16", arg=MAIN
+    )
+    boxes = page.evaluate(TITLE_BOXES, MAIN)
+    page.screenshot(path=str(artifacts / "widget_600px_channels.png"))
+    assert overlapping(boxes) == []
+    # still read as channels: the indices, under a caption naming them
+    assert [b["text"] for b in boxes][:17] == [*(str(i) for i in range(16)), "channels 0–15"]
+
+    # wide enough again (the notebook panel widened): whole titles come back
+    page.evaluate("() => document.documentElement.style.setProperty('--lens-test-width', '1240px')")
+    page.set_viewport_size({"width": 1300, "height": 900})
+    page.wait_for_function(
+        "(sel) => document.querySelector(sel + ' .annotation-text')?.parentElement"
+        " && [...document.querySelectorAll(sel + ' .annotation-text')][1].textContent"
+        " === 'channel 1'",
+        arg=MAIN,
+    )
+    assert overlapping(page.evaluate(TITLE_BOXES, MAIN)) == []
     assert page.errors == []

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
+from test_gradients_page import cut_off_widget
 from torch import nn
 
 import lens_widget as lw
@@ -151,6 +152,31 @@ def test_first_nonfinite_button_selects_the_op_that_made_the_nan(page, artifacts
     page.wait_for_function("() => window.__el.__lens.overlayFlagged('log_1_4')")
     assert lens(page, "overlayFlagged('relu_1_2')") is False
     page.screenshot(path=str(artifacts / "overlay_first_nan.png"))
+    assert page.errors == []
+
+
+def test_marks_drawn_without_a_metric_are_explained_in_the_legend(page, artifacts) -> None:
+    """With no metric picked (the widget as it opens), red NaN/Inf corners and the dashed
+    "got no gradient" outlines are drawn: the legend says what they are, and only those."""
+    torch.manual_seed(0)
+    w = LensWidget(Planted(), (torch.randn(3, 4),))
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.wait_for_function("() => window.__el.__lens.overlayFlagged('log_1_4')")
+    legend = page.locator("[data-testid=overlay-legend]")
+    legend.wait_for(state="visible")
+    assert legend.inner_text() == "NaN/Inf output"
+    page.screenshot(path=str(artifacts / "legend_nan_marks.png"))
+    assert page.errors == []
+
+
+def test_the_no_gradient_outline_is_explained_without_a_metric(page) -> None:
+    # a training step whose aux branch got no gradient, as it opens (kind colors)
+    w = cut_off_widget()
+    open_widget(page, w.graph, python_kernel=widget_kernel(w))
+    page.wait_for_function("() => window.__el.__lens.overlayStarved('linear_2_3')")  # aux's
+    legend = page.locator("[data-testid=overlay-legend]")
+    legend.wait_for(state="visible")
+    assert legend.inner_text() == "got no gradient"  # no NaN/Inf here: not listed
     assert page.errors == []
 
 

@@ -151,6 +151,30 @@ describe("kernel link", () => {
     expect(isDisconnected(el(["jupyter-widgets"]))).toBe(false);
     expect(needsKernel({ method: "activation" })).toBe("activations need a running kernel: re-run the cell");
     expect(needsKernel({ method: "rerun" })).toBe("re-running the model needs a running kernel: re-run the cell");
+    // the inspector's gradient switch asks for an "activation" of value "grad"
+    expect(needsKernel({ method: "activation", params: { id: "x", value: "grad" } })).toBe("gradients need a running kernel: re-run the cell");
+  });
+
+  it("after a send fails (a restarted kernel, not marked by ipywidgets) says so and sends nothing more", async () => {
+    const sent: unknown[] = [];
+    const channel = {
+      on: () => undefined,
+      off: () => undefined,
+      send: (m: unknown) => {
+        sent.push(m);
+        throw new Error("Cannot send");
+      },
+    };
+    const link = notebookLink(el([]));
+    const changed: string[] = [];
+    link.onChange(() => changed.push(link.status()));
+    const client = new RequestClient(channel, link.gate, () => link.lost?.());
+    expect(link.status()).toBe("");
+    await client.activation({ id: "x" }, () => undefined).catch(() => undefined);
+    expect(changed).toEqual(["no kernel: graph only"]);
+    const err = await client.request({ method: "metrics", params: { metric: "mean" } }).catch((e: unknown) => e);
+    expect((err as RequestError).unavailable).toBe(true);
+    expect(sent.length).toBe(1); // refused by the gate, unsent
   });
 
   it("refuses requests at once, unsent, when the view is disconnected", async () => {

@@ -66,6 +66,11 @@ export class OverlayControl implements NodeOverlay {
     return this.compare;
   }
 
+  /** In a comparison, which value the inspector plots ("A", "B", "A − B"); else null. */
+  get sideLabel(): string | null {
+    return this.compare ? { a: "A", b: "B", diff: "A − B" }[this.side] : null;
+  }
+
   /** Why unrolled op `id` has nothing to show on the side picked (it ran only in A), or null. */
   noSide(id: string): string | null {
     if (!this.compare || this.side === "a" || !this.onlyA.has(id)) return null;
@@ -208,7 +213,8 @@ export class OverlayControl implements NodeOverlay {
           if (ids.length && ids.every((id) => this.onlyA.has(id))) colors.set(item.id, ONLY_A_COLOR);
         }
     }
-    this.picker.legend.show(info, scale, this.compare, !!this.gradients);
+    const drawn = { nonfinite: flagged.size > 0, gradNonfinite: gradFlagged.size > 0, starved: starved.size > 0 };
+    this.picker.legend.show(info, scale, this.compare, !!this.gradients, drawn);
     this.painted = { vis, colors, flagged, gradFlagged, starved };
     return this.painted;
   }

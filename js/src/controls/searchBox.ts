@@ -43,7 +43,8 @@ export class SearchBox {
         this.results.hidden = true;
         input.blur();
       }
-      ev.stopPropagation(); // keep JupyterLab's shortcuts out of the search box
+      // JupyterLab's shortcuts stay out through keepKeysInControls (hostKeys.ts), which lets
+      // Ctrl/⌘ ones through: stopped here, Ctrl+S opened the browser's "Save page as"
     });
     input.addEventListener("blur", () => {
       this.pendingHide = setTimeout(() => (this.results.hidden = true), 150);

@@ -94,6 +94,7 @@ export class RequestClient {
   constructor(
     private model: MessageChannel,
     private gate: RequestGate = () => null,
+    private lost: () => void = () => undefined, // a send failed: no request can reach the kernel
   ) {
     model.on("msg:custom", this.onMsg);
   }
@@ -121,6 +122,7 @@ export class RequestClient {
         for (const t of timers) clearTimeout(t);
         this.pending.delete(id);
         reject(new RequestError(needsKernel(req), false, true));
+        this.lost();
       }
     });
   }

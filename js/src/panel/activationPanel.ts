@@ -27,6 +27,7 @@ export interface ActivationDeps {
   rerun: (id: string) => Promise<void>;
   noRerun: () => string | null;
   shown?: (r: Activation["result"]) => void; // an answer was drawn
+  sideLabel?: () => string | null; // in a comparison, the side plotted ("A", "B", "A − B")
 }
 
 export class ActivationPanel {
@@ -77,7 +78,9 @@ export class ActivationPanel {
 
   private reload(): void {
     this.last = null;
-    this.section.setTitle(this.choice ? "gradient" : "activation");
+    // in a comparison the title says which run's value (or their difference) is plotted
+    const side = this.choice ? null : (this.deps.sideLabel?.() ?? null);
+    this.section.setTitle(this.choice ? "gradient" : side ? `activation (${side})` : "activation");
     this.el.dataset.value = this.choice ? "grad" : "activation";
     if (this.choice && !this.choice.reached) return this.section.unavailable("no gradient reached this op");
     if (!this.choice && this.noValues) return this.section.unavailable(this.noValues); // a re-run would not help

@@ -29,6 +29,7 @@ export interface InspectorDeps {
   unrolledParents: (id: string) => string[];
   gradients: () => Gradients | null; // of the log shown; null without a traced backward
   noSide: (id: string) => string | null; // why a comparison's side picked has no value of the op
+  sideLabel: () => string | null; // in a comparison, the side plotted ("A − B")
 }
 
 export class Inspector {

@@ -119,6 +119,7 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
   const ds = result.dataShape;
   const axes = result.axes;
   const [lo, hi] = finiteRange(values);
+  delete div.dataset.gridTitles; // an image grid sets it again
   switch (result.plot) {
     case "scalar":
     case "line": {
@@ -186,6 +187,10 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
   };
   const range = colorRange(lo, hi, th);
   const start = result.channels?.start ?? 0;
+  const grid: GridTitles = { name: gridName, start, n: ch, cols };
+  div.dataset.gridTitles = JSON.stringify(grid); // resizePlots fits them again
+  const titles = gridTitles(grid, div.clientWidth);
+  l.margin = { l: 8, r: 40, t: titles.caption ? 30 : 16, b: 8 };
   const greys: Layout[] = [];
   for (let i = 0; i < ch; i++) {
     const ax = i === 0 ? "" : String(i + 1);
@@ -205,7 +210,7 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
     l["xaxis" + ax] = { visible: false };
     l["yaxis" + ax] = { visible: false, autorange: "reversed", scaleanchor: "x" + ax };
     (l.annotations as unknown[]).push({
-      text: `${gridName} ${start + i}`,
+      text: titles.cells[i],
       xref: `x${ax} domain`,
       yref: `y${ax} domain`,
       x: 0,
@@ -216,6 +221,7 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
       font: { size: 9, color: th.muted },
     });
   }
+  if (titles.caption) (l.annotations as unknown[]).push(captionNote(titles.caption, th.muted));
   plotly().react(div, [...traces, ...greys] as P.Data[], l as Partial<P.Layout>, CONFIG);
 }
 
@@ -269,10 +275,56 @@ export function plotAttention(div: HTMLElement, map: AttentionMap, th: Theme): v
 export function resizePlots(container: HTMLElement): void {
   const p = plotlyIfLoaded();
   if (!p) return;
-  for (const div of container.querySelectorAll<HTMLElement>(".js-plotly-plot")) void p.Plots.resize(div);
+  for (const div of container.querySelectorAll<HTMLElement>(".js-plotly-plot")) {
+    void p.Plots.resize(div);
+    if (div.dataset.gridTitles) fitGridTitles(p, div, JSON.parse(div.dataset.gridTitles) as GridTitles);
+  }
+}
+
+/** The cells of an image grid: `n` of them from index `start`, `cols` to a row. */
+export interface GridTitles {
+  name: string;
+  start: number;
+  n: number;
+  cols: number;
+}
+
+type Note = Record<string, unknown> & { font?: { color?: string; size?: number } };
+
+/** An image grid's titles refitted to its width now: one per cell, then the caption if any. */
+function fitGridTitles(p: PlotlyApi, div: HTMLElement, g: GridTitles): void {
+  const { cells, caption } = gridTitles(g, div.clientWidth);
+  const shown = ((div as unknown as { layout?: { annotations?: Note[] } }).layout?.annotations ?? []).slice(0, g.n);
+  const notes: Note[] = shown.map((a, i) => ({ ...a, text: cells[i] }));
+  if (caption) notes.push(captionNote(caption, shown[0]?.font?.color ?? "gray"));
+  void p.relayout(div, { annotations: notes, "margin.t": caption ? 30 : 16 } as Partial<P.Layout>);
+}
+
+/** The dim's name over the grid, when the cells show indices alone. */
+function captionNote(text: string, color: string): Note {
+  const at = { xref: "paper", yref: "paper", x: 0, y: 1, yshift: 14, xanchor: "left", yanchor: "bottom" };
+  return { ...at, showarrow: false, text, font: { size: 10, color } };
+}
+
+const TITLE_CHAR_PX = 5.6; // the 9 px titles, per character (a little over, to be safe)
+
+/**
+ * The title of each cell: "channel 5" where every title fits its column (`width`: the plot's
+ * px, 0 when unknown), else the index alone with the dim's name once over the grid
+ * (`caption`, "" when not needed): in a narrow inspector (600 px widgets) whole titles ran
+ * into each other.
+ */
+export function gridTitles(g: GridTitles, width: number): { cells: string[]; caption: string } {
+  const whole = Array.from({ length: g.n }, (_, i) => `${g.name} ${g.start + i}`);
+  const pitch = (width - 48) / g.cols; // the plot's margins: 8 left, 40 right
+  const longest = Math.max(...whole.map((t) => t.length));
+  if (!width || longest * TITLE_CHAR_PX <= pitch) return { cells: whole, caption: "" };
+  const span = `${g.start}–${g.start + g.n - 1}`; // "channels 0–15", as the channel window says; "dim 1: 0–15"
+  return { cells: whole.map((_, i) => String(g.start + i)), caption: g.name.startsWith("dim ") ? `${g.name}: ${span}` : `${g.name}s ${span}` };
 }
 
 export function purge(div: HTMLElement): void {
+  delete div.dataset.gridTitles;
   // nothing was plotted before Plotly loaded
   plotlyIfLoaded()?.purge(div);
 }

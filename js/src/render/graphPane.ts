@@ -44,7 +44,10 @@ export class GraphPane {
       this.minimap.draw();
     };
     this.ro = new ResizeObserver(() => {
-      this.renderer.resize(this.wrap.clientWidth, this.wrap.clientHeight);
+      const { clientWidth: w, clientHeight: h } = this.wrap;
+      // hidden (another JupyterLab tab, a collapsed output): no size to draw at. Resizing to
+      // 0 and back shifted the view by half its width; keep it as it was until shown again
+      if (w > 0 && h > 0) this.renderer.resize(w, h);
     });
     this.ro.observe(this.wrap);
   }

@@ -17,9 +17,14 @@ export class OverlayLegend {
     this.el.hidden = true;
   }
 
-  show(metric: MetricInfo | null, scale: Scale | null, compare: boolean, grads = false): void {
-    this.el.hidden = !metric || !scale;
-    if (!metric || !scale) return this.el.replaceChildren();
+  /** `drawn`: the marks on the graph now. Without a metric only those are explained (the
+   * legend was hidden, leaving red corners and dashed outlines unexplained). */
+  show(metric: MetricInfo | null, scale: Scale | null, compare: boolean, grads = false, drawn: DrawnMarks = NO_MARKS): void {
+    if (!metric || !scale) {
+      const marks = [...(drawn.nonfinite ? [nonfiniteMark()] : []), ...gradientMarks(drawn)];
+      this.el.hidden = !marks.length;
+      return this.el.replaceChildren(...marks);
+    }
     const ramp = h("i", "lens-ramp");
     ramp.style.background = rampGradient();
     ramp.style.width = "90px";
@@ -34,19 +39,34 @@ export class OverlayLegend {
     const range = h("span", "");
     range.dataset.testid = "overlay-range";
     range.append(`${metric.label} (${metric.agg}) ${fmtMetric(scale.min)} `, ramp, ` ${fmtMetric(scale.max)} · ${scale.mode}`);
-    const mark = h("span", "");
-    const corner = h("i", "");
-    corner.style.background = NONFINITE_MARK;
-    corner.style.borderColor = NONFINITE_MARK;
-    corner.style.clipPath = "polygon(0 0, 100% 0, 100% 100%)"; // the corner drawn on a node
-    mark.append(corner, "NaN/Inf output");
-    const gradMarks = grads ? gradientMarks() : [];
-    this.el.replaceChildren(range, swatch(NO_VALUE_COLOR, "no value"), ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []), mark, ...gradMarks);
+    this.el.hidden = false;
+    const gradMarks = grads ? gradientMarks({ gradNonfinite: true, starved: true }) : [];
+    this.el.replaceChildren(range, swatch(NO_VALUE_COLOR, "no value"), ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []), nonfiniteMark(), ...gradMarks);
   }
 }
 
+/** Which marks the graph shows now. */
+export interface DrawnMarks {
+  nonfinite: boolean; // the red corner of a NaN/Inf output
+  gradNonfinite: boolean;
+  starved: boolean; // the dashed outline of what got no gradient
+}
+
+const NO_MARKS: DrawnMarks = { nonfinite: false, gradNonfinite: false, starved: false };
+
+function nonfiniteMark(): HTMLElement {
+  const mark = h("span", "");
+  mark.dataset.testid = "legend-nonfinite";
+  const corner = h("i", "");
+  corner.style.background = NONFINITE_MARK;
+  corner.style.borderColor = NONFINITE_MARK;
+  corner.style.clipPath = "polygon(0 0, 100% 0, 100% 100%)"; // the corner drawn on a node
+  mark.append(corner, "NaN/Inf output");
+  return mark;
+}
+
 /** The legend entries of a log with gradients: the NaN/Inf-gradient corner, the no-gradient outline. */
-function gradientMarks(): HTMLElement[] {
+function gradientMarks(which: Pick<DrawnMarks, "gradNonfinite" | "starved">): HTMLElement[] {
   const mark = h("span", "");
   mark.dataset.testid = "legend-grad-nonfinite";
   const corner = h("i", "");
@@ -60,5 +80,5 @@ function gradientMarks(): HTMLElement[] {
   outline.style.background = "transparent";
   outline.style.border = `2px dashed ${NO_GRAD_STROKE}`;
   starved.append(outline, "got no gradient");
-  return [mark, starved];
+  return [...(which.gradNonfinite ? [mark] : []), ...(which.starved ? [starved] : [])];
 }
