@@ -21,8 +21,8 @@ import { expansionLevels } from "./model/defaultExpansion";
 import { GraphViews } from "./model/graphViews";
 import type { GraphPayload, ViewName } from "./model/protocol";
 import { search, type SearchHit } from "./model/search";
-import { type GraphModel, ROOT } from "./model/tree";
-import { closedAbove, closedAround, computeVisible, type Visible } from "./model/visibility";
+import type { GraphModel } from "./model/tree";
+import { allGroups, closedAbove, closedAround, computeVisible, toggledGroup, type Visible } from "./model/visibility";
 import { Inspector } from "./panel/inspector";
 import { preloadPlots } from "./panel/plots";
 import { pickAnchor } from "./render/anchor";
@@ -279,23 +279,15 @@ export class LensApp {
   }
 
   private toggleGroup(key: string, expand: boolean): void {
-    const m = this.current;
-    const g = m?.groups.get(key);
-    if (!m || !g) return;
-    const restore = this.renderer.holdOnScreen(key); // keep the clicked module where it was on screen
-    const next = new Set(this.expanded);
-    if (expand) next.add(g.address);
-    else for (const a of [g.address, ...g.aliases]) next.delete(a);
-    this.setExpanded(next, restore);
+    const next = this.current && toggledGroup(this.current, key, expand, this.expanded);
+    // keep the clicked module where it was on screen
+    if (next) this.setExpanded(next, this.renderer.holdOnScreen(key));
   }
 
   private expandAll(): void {
-    const m = this.current;
-    if (!m) return;
-    const all = new Set<string>();
-    for (const g of m.groups.values()) if (g.key !== ROOT) all.add(g.address);
+    if (!this.current) return;
     this.camPlan.fitNext = true;
-    this.setExpanded(all);
+    this.setExpanded(allGroups(this.current));
   }
 
   private collapseAll(): void {

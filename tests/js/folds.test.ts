@@ -5,7 +5,7 @@ import { allChains, outputKind, stackKey } from "../../js/src/model/folds";
 import { GraphViews } from "../../js/src/model/graphViews";
 import type { GraphPayload } from "../../js/src/model/protocol";
 import { buildModel } from "../../js/src/model/tree";
-import { closedAround, computeVisible, groupIsOpen } from "../../js/src/model/visibility";
+import { allGroups, closedAround, computeVisible, groupIsOpen, toggledGroup } from "../../js/src/model/visibility";
 import { gpt, wide } from "./builders";
 
 const items = (p: GraphPayload, view: "rolled" | "unrolled", expanded: string[]) =>
@@ -65,6 +65,15 @@ describe("folded blocks (rolled)", () => {
     expect(groupIsOpen(m, "t.h.0.mlp", new Set(["t.h.2.mlp"]))).toBe(true);
     expect(groupIsOpen(m, "t.h.0.mlp", new Set(["t.h.2"]))).toBe(false);
     expect(items(gpt(), "rolled", ["t", "t.h.1"])).toContain("a_0");
+  });
+
+  it("closes under every twin's address, opens under its own; all opens every module", () => {
+    const open = new Set(["t", "t.h.2.mlp", "t.h.0.mlp"]);
+    expect([...toggledGroup(m, "t.h.0.mlp", false, open)!]).toEqual(["t"]);
+    expect([...toggledGroup(m, "t.h.0.mlp", true, new Set(["t"]))!]).toEqual(["t", "t.h.0.mlp"]);
+    expect(toggledGroup(m, "nowhere", true, open)).toBeNull();
+    const all = allGroups(m);
+    expect(all.has("t") && all.has("t.h.0.mlp") && !all.has("")).toBe(true);
   });
 
   it("opens the unrolled stack on a switch from a rolled view with the block open", () => {

@@ -71,6 +71,22 @@ export function closedAbove(model: GraphModel, key: string, expanded: ReadonlySe
   return out;
 }
 
+/** The expanded set with group `key` opened, or closed under every address it goes by
+ * (a folded block's twins too); null for an unknown group. */
+export function toggledGroup(model: GraphModel, key: string, expand: boolean, expanded: ReadonlySet<string>): Set<string> | null {
+  const g = model.groups.get(key);
+  if (!g) return null;
+  const next = new Set(expanded);
+  if (expand) next.add(g.address);
+  else for (const a of [g.address, ...g.aliases]) next.delete(a);
+  return next;
+}
+
+/** Every group's address but the root's: all modules open. */
+export function allGroups(model: GraphModel): Set<string> {
+  return new Set([...model.groups.values()].filter((g) => g.key !== ROOT).map((g) => g.address));
+}
+
 export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
   const open = new Map<string, boolean>();
   const isExpanded = (key: string): boolean => {
