@@ -52,6 +52,13 @@ describe("enterBox", () => {
     const ys = pts.filter((_, i) => i % 2 === 1 && pts[i - 1] === 200);
     expect(Math.min(...ys)).toBeGreaterThan(box.y + BOX_HEADER);
   });
+  it("keeps an arrival straight down straight, turning just above the box", () => {
+    // a long clear column (an edge that came straight down an outer box): never slanted across
+    const pts = [200, -400, 200, box.y];
+    enterBox(pts, box, title, 200, 120);
+    expect(pts.slice(0, 8)).toEqual([200, -400, 200, box.y - 6, 228 + TITLE_GAP, box.y - 6, 228 + TITLE_GAP, box.y]);
+    expect(crossesTitle(pts, title)).toBe(false);
+  });
   it("goes straight down where the title is not in the way", () => {
     const pts = [270, 20, 200, box.y];
     enterBox(pts, box, title, 270, 120);

@@ -32,19 +32,30 @@ export function entryX(box: Rect, title: Rect, x: number): number {
   return Math.min(title.x + title.w + TITLE_GAP, box.x + box.w - CORNER);
 }
 
+const TURN_UP = 6; // above a box, where an arrival straight down turns toward the entry point
+
 /**
- * Appends to `pts` (world x,y, ending where the route outside reached `box`, its top centre)
- * the way into `box` down to (x, y): the arrival moved to the entry point, straight down
- * through the header, and where the entry is not above `x`, along the padding under the
- * header to it. Corners get points 1 px apart, so the drawn curve (drawEdges.ts rounds
- * each corner over half its segments) hugs them and cannot swing into the title.
+ * Appends to `pts` (world x,y, ending where the route outside reached `box`, at its top border)
+ * the way into `box` down to (x, y): the arrival led to the entry point (a slanted one moved
+ * there, one straight down turned just above the box), then straight down through the header,
+ * and where the entry is not above `x`, along the padding under the header to it. Corners get
+ * points 1 px apart, so the drawn curve (drawEdges.ts rounds corners) cannot swing into the title.
  */
 export function enterBox(pts: number[], box: Rect, title: Rect | undefined, x: number, y: number): void {
   const ex = title ? entryX(box, title, x) : x;
   const n = pts.length;
-  if (n >= 2 && Math.abs(pts[n - 1] - box.y) < 1) {
-    pts[n - 2] = ex;
-    pts[n - 1] = box.y;
+  const atTop = n >= 4 && Math.abs(pts[n - 1] - box.y) < 1 && pts[n - 3] < box.y;
+  if (atTop && pts[n - 2] !== ex) {
+    const [px, py] = [pts[n - 4], pts[n - 3]];
+    if (px !== pts[n - 2]) {
+      // slanted across the gap above the box (nothing there): aim it at the entry instead
+      pts[n - 2] = ex;
+    } else {
+      // straight down a clear column: turn in the gap just above the box
+      const up = Math.min(TURN_UP, (box.y - py) / 2);
+      pts[n - 1] = box.y - up;
+      pts.push(ex, box.y - up, ex, box.y);
+    }
   } else pts.push(ex, box.y);
   pts.push(ex, box.y + 1);
   const dx = x - ex;
