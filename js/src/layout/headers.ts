@@ -1,8 +1,9 @@
 // Module titles stay readable: the header text of an expanded box ("▾ LSTM  lstm") starts at its
 // left and may run over most of its width, and the box's content is centred under it; so an
 // edge going straight down into its item or port would cut through the text. An edge enters
-// instead at the top border just right of the title (every box is wide enough for that lane),
-// crosses the header band there, and turns to its item in the padding below the header.
+// instead at the top border just right of the title (a box's minimum width, headerWidth in
+// layoutPlan.ts, leaves ~15 px there), crosses the header band there, and turns to its item
+// in the padding below the header.
 // Edge labels are moved along their edge off any title.
 import type { GroupNode } from "../model/tree";
 import type { ViewName } from "../model/protocol";
@@ -12,7 +13,6 @@ import type { Rect } from "./layoutPlan";
 export const TITLE_X = 8; // the title's left, from the box's left (drawNodes.ts draws it there)
 export const TITLE_GAP = 6; // between the title's end and an edge entering beside it
 const CORNER = 8; // the box's rounded corner: no edge enters there
-export const ENTRY_LANE = TITLE_GAP + CORNER + 2; // room kept right of the title
 
 /** The drawn width of a box's title: "▾ class  " in the header font, then the address, smaller. */
 export function titleWidth(g: GroupNode, view: ViewName, m: Metrics): number {

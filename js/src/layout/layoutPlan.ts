@@ -2,7 +2,7 @@
 // (bottom-up, children first), and composes cached per-box layouts into absolute rects.
 import { type GraphModel, ROOT } from "../model/tree";
 import { GROUP_PREFIX, type Visible } from "../model/visibility";
-import { ENTRY_LANE, TITLE_X, titleRect, titleWidth } from "./headers";
+import { titleRect, titleWidth } from "./headers";
 import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
 import { boxSize, type GroupLayout, LAYOUT_OPTS, type LayoutItem, type LayoutJob } from "./layoutCore";
 import { type BoxPorts, boxPorts, portsKey } from "./ports";
@@ -39,9 +39,8 @@ export class SizeCache {
     const g = this.model.groups.get(box);
     if (!g || box === ROOT) return 0;
     const [a, b] = groupLines(g, this.model.viewName);
-    // the title, and right of it a lane where edges enter the box (headers.ts)
-    const lane = TITLE_X + this.titleWidth(box) + ENTRY_LANE;
-    return Math.max((a.length + b.length + 3) * this.metrics.charWidth + 30, lane) - 2 * BOX_PAD;
+    // the title and ~15 px right of it, where edges enter the box (headers.ts)
+    return (a.length + b.length + 3) * this.metrics.charWidth + 30 - 2 * BOX_PAD;
   }
   /** The drawn width of an expanded box's title. */
   titleWidth(box: string): number {
