@@ -4,6 +4,7 @@
 import { groupLines, nodeLines } from "./layout/labels";
 import type { Rect } from "./layout/layoutPlan";
 import type { ViewName } from "./model/protocol";
+import { LABEL_FONT, labelBoxes, traceEdge } from "./render/drawEdges";
 import type { Renderer } from "./render/renderer";
 
 export interface LensDebug {
@@ -31,6 +32,10 @@ export interface LensDebug {
   overlayStarved(id: string): boolean; // drawn with the "got no gradient" outline
   /** The laid-out scene in graph coordinates, for geometric checks. */
   sceneGeometry(): SceneGeometry | null;
+  /** Every edge label as drawn when zoomed in (text, box in graph coordinates), culling aside. */
+  edgeLabelBoxes(): { source: string; target: string; text: string; x: number; y: number; w: number; h: number }[];
+  /** Every edge's path as drawn (the canvas's own path calls), as SVG path data in graph coordinates. */
+  edgePaths(): { source: string; target: string; d: string }[];
   /** The overview in the canvas's corner: null when not drawn; its box in page coordinates. */
   readonly minimap: { x: number; y: number; w: number; h: number } | null;
 }
@@ -123,6 +128,30 @@ export function exposeDebug(
         edges: f.edges.map((e) => ({ source: e.edge.source, target: e.edge.target, pts: e.pts, curve: e.curve })),
       };
     },
+    edgeLabelBoxes: () => {
+      const f = r.frame;
+      const ctx = r.canvas.getContext("2d");
+      if (!f || !ctx) return [];
+      ctx.save();
+      ctx.font = LABEL_FONT;
+      const boxes = labelBoxes(f, f.edges, r.showShapes, (t) => ctx.measureText(t).width, [...f.scene.titles.values()]);
+      ctx.restore();
+      return boxes.map(({ edge, text, x, y, w, h }) => ({ source: edge.edge.source, target: edge.edge.target, text, x, y, w, h }));
+    },
+    edgePaths: () =>
+      (r.frame?.edges ?? []).map((e) => {
+        const d: string[] = [];
+        traceEdge(
+          {
+            moveTo: (x, y) => d.push(`M${x},${y}`),
+            lineTo: (x, y) => d.push(`L${x},${y}`),
+            quadraticCurveTo: (cx, cy, x, y) => d.push(`Q${cx},${cy} ${x},${y}`),
+            bezierCurveTo: (ax, ay, bx, by, x, y) => d.push(`C${ax},${ay} ${bx},${by} ${x},${y}`),
+          },
+          e,
+        );
+        return { source: e.edge.source, target: e.edge.target, d: d.join("") };
+      }),
     get minimap() {
       const c = minimap();
       if (!c) return null;

@@ -15,6 +15,7 @@ const scene: Scene = {
     ["a", rect(0, 0, 200, 200)],
     ["a.b", rect(20, 40, 160, 140)],
   ]),
+  titles: new Map(),
   origins: new Map(),
   bounds: rect(0, 0, 380, 200),
 };

@@ -2,9 +2,11 @@
 // edge inside one box follows its route there; an edge that crosses boxes climbs out of the
 // boxes around its source (each box's route to its out port, or straight down where nothing
 // is below), follows the route between the two boxes in their common one, and descends into
-// the target's boxes the same way. Between levels it only runs along a box's own border.
+// the target's boxes the same way, entering each beside its title (headers.ts). Between levels
+// it only crosses a box's own border.
 import { edgeKey, type GraphModel } from "../model/tree";
 import { GROUP_PREFIX, type VisEdge, type Visible } from "../model/visibility";
+import { enterBox } from "./headers";
 import { type GroupLayout, PORT_IN, PORT_OUT } from "./layoutCore";
 import type { Rect, Scene } from "./layoutPlan";
 import { boxesUpTo, itemOrder, loopsBack } from "./ports";
@@ -110,19 +112,22 @@ function routed(
   if (!between) return null;
   pts.push(...(back ? reversePoints(between) : between));
   // into the boxes around where it ends, outermost first
+  // (beside its title: headers.ts)
   for (const [box, item] of boxesUpTo(vis, model, to, e.lca).reverse()) {
     const br = scene.boxes.get(box);
     const l = layoutOf(box);
     if (!br || !l) return null;
+    const title = scene.titles.get(box);
     if (l.portIn) {
       const p = port(box, PORT_IN);
       const via = route(box, PORT_IN, item);
       if (!via || !p) return null;
-      pts.push(p[0], br.y, ...via);
+      enterBox(pts, br, title, p[0], p[1]);
+      pts.push(...via);
     } else {
       const r = rectOf(item);
       if (!r) return null;
-      pts.push(r.x + r.w / 2, br.y, r.x + r.w / 2, r.y);
+      enterBox(pts, br, title, r.x + r.w / 2, r.y);
     }
   }
   return dedupe(back ? reversePoints(pts) : pts);

@@ -2,6 +2,7 @@
 // (bottom-up, children first), and composes cached per-box layouts into absolute rects.
 import { type GraphModel, ROOT } from "../model/tree";
 import { GROUP_PREFIX, type Visible } from "../model/visibility";
+import { titleRect, titleWidth } from "./headers";
 import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
 import { boxSize, type GroupLayout, LAYOUT_OPTS, type LayoutItem, type LayoutJob } from "./layoutCore";
 import { type BoxPorts, boxPorts, portsKey } from "./ports";
@@ -20,6 +21,7 @@ export interface Plan {
 
 export class SizeCache {
   private sizes = new Map<string, [number, number]>();
+  private titles = new Map<string, number>();
   constructor(
     readonly model: GraphModel,
     private metrics: Metrics,
@@ -37,7 +39,17 @@ export class SizeCache {
     const g = this.model.groups.get(box);
     if (!g || box === ROOT) return 0;
     const [a, b] = groupLines(g, this.model.viewName);
+    // the title and ~15 px right of it, where edges enter the box (headers.ts)
     return (a.length + b.length + 3) * this.metrics.charWidth + 30 - 2 * BOX_PAD;
+  }
+  /** The drawn width of an expanded box's title. */
+  titleWidth(box: string): number {
+    let w = this.titles.get(box);
+    if (w === undefined) {
+      const g = this.model.groups.get(box);
+      this.titles.set(box, (w = g && box !== ROOT ? titleWidth(g, this.model.viewName, this.metrics) : 0));
+    }
+    return w;
   }
 }
 
@@ -125,6 +137,7 @@ export function planLayout(
 export interface Scene {
   items: Map<string, Rect>; // visible nodes and collapsed groups
   boxes: Map<string, Rect>; // expanded module boxes (ROOT excluded)
+  titles: Map<string, Rect>; // the header band each box's title covers (edges keep off it)
   origins: Map<string, [number, number]>; // content origin of every box, ROOT included
   bounds: Rect;
 }
@@ -138,6 +151,7 @@ export function composeScene(
 ): Scene {
   const origins = new Map<string, [number, number]>([[ROOT, [0, 0]]]);
   const boxes = new Map<string, Rect>();
+  const titles = new Map<string, Rect>();
   const layoutOf = (box: string): GroupLayout => {
     const l = cache.get(keys.get(box)!);
     if (!l) throw new Error(`no layout for ${box}`);
@@ -151,6 +165,7 @@ export function composeScene(
     const [w, h] = boxSize(layoutOf(box));
     const r = { x: ox + cx - w / 2, y: oy + cy - h / 2, w, h };
     boxes.set(box, r);
+    titles.set(box, titleRect(r, sizes.titleWidth(box)));
     origins.set(box, [r.x + BOX_PAD, r.y + BOX_HEADER + BOX_PAD]);
   }
   const items = new Map<string, Rect>();
@@ -161,5 +176,5 @@ export function composeScene(
     items.set(it.id, { x: ox + cx - w / 2, y: oy + cy - h / 2, w, h });
   }
   const root = layoutOf(ROOT);
-  return { items, boxes, origins, bounds: { x: 0, y: 0, w: root.w, h: root.h } };
+  return { items, boxes, titles, origins, bounds: { x: 0, y: 0, w: root.w, h: root.h } };
 }

@@ -1,15 +1,21 @@
 // The edges pass: routed lines with arrow heads, the selected node's edges highlighted, and
-// labels (tensor shapes when asked for; in the rolled view the passes an edge occurs in).
+// labels (tensor shapes when asked for; in the rolled view the passes an edge occurs in), kept
+// off module titles.
 import type { EdgeGeom } from "../layout/edges";
+import { labelAnchor } from "../layout/headers";
 import { FONT_FAMILY, SMALL_PX } from "../layout/labels";
+import type { Rect } from "../layout/layoutPlan";
 import type { Frame, Paint } from "./frame";
+
+export const LABEL_FONT = `${SMALL_PX - 1}px ${FONT_FAMILY}`;
+const LABEL_H = 14;
 
 export function drawEdges(p: Paint): void {
   const { ctx, theme: th, px } = p;
   ctx.lineWidth = Math.max(1.1, 0.8 * px);
   ctx.strokeStyle = th.edge;
   ctx.fillStyle = th.edge;
-  const labelled: [EdgeGeom, string][] = [];
+  const labelled: EdgeGeom[] = [];
   for (const e of p.frame.edges) {
     if (!p.inView(e.box)) continue;
     const pts = e.pts;
@@ -20,9 +26,7 @@ export function drawEdges(p: Paint): void {
       ctx.lineWidth = Math.max(2, 1.6 * px);
     }
     ctx.beginPath();
-    ctx.moveTo(pts[0], pts[1]);
-    if (e.curve) ctx.bezierCurveTo(pts[2], pts[3], pts[4], pts[5], pts[6], pts[7]);
-    else smoothPolyline(ctx, pts);
+    traceEdge(ctx, e);
     ctx.stroke();
     if (p.detail) arrowHead(ctx, pts, e.curve, Math.max(5, 3 * px));
     if (sel) {
@@ -30,22 +34,43 @@ export function drawEdges(p: Paint): void {
       ctx.fillStyle = th.edge;
       ctx.lineWidth = Math.max(1.1, 0.8 * px);
     }
-    const text = p.labels ? edgeLabel(p.frame, e, p.showShapes) : null;
-    if (text) labelled.push([e, text]);
+    if (p.labels) labelled.push(e);
   }
   if (!labelled.length) return;
-  ctx.font = `${SMALL_PX - 1}px ${FONT_FAMILY}`;
+  const titles: Rect[] = [];
+  for (const [box, t] of p.frame.scene.titles) if (p.inView(p.frame.scene.boxes.get(box)!)) titles.push(t);
+  ctx.font = LABEL_FONT;
+  const boxes = labelBoxes(p.frame, labelled, p.showShapes, (t) => ctx.measureText(t).width, titles);
+  if (!boxes.length) return;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
-  for (const [e, t] of labelled) {
-    const w = ctx.measureText(t).width + 6;
+  for (const b of boxes) {
     ctx.fillStyle = th.bg;
     ctx.globalAlpha = 0.85;
-    ctx.fillRect(e.mid[0] + 4, e.mid[1] - 7, w, 14);
+    ctx.fillRect(b.x, b.y, b.w, b.h);
     ctx.globalAlpha = 1;
     ctx.fillStyle = th.edgeLabel;
-    ctx.fillText(t, e.mid[0] + 4 + w / 2, e.mid[1]);
+    ctx.fillText(b.text, b.x + b.w / 2, b.y + b.h / 2);
   }
+}
+
+export interface LabelBox extends Rect {
+  edge: EdgeGeom;
+  text: string;
+}
+
+/** Where the labels of `edges` are drawn: beside each edge's middle, moved along it off the
+ * module titles in `titles` (headers.ts). `measure` gives a text's width in LABEL_FONT. */
+export function labelBoxes(f: Frame, edges: readonly EdgeGeom[], showShapes: boolean, measure: (t: string) => number, titles: readonly Rect[]): LabelBox[] {
+  const out: LabelBox[] = [];
+  for (const e of edges) {
+    const text = edgeLabel(f, e, showShapes);
+    if (!text) continue;
+    const w = measure(text) + 6;
+    const [x, y] = labelAnchor(e.pts, e.mid, w, LABEL_H, titles);
+    out.push({ edge: e, text, x: x + 4, y: y - LABEL_H / 2, w, h: LABEL_H });
+  }
+  return out;
 }
 
 function edgeLabel(f: Frame, e: EdgeGeom, showShapes: boolean): string | null {
@@ -79,17 +104,38 @@ export function compactRanges(xs: number[]): string {
   return out.join(",");
 }
 
-function smoothPolyline(ctx: CanvasRenderingContext2D, p: number[]): void {
+/** What tracing an edge's path needs of a canvas context (the debug hook records it as SVG). */
+export type PathSink = Pick<CanvasRenderingContext2D, "moveTo" | "lineTo" | "quadraticCurveTo" | "bezierCurveTo">;
+
+/** Adds an edge's path, as drawn, to `ctx`'s current path. */
+export function traceEdge(ctx: PathSink, e: EdgeGeom): void {
+  const pts = e.pts;
+  ctx.moveTo(pts[0], pts[1]);
+  if (e.curve) ctx.bezierCurveTo(pts[2], pts[3], pts[4], pts[5], pts[6], pts[7]);
+  else smoothPolyline(ctx, pts);
+}
+
+// Corners are rounded over at most this much of each segment: a long segment (a lane down the
+// side of a tall block) stays straight up to its corner instead of bowing across the boxes
+// beside it, and a turn squeezed between a title and a box stays as sharp as its points.
+const ROUND = 16;
+
+function smoothPolyline(ctx: PathSink, p: number[]): void {
   const n = p.length / 2;
-  if (n === 2) {
-    ctx.lineTo(p[2], p[3]);
-    return;
-  }
+  const toward = (i: number, j: number): [number, number] => {
+    const dx = p[2 * j] - p[2 * i];
+    const dy = p[2 * j + 1] - p[2 * i + 1];
+    const len = Math.hypot(dx, dy);
+    const k = len > 0 ? Math.min(len / 2, ROUND) / len : 0;
+    return [p[2 * i] + dx * k, p[2 * i + 1] + dy * k];
+  };
   for (let i = 1; i < n - 1; i++) {
-    const mx = (p[2 * i] + p[2 * i + 2]) / 2;
-    const my = (p[2 * i + 1] + p[2 * i + 3]) / 2;
-    ctx.quadraticCurveTo(p[2 * i], p[2 * i + 1], i === n - 2 ? p[2 * i + 2] : mx, i === n - 2 ? p[2 * i + 3] : my);
+    const [ax, ay] = toward(i, i - 1);
+    const [bx, by] = toward(i, i + 1);
+    ctx.lineTo(ax, ay);
+    ctx.quadraticCurveTo(p[2 * i], p[2 * i + 1], bx, by);
   }
+  ctx.lineTo(p[2 * n - 2], p[2 * n - 1]);
 }
 
 function arrowHead(ctx: CanvasRenderingContext2D, p: number[], curve: boolean, size: number): void {

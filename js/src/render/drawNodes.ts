@@ -1,5 +1,6 @@
 // The module and node passes: expanded module boxes with their headers, then the nodes
 // (coloured by kind) and the collapsed modules, as much detail as the zoom allows.
+import { TITLE_X } from "../layout/headers";
 import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "../layout/labels";
 import type { Rect } from "../layout/layoutPlan";
 import type { NodeInfo } from "../model/protocol";
@@ -29,11 +30,11 @@ export function drawBoxes(p: Paint): void {
       ctx.fillStyle = th.text;
       ctx.textBaseline = "middle";
       ctx.textAlign = "left";
-      ctx.fillText("▾ " + cls, r.x + 8, r.y + BOX_HEADER / 2 + 0.5);
+      ctx.fillText("▾ " + cls, r.x + TITLE_X, r.y + BOX_HEADER / 2 + 0.5);
       const w = ctx.measureText("▾ " + cls + "  ").width;
       ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
       ctx.fillStyle = th.muted;
-      ctx.fillText(addr, r.x + 8 + w, r.y + BOX_HEADER / 2 + 0.5);
+      ctx.fillText(addr, r.x + TITLE_X + w, r.y + BOX_HEADER / 2 + 0.5);
     }
   }
 }
