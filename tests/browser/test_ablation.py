@@ -5,6 +5,7 @@ shows clean vs ablated; "back to the trace" returns to the plain view."""
 from __future__ import annotations
 
 import torch
+from folding_blocks import two_folding_blocks
 from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
 from torch import nn
 
@@ -108,20 +109,11 @@ def test_a_widget_without_a_model_offers_no_ablation(page) -> None:
     assert page.errors == []
 
 
-class _Block(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(6, 6)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # 5 ops: blocks that small fold
-        return torch.tanh(torch.relu(self.fc(x)) * 2 + 1)
-
-
 def test_the_ablate_button_says_what_a_view_switch_makes_it_ablate(page) -> None:
     """The rolled view folds a repeated block onto its first one, whose op keeps its label:
     after a switch the same id is one op, and the button and the banner say so."""
     torch.manual_seed(0)
-    w = LensWidget(nn.Sequential(_Block(), _Block()), (torch.randn(4, 6),))
+    w = LensWidget(*two_folding_blocks())
     assert w.model_log.repeated_blocks == [["0", "1"]]
     open_widget(page, w.graph, python_kernel=widget_kernel(w))
     page.click("[data-testid=view-rolled]")

@@ -95,7 +95,8 @@ def test_picking_a_metric_colors_nodes_and_shows_the_legend(page, artifacts) -> 
     assert page.errors == []
 
 
-def test_collapsed_module_gets_the_aggregate_and_rolled_view_works(page) -> None:
+def flops_on_collapsed_modules(page) -> None:
+    """A Sequential in a Sequential, every module collapsed, colored by FLOPs."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Sequential(nn.Linear(8, 8), nn.ReLU()), nn.Linear(8, 2))
     w = LensWidget(model, (torch.randn(2, 8),))
@@ -104,6 +105,10 @@ def test_collapsed_module_gets_the_aggregate_and_rolled_view_works(page) -> None
     wait_idle(page)
     pick(page, "flops")
     wait_idle(page)
+
+
+def test_collapsed_module_gets_the_aggregate_and_rolled_view_works(page) -> None:
+    flops_on_collapsed_modules(page)
     groups = [i for i in lens(page, "visibleIds") if i.startswith("@")]
     assert groups == ["@0:1", "@1:1"]
     # the module's sum (its linear: 2*2*8*8 FLOPs; the relu has no formula) tops the ramp,
@@ -119,14 +124,7 @@ def test_collapsed_module_gets_the_aggregate_and_rolled_view_works(page) -> None
 def test_a_collapsed_modules_labels_read_on_its_overlay_color(page, tmp_path) -> None:
     """Dark text on the ramp's dark end (or light text on its yellow, in a dark theme) cannot
     be read: a collapsed module's three lines take the color an op's label takes there."""
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Sequential(nn.Linear(8, 8), nn.ReLU()), nn.Linear(8, 2))
-    w = LensWidget(model, (torch.randn(2, 8),))
-    open_widget(page, w.graph, python_kernel=widget_kernel(w))
-    page.click("[data-testid=collapse-all]")
-    wait_idle(page)
-    pick(page, "flops")
-    wait_idle(page)
+    flops_on_collapsed_modules(page)
     with page.expect_download() as info:  # the SVG draws what the canvas draws, as text
         page.click("[data-testid=export-svg]")
     path = tmp_path / "view.svg"

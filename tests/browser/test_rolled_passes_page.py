@@ -5,6 +5,7 @@ selected (plain page, fixtures/lens_harness.py)."""
 from __future__ import annotations
 
 import pytest
+from folding_blocks import two_folding_blocks
 from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
 
 torch = pytest.importorskip("torch")
@@ -22,15 +23,6 @@ class _Prefixes(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.stack([self.fc(x[:, :n]).sum(1) for n in (2, 5, 9)])
-
-
-class _Block(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(6, 6)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # 5 ops: blocks that small fold
-        return torch.tanh(torch.relu(self.fc(x)) * 2 + 1)
 
 
 def facts(page) -> dict[str, str]:
@@ -77,7 +69,7 @@ def test_the_facts_and_a_view_switch_follow_the_pass_picked(page) -> None:
 
 def test_a_folded_blocks_second_pass_names_its_own_module_and_parameters(page) -> None:
     torch.manual_seed(0)
-    w = LensWidget(nn.Sequential(_Block(), _Block()), (torch.randn(4, 6),))
+    w = LensWidget(*two_folding_blocks())
     open_widget(page, w.graph, python_kernel=widget_kernel(w))
     page.click("[data-testid=view-rolled]")
     wait_idle(page)
