@@ -73,7 +73,7 @@ class LogComparison:
         matched = [(op, ops_b.pop((op.layer, op.pass_index), None)) for op in a.ops]
         self.only_a: list[str] = [op_a.label for op_a, op_b in matched if op_b is None]
         self.only_b: list[str] = [op.label for op in ops_b.values()]
-        self._diffs = [_unvalued(op_a, op_b) for op_a, op_b in matched if op_b is not None]
+        self._diffs = [pair_diff(op_a, op_b) for op_a, op_b in matched if op_b is not None]
         self._by_label = {d.label: d for d in self._diffs}
         self._by_label_b = {d.b.label: d for d in self._diffs}
         self._compute_values()
@@ -192,8 +192,9 @@ class LogComparison:
         return "\n".join(lines)
 
 
-def _unvalued(a: OpRecord, b: OpRecord) -> OpDiff:
-    """The pair, with the reason its values cannot be compared (if any)."""
+def pair_diff(a: OpRecord, b: OpRecord) -> OpDiff:
+    """The pair (an op and its match, or a source present in both runs), with the reason
+    its values cannot be compared (if any)."""
     reason = None
     if a.activations is None or b.activations is None:
         missing = [side for side, op in (("A", a), ("B", b)) if op.activations is None]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from lens_widget.compare.comparison import LogComparison, OpDiff
+from lens_widget.compare.comparison import LogComparison, OpDiff, pair_diff
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import META_NO_VALUES, OpRecord
 from lens_widget.widget import protocol
@@ -108,11 +108,11 @@ def side_outputs(
     A source or output sink (an input, a parameter, `output.logits`), which the comparison
     does not match (it matches ops), is B's node of the same label and kind."""
     diff = diffs.get(label)
+    if diff is None and comparison is not None:
+        a, b = comparison.a.by_label.get(label), comparison.b.by_label.get(label)
+        if a is not None and b is not None and a.kind != "op" and b.kind == a.kind:
+            diff = pair_diff(a, b)  # paired as ops are, by label
     if diff is None:
-        if comparison is not None:
-            a, b = comparison.a.by_label.get(label), comparison.b.by_label.get(label)
-            if a is not None and b is not None and a.kind != "op" and b.kind == a.kind:
-                return _node_side(a, b, side)
         raise MetricError(f"op {label} ran only in A: there is no B side to show")
     if side == "b":
         if diff.b.activations is None:
@@ -122,24 +122,6 @@ def side_outputs(
         raise MetricError(f"A−B of {label} cannot be shown: {diff.reason}")
     pairs = zip(diff.a.activations or (), diff.b.activations or (), strict=True)
     return tuple(_difference(x, y) for x, y in pairs)
-
-
-def _node_side(a: OpRecord, b: OpRecord, side: str) -> tuple[torch.Tensor, ...]:
-    """B's value of a source or sink present in both runs, or A−B."""
-    if b.activations is None:
-        raise MetricError(f"the value of {b.label} was not saved in B")
-    if side == "b":
-        return b.activations
-    if a.activations is None:
-        raise MetricError(f"the value of {a.label} was not saved in A")
-    shapes_a, shapes_b = [t.shape for t in a.activations], [t.shape for t in b.activations]
-    if shapes_a != shapes_b:
-        raise MetricError(
-            f"A−B of {a.label} cannot be shown: shapes differ "
-            f"({' '.join(map(str, map(tuple, shapes_a)))} vs "
-            f"{' '.join(map(str, map(tuple, shapes_b)))})"
-        )
-    return tuple(_difference(x, y) for x, y in zip(a.activations, b.activations, strict=True))
 
 
 def _difference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
