@@ -255,8 +255,7 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
             base = entry[1]() if entry is not None and entry[0]() is written else None
             index = next((i for i, t in enumerate(outputs) if t is written), None)
             if base is not None and index is not None:
-                version = -1 if self.keeps_nothing else self._version(base)
-                self._producers[id(base)] = (weakref.ref(base), node, index, version)
+                self.point(base, node, index)
 
     def _before_call(
         self, facts: FuncFacts, args: tuple[Any, ...], kwargs: Any, replay: ReplayCall

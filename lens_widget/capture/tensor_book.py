@@ -150,11 +150,15 @@ class TensorBook:
     def alias(self, tensor: Tensor, of: Tensor) -> None:
         """`tensor` wraps `of`'s memory and version counter, made where no mode sees it
         (``nn.Parameter(of)``, new_parameters.py): it reads as the node that produced `of`."""
-        entry = self._producers.get(id(of))
-        if entry is None or entry[0]() is not of or self.knows(tensor):
-            return
+        produced = self.producer_of(of)
+        if produced is not None and not self.knows(tensor):
+            self.point(tensor, *produced)
+
+    def point(self, tensor: Tensor, node: OpRecord, index: int) -> None:
+        """From now on `tensor` reads as output `index` of `node`, at its current version
+        (off the per-op path: a tensor a wrap or an alias write made, which no call returned)."""
         version = -1 if self.keeps_nothing else self._version(tensor)
-        self._producers[id(tensor)] = (weakref.ref(tensor), entry[1], entry[2], version)
+        self._producers[id(tensor)] = (weakref.ref(tensor), node, index, version)
 
     def materialize(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
@@ -213,8 +217,7 @@ class TensorBook:
                 wrapped = True
                 plain = plain_tensor(tensor)
                 if self.producer_of(plain) is None:
-                    version = -1 if self.keeps_nothing else self._version(plain)
-                    self._producers[id(plain)] = (weakref.ref(plain), node, i, version)
+                    self.point(plain, node, i)
         if not wrapped:
             return
         node.replay[0].in_transform = True  # type: ignore[index,union-attr]
