@@ -1,12 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { edgeGeometry } from "../../js/src/layout/edges";
 import { enterBox, entryX, labelAnchor, pointAlong, TITLE_GAP, titleRect } from "../../js/src/layout/headers";
-import { BOX_HEADER, DEFAULT_METRICS } from "../../js/src/layout/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
-import { composeScene, planLayout, type Rect, SizeCache } from "../../js/src/layout/layoutPlan";
-import { buildModel } from "../../js/src/model/tree";
-import { computeVisible } from "../../js/src/model/visibility";
+import { BOX_HEADER } from "../../js/src/layout/labels";
+import type { Rect } from "../../js/src/layout/layoutPlan";
 import { nested } from "./builders";
+import { laidOut } from "./geometry";
 
 const box: Rect = { x: 100, y: 50, w: 200, h: 120 };
 const title = titleRect(box, 120); // x 108 .. 228
@@ -84,13 +81,7 @@ describe("labelAnchor", () => {
 });
 
 describe("edges into expanded modules", () => {
-  const m = buildModel(nested(), "unrolled");
-  const sizes = new SizeCache(m, DEFAULT_METRICS);
-  const v = computeVisible(m, { expanded: new Set(["a", "b", "b.0", "b.1"]), showParams: false });
-  const plan = planLayout(v, sizes, new Map(), "u|");
-  const cache = new Map<string, GroupLayout>(runJobs(plan.jobs).map((r) => [r.key, r]));
-  const scene = composeScene(v, m, sizes, plan.keys, cache);
-  const geoms = edgeGeometry(v, m, scene, (box) => cache.get(plan.keys.get(box)!));
+  const { v, scene, geoms } = laidOut(nested(), ["a", "b", "b.0", "b.1"]);
 
   it("knows each box's title and leaves room right of it", () => {
     expect(scene.titles.size).toBe(scene.boxes.size);
