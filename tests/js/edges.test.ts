@@ -1,20 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { edgeGeometry } from "../../js/src/layout/edges";
-import { DEFAULT_METRICS } from "../../js/src/layout/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
-import { composeScene, planLayout, SizeCache } from "../../js/src/layout/layoutPlan";
-import { buildModel } from "../../js/src/model/tree";
-import { computeVisible } from "../../js/src/model/visibility";
 import { nested } from "./builders";
+import { laidOut } from "./geometry";
 
 describe("edgeGeometry", () => {
-  const m = buildModel(nested(), "unrolled");
-  const sizes = new SizeCache(m, DEFAULT_METRICS);
-  const v = computeVisible(m, { expanded: new Set(["a", "b", "b.0", "b.1"]), showParams: false });
-  const plan = planLayout(v, sizes, new Map(), "u|");
-  const cache = new Map<string, GroupLayout>(runJobs(plan.jobs).map((r) => [r.key, r]));
-  const scene = composeScene(v, m, sizes, plan.keys, cache);
-  const geoms = edgeGeometry(v, m, scene, (box) => cache.get(plan.keys.get(box)!));
+  const { v, scene, geoms } = laidOut(nested(), ["a", "b", "b.0", "b.1"]);
   const find = (s: string, t: string) => geoms.find((g) => g.edge.source === s && g.edge.target === t)!;
 
   it("draws every visible edge from its source to its target", () => {
