@@ -131,7 +131,8 @@ def test_a_tab_hidden_and_shown_again_keeps_the_graph_in_place(
 
     # another tab over the notebook (a launcher), then back to the notebook
     page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")  # type: ignore[attr-defined]
-    page.locator(".jp-Launcher").first.wait_for()  # type: ignore[attr-defined]
+    # the one just opened: an earlier test's launcher may sit hidden in this Lab
+    page.locator(".jp-Launcher:visible").first.wait_for()  # type: ignore[attr-defined]
     page.wait_for_timeout(300)  # type: ignore[attr-defined]  # its resize observers run
     page.evaluate(  # type: ignore[attr-defined]
         """(name) => { const app = window.jupyterapp;

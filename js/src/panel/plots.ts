@@ -276,8 +276,12 @@ export function resizePlots(container: HTMLElement): void {
   const p = plotlyIfLoaded();
   if (!p) return;
   for (const div of container.querySelectorAll<HTMLElement>(".js-plotly-plot")) {
-    void p.Plots.resize(div);
-    if (div.dataset.gridTitles) fitGridTitles(p, div, JSON.parse(div.dataset.gridTitles) as GridTitles);
+    const grid = div.dataset.gridTitles;
+    // titles fitted to the width once the plot has taken it: fitted before, the new titles
+    // showed at the old cell positions for a moment, whole titles over narrow columns
+    // (Plots.resize returns a promise, though its types say void)
+    const resized = Promise.resolve(p.Plots.resize(div) as unknown);
+    void resized.then(() => grid && fitGridTitles(p, div, JSON.parse(grid) as GridTitles));
   }
 }
 
