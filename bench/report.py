@@ -377,8 +377,36 @@ def write_report(run_file: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
         source = run_file.resolve().relative_to(BENCH_DIR.parent)
     except ValueError:
         source = run_file
-    target.write_text(render(read_run(run_file), str(source)))
+    results = read_run(run_file)
+    text = render(results, str(source))
+    if results["meta"].get("device", "cpu") == "cpu":
+        text += gpu_section(run_file.parent)
+    target.write_text(text)
     return target
+
+
+def gpu_section(results_dir: pathlib.Path) -> str:
+    """The newest full `--device cuda` run's tracing table, under a CPU run's report (a GPU is
+    lent only now and then, so its figures are kept beside the CPU ones, with their card)."""
+    runs = sorted(p for p in results_dir.glob("*-cuda.json"))
+    if not runs:
+        return ""
+    gpu = read_run(runs[-1])
+    meta, env = gpu["meta"], gpu["meta"]["machine"]
+    lines = [
+        "",
+        f"## On a GPU: {meta['device']}",
+        "",
+        f"The newest `python -m bench.run --device cuda` run, commit {meta.get('commit', '?')} at "
+        f"{meta['started']} UTC (`{runs[-1].name}`), torch {env.get('torch')}, "
+        f"{env.get('cpu')}; wall time, synchronised after every call. "
+        "`bash bench/gpu_check.sh` makes it in one run, with the per-op table "
+        "(`bench.per_op --device cuda`) and the count of synchronising CUDA calls per pass "
+        "(`bench.host_sync`) beside it in `bench/results/cuda-<date>/`.",
+        "",
+    ]
+    lines += trace_table(gpu.get("trace", []) + gpu.get("trace_grad", []))
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
