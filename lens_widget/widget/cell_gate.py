@@ -56,6 +56,8 @@ class CellGate:
             if depth > 0:  # a nested run_cell ended; its caller's cell still runs
                 self._cells[me] = depth
             # IPython ends an empty cell without starting it: depth -1, nothing to undo
+            while not self._cells and self._queued and self._worker not in (None, me):
+                self._cond.wait()  # a job begun while this cell's start was interrupted
             if self._cells or not self._queued:
                 return
             jobs, self._queued = self._queued, []

@@ -11,6 +11,7 @@ import builtins
 import hashlib
 import sys
 import threading
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -18,7 +19,7 @@ from torch import nn
 from widget_replies import Replies
 
 from lens_widget.widget import requests
-from lens_widget.widget.cell_gate import CellGate
+from lens_widget.widget.cell_gate import CellGate, _inside_cell
 from lens_widget.widget.lens_widget import LensWidget
 
 UNSAVED = "batch_norm_1_3"  # not saved (save=["linear"]): a re-run saves it
@@ -275,3 +276,15 @@ def test_a_cell_that_starts_while_a_job_runs_waits_for_it() -> None:
     asked.join()
     starting.join()
     assert order == ["job", "cell"]
+
+
+@pytest.mark.parametrize(
+    ("msg_type", "inside"), [("execute_request", True), ("comm_msg", False), (None, False)]
+)
+def test_hooked_from_inside_a_cell_counts_that_cell(msg_type, inside) -> None:
+    """The first widget, made in a cell, hooks the gate to IPython after that cell's
+    pre_execute: ipykernel's parent request says whether a cell is running."""
+    parent = {"header": {"msg_type": msg_type}} if msg_type else {}
+    kernel = SimpleNamespace(get_parent=lambda channel: parent)
+    assert _inside_cell(SimpleNamespace(kernel=kernel)) is inside
+    assert _inside_cell(SimpleNamespace()) is False  # IPython without a kernel
