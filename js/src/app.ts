@@ -109,9 +109,9 @@ export class LensApp {
       fetchActivation: (p, onSlow) =>
         this.requests.activation(this.overlay.inCompare && p.value !== "grad" ? { ...p, side: this.overlay.side } : p, onSlow),
       fetchAttention: (p, onSlow) => this.requests.attention(p, onSlow),
-      rerun: (id) => this.requests.rerun(id),
+      rerun: (id, onWaiting) => this.requests.rerun(id, onWaiting),
       noRerun: () => this.link.noRerun ?? this.views?.payload.noRerun ?? null,
-      ablate: (p) => this.requests.ablate(p),
+      ablate: (p, onWaiting) => this.requests.ablate(p, onWaiting),
       unrolledNode: (id) => this.getModel("unrolled")?.nodes.get(id),
       unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],
       gradients: () => this.grads.gradients,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import threading
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -24,6 +25,7 @@ from lens_widget.log.records import OpRecord
 from lens_widget.widget import html_export, requests, wire
 from lens_widget.widget.ablation import Ablation, ablation_request
 from lens_widget.widget.call_sites import keep_call_sites
+from lens_widget.widget.cell_gate import cell_gate
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.metric_values import MetricError, metric_values, side_outputs
 from lens_widget.widget.payload import NO_MODEL, build_payload
@@ -97,6 +99,9 @@ class LensWidget(anywidget.AnyWidget):
         self._wire: tuple[Mapping[str, Any], bytes] | None = None  # (payload, its bytes)
         self._ablation: Ablation | None = None  # shown as a comparison: clean (A) vs ablated (B)
         self._plain: tuple[ModelLog, dict[str, Any]] | None = None  # a log and its payload
+        self._requests_lock = threading.RLock()
+        # told of cells from now on (this one included), so re-runs never race them
+        self._gate = cell_gate()
         if model_log is None:
             if model is None:
                 raise ValueError("LensWidget needs a model to trace (or use LensWidget.from_log)")
@@ -378,6 +383,17 @@ class LensWidget(anywidget.AnyWidget):
             "ablate": self._ablate,
             "endAblation": self._end_ablation,
         }
-        reply = requests.handle(content, handlers)
-        if reply is not None:
-            self.send(reply[0], reply[1])
+
+        def answer() -> None:
+            # one request at a time: a queued re-run runs on the cell's thread while
+            # read-only requests go on arriving on the comm's (cell_gate.py)
+            with self._requests_lock:
+                reply = requests.handle(content, handlers)
+            if reply is not None:
+                self.send(reply[0], reply[1])
+
+        req_id = requests.runs_model(content) if self._model is not None else None
+        if req_id is None:
+            answer()  # it only reads what was saved: at once, also while a cell runs
+        elif not self._gate.run_or_queue(answer):
+            self.send(requests.waiting(req_id), [])

@@ -313,3 +313,12 @@ class ResponseMessage(TypedDict):
         ActivationResult | AttentionResult | RerunResult | MetricsResult | FirstNonfiniteResult
     ]
     error: NotRequired[str]
+
+
+class WaitingMessage(TypedDict):
+    """Sent at once for a request that runs the model while a cell runs; the response to
+    it (same id) follows when the cell has finished."""
+
+    type: Literal["waiting"]
+    id: int
+    reason: str

@@ -37,6 +37,10 @@ OtherSide = Callable[[str, str], tuple[torch.Tensor, ...]]
 _SIDES = ("a", "b", "diff")
 _VALUES = ("activation", "grad")
 
+# Requests that run the model: never while a cell runs (cell_gate.py); the others only read.
+RUNS_MODEL = frozenset({"rerun", "ablate"})
+WAITING = "waiting for the running cell"
+
 # The longest error reply (a failing re-run's message can be long, and may quote input).
 _MAX_ERROR = 2000
 
@@ -196,6 +200,23 @@ def rerun_target(
     if isinstance(node_id, str) and node_id in layers:
         return node_id
     return node_record(records, node_id).label
+
+
+def runs_model(content: object) -> int | None:
+    """The id of a well-formed request that runs the model; None for any other message."""
+    if not isinstance(content, dict) or content.get("type") != "request":
+        return None
+    if content.get("method") not in RUNS_MODEL:
+        return None
+    try:
+        return require_int("request id", content.get("id"))
+    except ValueError:
+        return None
+
+
+def waiting(req_id: int) -> protocol.WaitingMessage:
+    """Said at once of a request queued behind the running cell; its response comes later."""
+    return {"type": "waiting", "id": req_id, "reason": WAITING}
 
 
 def _error(req_id: int | None, message: str) -> Reply:

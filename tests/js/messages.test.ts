@@ -142,6 +142,41 @@ describe("RequestClient", () => {
     expect(client.handle({ type: "response", id: model.sent[0].id, ok: true }, [])).toBe(false);
   });
 
+  it("waits without a timeout once the kernel says the request waits for the running cell", async () => {
+    vi.useFakeTimers();
+    const model = new FakeModel();
+    const client = new RequestClient(model);
+    const onWaiting = vi.fn();
+    const done = vi.fn();
+    const p = client.rerun("b", onWaiting).then(done, (e: unknown) => e);
+    const id = model.sent[0].id;
+    expect(client.handle({ type: "waiting", id, reason: "waiting for the running cell" }, [])).toBe(true);
+    expect(onWaiting).toHaveBeenCalledWith("waiting for the running cell");
+    expect(vi.getTimerCount()).toBe(0); // the cell may run far longer than any timeout
+    vi.advanceTimersByTime(10 * 120000);
+    await Promise.resolve();
+    expect(done).not.toHaveBeenCalled();
+    // the response comes when the cell has finished
+    model.reply({ type: "response", id, ok: true, result: { ok: true } });
+    expect(await p).toBeUndefined();
+    expect(done).toHaveBeenCalledTimes(1);
+  });
+
+  it("without a waiting message a re-run still times out, and stray waiting messages are ignored", async () => {
+    vi.useFakeTimers();
+    const model = new FakeModel();
+    const client = new RequestClient(model);
+    const onWaiting = vi.fn();
+    const caught = client.rerun("b", onWaiting).catch((e: unknown) => e);
+    expect(client.handle({ type: "waiting", id: 99, reason: "x" }, [])).toBe(false);
+    vi.advanceTimersByTime(120001);
+    const err = await caught;
+    expect((err as RequestError).timedOut).toBe(true);
+    expect(onWaiting).not.toHaveBeenCalled();
+    // a waiting message after the timeout finds nothing pending
+    expect(client.handle({ type: "waiting", id: model.sent[0].id, reason: "x" }, [])).toBe(false);
+  });
+
   it("ignores messages that are not its responses", () => {
     const model = new FakeModel();
     const client = new RequestClient(model);

@@ -1,5 +1,6 @@
-// Request/response over anywidget custom messages, with our own timeouts (the kernel
-// only answers when idle), and decoding of the float32 buffers that come back.
+// Request/response over anywidget custom messages, with our own timeouts (a kernel may
+// answer only between cells), and decoding of the float32 buffers that come back. A request
+// that runs the model, made while a cell runs, is first told it waits for that cell.
 import { needsKernel } from "./kernelLink";
 import type {
   AblateRequest,
@@ -9,6 +10,7 @@ import type {
   AttentionResult,
   Request,
   ResponseMessage,
+  WaitingMessage,
 } from "../model/protocol";
 import type { MessageChannel } from "./widgetModel";
 
@@ -76,12 +78,19 @@ export interface RequestOptions {
   timeoutMs?: number;
   slowMs?: number;
   onSlow?: () => void; // no reply yet after slowMs: the kernel is probably busy
+  /** The kernel queued it behind the running cell (`reason` says so): it answers when the
+   * cell has finished, however long that takes, so the timeout no longer runs. */
+  onWaiting?: (reason: string) => void;
 }
+
+/** Shown while a request that runs the model waits for the running cell. */
+export type OnWaiting = (reason: string) => void;
 
 interface Pending {
   resolve: (v: { result: unknown; buffers: BufferLike[] }) => void;
   reject: (e: Error) => void;
   timers: ReturnType<typeof setTimeout>[];
+  onWaiting?: OnWaiting;
 }
 
 export class RequestClient {
@@ -113,7 +122,7 @@ export class RequestClient {
         }, timeoutMs),
       );
       if (opts.onSlow) timers.push(setTimeout(opts.onSlow, opts.slowMs ?? 1000));
-      this.pending.set(id, { resolve, reject, timers });
+      this.pending.set(id, { resolve, reject, timers, onWaiting: opts.onWaiting });
       try {
         this.model.send({ type: "request", id, method: req.method, params: req.params });
       } catch {
@@ -141,14 +150,15 @@ export class RequestClient {
     );
   }
 
-  /** Re-traces the model saving node `id`; the new graph arrives as a trait change. */
-  rerun(id: string): Promise<void> {
-    return this.request({ method: "rerun", params: { id } }, { timeoutMs: 120000 }).then(() => undefined);
+  /** Re-traces the model saving node `id`; the new graph arrives as a trait change.
+   * `onWaiting`: the kernel runs it only when the running cell has finished. */
+  rerun(id: string, onWaiting?: OnWaiting): Promise<void> {
+    return this.request({ method: "rerun", params: { id } }, { timeoutMs: 120000, onWaiting }).then(() => undefined);
   }
 
   /** Re-traces with an op ablated; the comparison clean vs ablated arrives as a graph change. */
-  ablate(params: AblateRequest["params"]): Promise<void> {
-    return this.request({ method: "ablate", params }, { timeoutMs: 120000 }).then(() => undefined);
+  ablate(params: AblateRequest["params"], onWaiting?: OnWaiting): Promise<void> {
+    return this.request({ method: "ablate", params }, { timeoutMs: 120000, onWaiting }).then(() => undefined);
   }
 
   /** Back from an ablation to the plain trace (a graph change). */
@@ -157,11 +167,21 @@ export class RequestClient {
   }
 
   handle(msg: unknown, buffers: BufferLike[]): boolean {
-    const m = msg as Partial<ResponseMessage> | null;
-    if (!m || m.type !== "response" || typeof m.id !== "number") return false;
-    const p = this.pending.get(m.id);
+    const head = msg as Partial<Pick<ResponseMessage | WaitingMessage, "type" | "id">> | null;
+    if (!head || typeof head.id !== "number") return false;
+    const p = this.pending.get(head.id);
     if (!p) return false;
-    this.pending.delete(m.id);
+    if (head.type === "waiting") {
+      // queued behind a cell that may run for hours: no timeout, the answer will come
+      const w = msg as Partial<WaitingMessage>;
+      p.timers.forEach(clearTimeout);
+      p.timers = [];
+      p.onWaiting?.(typeof w.reason === "string" ? w.reason : "waiting for the running cell");
+      return true;
+    }
+    if (head.type !== "response") return false;
+    const m = msg as Partial<ResponseMessage>;
+    this.pending.delete(head.id);
     p.timers.forEach(clearTimeout);
     if (m.ok) p.resolve({ result: m.result, buffers });
     else p.reject(new RequestError(m.error ?? "request failed", false));

@@ -288,6 +288,14 @@ export interface AttentionResult {
   note: string; // what was pooled ("query tokens 1024 -> 256 (mean of ~4)")
 }
 
+/** Sent at once for a request that runs the model (rerun, ablate) while a notebook cell runs:
+ * the kernel runs it when the cell has finished, then sends its ResponseMessage (same id). */
+export interface WaitingMessage {
+  type: "waiting";
+  id: number;
+  reason: string; // "waiting for the running cell"
+}
+
 export interface ResponseMessage {
   type: "response";
   id: number | null; // null when the request's own id was not an integer

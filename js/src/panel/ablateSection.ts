@@ -1,13 +1,14 @@
 // The inspector's "ablate" section: zero the op's output, or replace it by its mean over a
 // chosen dim, and see the comparison clean vs ablated in one click (the kernel re-traces the
 // model with `intervene=`). Errors (no model to re-run, a refused request) show here.
+import type { OnWaiting } from "../kernel/messages";
 import type { AblateRequest, ActivationResult, NodeInfo } from "../model/protocol";
 import { h } from "../render/dom";
 
 export type AblateParams = AblateRequest["params"];
 
 export interface AblateDeps {
-  ablate: (p: AblateParams) => Promise<void>;
+  ablate: (p: AblateParams, onWaiting: OnWaiting) => Promise<void>;
   noRerun: () => string | null; // ablating re-runs the model: hidden where it cannot
 }
 
@@ -96,7 +97,10 @@ export class AblateSection {
     const token = ++this.token;
     this.button.disabled = true;
     this.setStatus("re-running the model with the ablation…", "loading");
-    this.deps.ablate(params).then(
+    const waiting: OnWaiting = (reason) => {
+      if (token === this.token) this.setStatus(`${reason}: the ablation starts when it finishes…`, "waiting");
+    };
+    this.deps.ablate(params, waiting).then(
       () => {
         if (token !== this.token) return;
         this.button.disabled = false;

@@ -1,6 +1,6 @@
 // The inspector's "activation" section: one output of the node fetched from the kernel and
 // plotted, with pickers for the output, batch item and channel window, a histogram and stats.
-import type { Activation } from "../kernel/messages";
+import type { Activation, OnWaiting } from "../kernel/messages";
 import type { ActivationRequest, ValueKind } from "../model/protocol";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
@@ -24,7 +24,7 @@ export interface ValueChoice {
 export interface ActivationDeps {
   theme: () => Theme;
   fetchActivation: (p: ActivationParams, onSlow: () => void) => Promise<Activation>;
-  rerun: (id: string) => Promise<void>;
+  rerun: (id: string, onWaiting: OnWaiting) => Promise<void>;
   noRerun: () => string | null;
   shown?: (r: Activation["result"]) => void; // an answer was drawn
   sideLabel?: () => string | null; // in a comparison, the side plotted ("A", "B", "A − B")
@@ -48,7 +48,7 @@ export class ActivationPanel {
       fetch: (onSlow) => deps.fetchActivation(this.params, onSlow),
       show: (act) => this.show(act),
       clear: () => this.clear(),
-      rerun: () => deps.rerun(this.params.id),
+      rerun: (onWaiting) => deps.rerun(this.params.id, onWaiting),
       noRerun: () => deps.noRerun(),
     });
     this.mainPlot.dataset.testid = "plot-main";

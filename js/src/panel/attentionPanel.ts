@@ -1,7 +1,7 @@
 // The inspector's "attention weights" section for attention ops (SDPA, MHA): one head's
 // query × key map, recomputed by the kernel from the op's saved query, key and mask, with
 // pickers for the head and the batch item.
-import type { AttentionMap } from "../kernel/messages";
+import type { AttentionMap, OnWaiting } from "../kernel/messages";
 import type { AttentionRequest } from "../model/protocol";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
@@ -14,7 +14,7 @@ export type AttentionParams = AttentionRequest["params"];
 export interface AttentionDeps {
   theme: () => Theme;
   fetchAttention: (p: AttentionParams, onSlow: () => void) => Promise<AttentionMap>;
-  rerun: (id: string) => Promise<void>;
+  rerun: (id: string, onWaiting: OnWaiting) => Promise<void>;
   noRerun: () => string | null;
 }
 
@@ -31,7 +31,7 @@ export class AttentionPanel {
       fetch: (onSlow) => deps.fetchAttention(this.params, onSlow),
       show: (map) => this.show(map),
       clear: () => purge(this.plot),
-      rerun: () => deps.rerun(this.params.id),
+      rerun: (onWaiting) => deps.rerun(this.params.id, onWaiting),
       noRerun: () => deps.noRerun(),
     });
     this.plot.dataset.testid = "attention-plot";

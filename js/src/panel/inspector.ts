@@ -1,6 +1,6 @@
 // Side panel for the selected node: its facts, links to neighbours, and what the kernel
 // sends on demand: the attention weights of attention ops, and the node's activation.
-import type { Activation, AttentionMap } from "../kernel/messages";
+import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
 import type { ActivationResult } from "../model/protocol";
 import type { Gradients } from "../model/gradients";
 import type { NodeInfo } from "../model/protocol";
@@ -22,9 +22,9 @@ export interface InspectorDeps {
   close: () => void;
   fetchActivation: (p: ActivationParams, onSlow: () => void) => Promise<Activation>;
   fetchAttention: (p: AttentionParams, onSlow: () => void) => Promise<AttentionMap>;
-  rerun: (id: string) => Promise<void>;
+  rerun: (id: string, onWaiting: OnWaiting) => Promise<void>;
   noRerun: () => string | null; // why the model cannot be re-run (no model, no kernel), or null
-  ablate: (p: AblateParams) => Promise<void>;
+  ablate: (p: AblateParams, onWaiting: OnWaiting) => Promise<void>;
   unrolledNode: (id: string) => NodeInfo | undefined;
   unrolledParents: (id: string) => string[];
   gradients: () => Gradients | null; // of the log shown; null without a traced backward

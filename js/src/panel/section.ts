@@ -1,11 +1,12 @@
 // A section of the inspector that shows something fetched from the kernel: its title row,
-// a status line (loading, kernel busy, error with Retry, not saved with Re-run), controls,
-// and whatever it plots. Only the latest request's answer is shown.
-import { RequestError } from "../kernel/messages";
+// a status line (loading, kernel busy, error with Retry, not saved with Re-run, a re-run
+// waiting for the running cell), controls, and whatever it plots. Only the latest request's
+// answer is shown.
+import { RequestError, type OnWaiting } from "../kernel/messages";
 import { h } from "../render/dom";
 import { ensurePlots } from "./plots";
 
-export type SectionState = "idle" | "loading" | "slow" | "done" | "error" | "unsaved" | "unavailable";
+export type SectionState = "idle" | "loading" | "slow" | "waiting" | "done" | "error" | "unsaved" | "unavailable";
 
 export interface SectionHooks<T> {
   /** Asks the kernel; `onSlow` fires when it has not answered within a second. */
@@ -14,8 +15,9 @@ export interface SectionHooks<T> {
   show(value: T): void;
   /** Drops what was drawn. */
   clear(): void;
-  /** Re-runs the model so that what the section needs is saved. */
-  rerun(): Promise<void>;
+  /** Re-runs the model so that what the section needs is saved; `onWaiting`: the kernel
+   * runs it only when the running cell has finished. */
+  rerun(onWaiting: OnWaiting): Promise<void>;
   /** Why no re-run can be offered (no model, no kernel), or null. */
   noRerun(): string | null;
 }
@@ -115,7 +117,10 @@ export class Section<T> {
     btn.onclick = () => {
       btn.disabled = true;
       this.setState("loading", "re-running the model to capture it…");
-      this.hooks.rerun().then(
+      const waiting: OnWaiting = (reason) => {
+        if (token === this.token) this.setState("waiting", `${reason}: the re-run starts when it finishes…`);
+      };
+      this.hooks.rerun(waiting).then(
         () => {
           if (token === this.token) this.setState("loading", "re-run done, waiting for the new graph…");
         },
