@@ -140,9 +140,10 @@ def test_a_tab_hidden_and_shown_again_keeps_the_graph_in_place(
     page.locator(".lm-DockPanel-tabBar .lm-TabBar-addButton").click()  # type: ignore[attr-defined]
     main_tab(page, "Launcher").wait_for()
     if launcher == "behind":
-        # It can open behind the notebook: JupyterLab 4.6's tree route opens the URL's file
-        # once the workspace was first saved, seconds after the notebook shows, and brings it
-        # back to the front over a launcher opened meanwhile (a fresh clone's CI met it).
+        # It can end up behind the notebook: when a workspace restored the notebook's tab,
+        # JupyterLab 4.6 handles the URL (/lab/tree/host.ipynb) only once that workspace was
+        # saved, and opens the file again then, over a launcher opened meanwhile (CI on a
+        # fresh clone met it, with one workspace shared by the module's tests).
         page.evaluate(  # type: ignore[attr-defined]
             "(path) => window.jupyterapp.commands.execute('docmanager:open', { path })", NOTEBOOK
         )
