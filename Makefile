@@ -14,7 +14,13 @@ PIP := $(PY) -m pip --disable-pip-version-check
 # PIP_FIND_LINKS variable is not set in this environment.
 WHEELS_DIR ?= /opt/wheels
 FIND_LINKS := $(if $(wildcard $(WHEELS_DIR)),--find-links $(WHEELS_DIR),)
-PIP_INSTALL := $(PIP) install -c constraints.txt $(FIND_LINKS)
+# Every Python package is pinned (==) by the lock, made on purpose by `make lock`, so a new
+# machine installs the versions the suites passed with, not whatever is newest that day.
+LOCK := requirements-lock.txt
+PIP_INSTALL := $(PIP) install -c $(LOCK) $(FIND_LINKS)
+# lens_widget is built in the venv (no build isolation) so its build backend is pinned too
+# (editables: what hatchling needs for an editable install).
+BUILD_TOOLS := hatchling hatch-jupyter-builder editables
 CHROMIUM ?= /usr/bin/chromium
 PY_DIRS := lens_widget tests bench
 
@@ -26,7 +32,7 @@ WIDGET_JS := lens_widget/static/widget.js
 JS_SOURCES := $(shell find js -type f 2>/dev/null) package.json tsconfig.json
 
 .PHONY: help install venv build wheel chromium test test-lint test-format test-types test-js \
-	test-py demo bench clean
+	test-py demo bench lock clean
 
 help:
 	@echo "make demo    install everything, start JupyterLab on 127.0.0.1 with notebooks/demo.ipynb"
@@ -35,6 +41,8 @@ help:
 	@echo "make build   bundle the frontend into $(WIDGET_JS)"
 	@echo "make wheel   build dist/lens_widget-*.whl and check it carries the widget JS"
 	@echo "make bench   run the benchmarks (python -m bench.run): bench/results/, bench/RESULTS.md"
+	@echo "make lock    re-pin $(LOCK) from a fresh venv (newest versions allowed by pyproject.toml,"
+	@echo "             constraints.txt and requirements-bench.txt); commit it once make test passes"
 	@echo "make clean   remove .venv, node_modules, built JS, dist"
 
 # ---------------------------------------------------------------- install
@@ -51,14 +59,24 @@ $(STAMP_VENV):
 	touch $@
 
 # torch on its own first, pinned, so the CPU wheel is chosen before anything pulls another.
-$(STAMP_TORCH): $(STAMP_VENV) constraints.txt
+$(STAMP_TORCH): $(STAMP_VENV) constraints.txt $(LOCK)
 	$(PIP_INSTALL) torch==2.13.0
 	touch $@
 
 # The JS is built by the npm targets below (order-only: editing JS must not reinstall Python
-# packages), so the build hook's own npm run is skipped.
-$(STAMP_PY): $(STAMP_TORCH) pyproject.toml constraints.txt | $(WIDGET_JS)
-	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(PIP_INSTALL) -e ".[test]"
+# packages), so the build hook's own npm run is skipped. A package the lock does not name
+# (a new dependency since `make lock`, or one another Python's markers add) is reported, and
+# fails the install in CI, where everything must be pinned.
+$(STAMP_PY): $(STAMP_TORCH) pyproject.toml $(LOCK) | $(WIDGET_JS)
+	$(PIP_INSTALL) $(BUILD_TOOLS)
+	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(PIP_INSTALL) --no-build-isolation -e ".[test]"
+	@unpinned=$$(comm -23 \
+		<($(PIP) freeze --all --exclude-editable | sed -n 's/==.*//p' | tr A-Z_ a-z- | grep -vx pip | sort) \
+		<(sed -n 's/==.*//p' $(LOCK) | tr A-Z_ a-z- | sort)); \
+	if [ -n "$$unpinned" ]; then \
+		echo "not pinned by $(LOCK): $$unpinned (run make lock)"; \
+		[ -z "$${CI:-}" ]; \
+	fi
 	touch $@
 
 venv: $(STAMP_PY)
@@ -127,7 +145,7 @@ demo: install
 		--IdentityProvider.token='' --ServerApp.password='' \
 		--ServerApp.root_dir=notebooks --LabApp.default_url=/lab/tree/demo.ipynb
 
-# TorchLens and the profilers go into the same venv (torch stays pinned by constraints.txt).
+# TorchLens and the profilers go into the same venv (pinned by the lock, torch included).
 bench: install
 	$(PIP_INSTALL) -r requirements-bench.txt
 	$(PY) -m bench.run
@@ -135,12 +153,33 @@ bench: install
 wheel: $(STAMP_PY) $(WIDGET_JS)
 	$(PIP_INSTALL) build
 	rm -rf dist
-	$(PY) -m build --wheel --outdir dist
+	$(PY) -m build --wheel --no-isolation --outdir dist
 	$(PY) -c 'import glob, sys, zipfile; \
 		whl = glob.glob("dist/lens_widget-*.whl"); \
 		names = zipfile.ZipFile(whl[0]).namelist() if whl else []; \
 		sys.exit(0 if "lens_widget/static/widget.js" in names else "wheel lacks lens_widget/static/widget.js")'
 	@ls dist/*.whl
+
+# ---------------------------------------------------------------- lock
+
+# Re-pins on purpose: a throwaway venv gets the newest versions that pyproject.toml,
+# constraints.txt (torch) and requirements-bench.txt allow, and the lock becomes its freeze.
+# torch's local tag (+cpu) is dropped so the pin also matches where no local wheel is.
+LOCK_VENV := .venv-lock
+LOCK_PIP := $(LOCK_VENV)/bin/python -m pip --disable-pip-version-check
+lock: $(WIDGET_JS)
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_PIP) install -c constraints.txt $(FIND_LINKS) torch==2.13.0
+	$(LOCK_PIP) install -c constraints.txt $(BUILD_TOOLS) build
+	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(LOCK_PIP) install -c constraints.txt $(FIND_LINKS) \
+		--no-build-isolation -e ".[test]" -r requirements-bench.txt
+	{ echo "# Every Python package of make test, make demo, make bench and make wheel, pinned."; \
+	  echo "# Made by \`make lock\` on Python $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version(), platform.machine())'); do not edit by hand."; \
+	  $(LOCK_PIP) freeze --all --exclude-editable | grep -v '^pip==' | sed 's/^torch==\([^+]*\)+.*/torch==\1/'; \
+	} > $(LOCK)
+	rm -rf $(LOCK_VENV)
+	@echo "$(LOCK) re-pinned: review its diff, run make test, commit it"
 
 clean:
 	rm -rf $(VENV) node_modules $(WIDGET_JS) dist build

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lab_server import Lab
 
 from bench.chromium import CHROMIUM, CHROMIUM_ARGS
 
@@ -53,3 +54,11 @@ def page(browser: object) -> Iterator[object]:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture()
+def lab(lab_server: Lab) -> Lab:
+    """The module's JupyterLab (or Notebook 7) server (`lab_server`, module-scoped), as the
+    module seeded it: no kernel left from an earlier test, its notebooks and settings back."""
+    lab_server.reset()
+    return lab_server

@@ -1,17 +1,25 @@
 """Start a throwaway JupyterLab (or Notebook 7) from this venv on 127.0.0.1, isolated from the
-user's config."""
+user's config.
+
+One server serves a whole test module (starting one takes seconds), so each test starts from
+what the module seeded, whatever ran before it: `Lab.reset` stops the kernels and puts the
+notebooks and settings back, and `Lab.tree_url` opens a page in a workspace of its own
+(JupyterLab brings a workspace's tabs back, so a shared one hands a test the tabs of the last).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +35,9 @@ class Lab:
     runtime_dir: Path  # kernels' connection files land here
     pid: int
     log: Path
+    root_dir: Path
+    settings_dir: Path  # the user settings: a test may change one (the theme)
+    seeded: Path  # the notebooks and settings as the module seeded them, for reset()
 
     def api(self, path: str, method: str = "GET") -> object:
         req = urllib.request.Request(self.url + path, method=method)
@@ -45,6 +56,37 @@ class Lab:
                     return path
             time.sleep(0.2)
         raise TimeoutError("no kernel started")
+
+    def tree_url(self, path: str) -> str:
+        """JupyterLab's page for `path` in a new, empty workspace: nothing an earlier page left
+        open comes back (a restored tab, or the file the URL names opened a second time and
+        brought to the front once the workspace was saved)."""
+        return f"{self.url}/lab/workspaces/test-{uuid.uuid4().hex[:12]}/tree/{path}"
+
+    def reset(self) -> None:
+        """No session or kernel left running; the notebooks and user settings as seeded."""
+        for session in self.api("/api/sessions"):  # type: ignore[attr-defined]
+            self.api(f"/api/sessions/{session['id']}", method="DELETE")
+        for kernel in self.api("/api/kernels"):  # type: ignore[attr-defined]
+            self.api(f"/api/kernels/{kernel['id']}", method="DELETE")
+        for live, seeded in ((self.root_dir, "root"), (self.settings_dir, "settings")):
+            shutil.rmtree(live)
+            shutil.copytree(self.seeded / seeded, live)
+
+
+# The file browser is marked restoring until JupyterLab has handled the page's URL: its tree
+# route opens the URL's file (again) and activates it, and it runs only after the workspace
+# was saved, seconds after the notebook can already be shown. A page is ready after that.
+LAB_ROUTED = """() => {
+  const browser = document.getElementById('filebrowser');
+  return !!browser && !browser.classList.contains('jp-mod-restoring');
+}"""
+
+
+def open_in_lab(lab: Lab, page: object, path: str) -> None:
+    """`path` in JupyterLab, in a workspace of its own, once JupyterLab is done with the URL."""
+    page.goto(lab.tree_url(path))  # type: ignore[attr-defined]
+    page.wait_for_function(LAB_ROUTED, timeout=90_000)  # type: ignore[attr-defined]
 
 
 def free_port() -> int:
@@ -73,6 +115,9 @@ def running_lab(
     config, runtime = work / "config", work / "runtime"
     _seed_config(config)
     runtime.mkdir()
+    settings, seeded = config / "lab" / "user-settings", work / "seeded"
+    shutil.copytree(root_dir, seeded / "root")
+    shutil.copytree(settings, seeded / "settings")
     port = free_port()
     env = {
         **os.environ,
@@ -101,7 +146,7 @@ def running_lab(
     ]
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=work)
-    lab = Lab(f"http://127.0.0.1:{port}", runtime, proc.pid, log)
+    lab = Lab(f"http://127.0.0.1:{port}", runtime, proc.pid, log, root_dir, settings, seeded)
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab_server import Lab, running_lab
+from lab_server import Lab, open_in_lab, running_lab
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "lens_widget" / "static" / "widget.js"
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     work = tmp_path_factory.mktemp("lab")
     root = work / "notebooks"
     shutil.copytree(REPO / "notebooks", root)
@@ -175,7 +175,7 @@ def click_an_op_and_see_its_plot(page: object, op_ids: list[str]) -> dict:
 def open_demo_widget(lab: Lab, page: object, height: int) -> None:
     """Open the demo notebook, run it down to the GPT-2 widget's cell, wait for the widget."""
     page.set_viewport_size({"width": 1400, "height": height})  # type: ignore[attr-defined]
-    page.goto(f"{lab.url}/lab/tree/demo.ipynb")  # type: ignore[attr-defined]
+    open_in_lab(lab, page, "demo.ipynb")
     wait_for_kernel_idle(page)
     run_through_widget_cell(page)
     wait_for_widget(page)

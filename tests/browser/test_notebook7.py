@@ -30,7 +30,7 @@ UPSTREAM_STARTUP_ERROR = "pageerror: Cannot read properties of undefined (readin
 
 
 @pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     if not os.environ.get("CI"):  # a test dependency: CI must have it, so fail there instead
         pytest.importorskip("notebook")
     work = tmp_path_factory.mktemp("nb7")
@@ -51,17 +51,15 @@ def wait_for_kernel_idle(page: object) -> None:
     )
 
 
-def test_notebook7_click_node_shows_activation(
-    notebook7: Lab, page: object, artifacts: Path
-) -> None:
+def test_notebook7_click_node_shows_activation(lab: Lab, page: object, artifacts: Path) -> None:
     page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
-    page.goto(f"{notebook7.url}/notebooks/demo.ipynb")  # type: ignore[attr-defined]
+    page.goto(f"{lab.url}/notebooks/demo.ipynb")  # type: ignore[attr-defined]
     wait_for_kernel_idle(page)
     run_through_widget_cell(page)
 
     wait_for_widget(page)
 
-    kernel = Kernel(notebook7.connection_file())
+    kernel = Kernel(lab.connection_file())
     try:
         target = click_an_op_and_see_its_plot(page, op_ids(kernel))
         page.screenshot(path=str(artifacts / "notebook7_demo.png"))  # type: ignore[attr-defined]

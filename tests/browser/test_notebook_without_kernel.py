@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lab_server import Lab, running_lab
+from lab_server import Lab, open_in_lab, running_lab
 from test_jupyterlab import (  # the same page hooks and CI rule on the bundle
     ROOT,
     pytestmark,  # noqa: F401
@@ -34,7 +34,7 @@ w"""
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     work = tmp_path_factory.mktemp("lab_saved")
     root = work / "notebooks"
     root.mkdir()
@@ -58,7 +58,7 @@ def test_reopened_without_kernel_shows_the_graph_and_says_what_needs_one(
     lab: Lab, page: object, artifacts: Path
 ) -> None:
     page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
-    page.goto(f"{lab.url}/lab/tree/{NOTEBOOK}")  # type: ignore[attr-defined]
+    open_in_lab(lab, page, NOTEBOOK)
     wait_for_kernel_idle(page)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")  # type: ignore[attr-defined]
     wait_for_widget(page)
@@ -82,7 +82,7 @@ def test_reopened_without_kernel_shows_the_graph_and_says_what_needs_one(
     # widget comes back from the saved state alone, with no kernel behind it. (Opened with no
     # kernel at all, JupyterLab's widget manager restores no saved widget: it reads the
     # notebook's state only after asking a kernel, ipywidgets#3773; nothing a widget can fix.)
-    page.goto(f"{lab.url}/lab/tree/{NOTEBOOK}?reset")  # type: ignore[attr-defined]
+    open_in_lab(lab, page, NOTEBOOK)  # in a new workspace: no tab of the first visit restored
     wait_for_kernel_idle(page)
     wait_for_widget(page)
     root = page.locator(ROOT).first  # type: ignore[attr-defined]
