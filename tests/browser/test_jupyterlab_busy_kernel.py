@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import nbformat
 import pytest
-from lab_server import Lab, running_lab
+from lab_server import Lab, open_in_lab, running_lab
 from test_jupyterlab import (  # the same page hooks and CI rule on the bundle
     ROOT,
     Kernel,
@@ -97,7 +97,7 @@ SHOWN = "([sel, state]) => document.querySelector(sel)?.dataset.state === state"
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     work = tmp_path_factory.mktemp("lab_busy")
     root = work / "notebooks"
     root.mkdir()
@@ -106,7 +106,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     nbformat.write(nb, root / NOTEBOOK)
     with running_lab(root, work) as server:
-        server.root = root  # type: ignore[attr-defined]
         yield server
 
 
@@ -136,7 +135,7 @@ def click_op(page: object, op: str) -> None:
 
 def test_a_rerun_clicked_during_a_training_cell_waits_for_it(lab: Lab, page: object) -> None:
     page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
-    page.goto(f"{lab.url}/lab/tree/{NOTEBOOK}")  # type: ignore[attr-defined]
+    open_in_lab(lab, page, NOTEBOOK)
     wait_for_kernel_idle(page)
     run_cell(page, 0, wait=True)
     wait_for_widget(page)
@@ -166,7 +165,7 @@ def test_a_rerun_clicked_during_a_training_cell_waits_for_it(lab: Lab, page: obj
         timeout=60_000,
     )
     said = page.locator(STATUS).first.inner_text()  # type: ignore[attr-defined]
-    (lab.root / GO).write_text("")  # type: ignore[attr-defined]
+    (lab.root_dir / GO).write_text("")
     page.wait_for_function(  # type: ignore[attr-defined]
         f"() => ({CELL_TEXT})(1).includes('trained')", timeout=60_000
     )
