@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anywidget
+import ipywidgets
 import torch
 import traitlets
 
@@ -89,6 +90,7 @@ class LensWidget(anywidget.AnyWidget):
         comparison: LogComparison | None = None,
         **widget_kwargs: Any,
     ) -> None:
+        self._own_layout: ipywidgets.Layout | None = None  # set once ipywidgets made it
         self._model = model
         self._comparison = comparison
         # A's label -> the matched op of B (the difference overlay and the inspector's sides)
