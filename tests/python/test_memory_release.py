@@ -157,6 +157,15 @@ def test_a_trace_leaves_nothing_to_the_cyclic_collector(gc_off, step):
     assert not garbage, f"left to the cyclic collector: {dict(garbage.most_common(8))}"
 
 
+def test_the_widget_payload_leaves_nothing_to_the_cyclic_collector(gc_off):
+    from lens_widget.widget import wire
+    from lens_widget.widget.payload import build_payload
+
+    log = lw.trace(_Scaled(), (torch.randn(4, 8), torch.ones(1)))
+    garbage = _cyclic_garbage(lambda: wire.encode(build_payload(log)))
+    assert not garbage, f"left to the cyclic collector: {dict(garbage.most_common(8))}"
+
+
 WIDGETS: dict[str, Callable[[nn.Module, torch.Tensor], lw.LensWidget]] = {
     "traced": lambda model, x: lw.LensWidget(model, (x,)),
     "from_log": lambda model, x: lw.LensWidget.from_log(lw.trace(model, (x,))),
