@@ -322,6 +322,11 @@ def render(results: dict[str, Any], source: str) -> str:
         lines += ["## Training step", "", BACKWARD_METHOD, ""]
         lines += backward_table(backward) + [""]
 
+    memory_reps = results.get("memory_reps", {})
+    if memory_reps.get("rows"):
+        lines += ["## Memory per repetition", "", MEMORY_REPS_METHOD.format(**memory_reps), ""]
+        lines += memory_reps_table(memory_reps["rows"]) + [""]
+
     graph = results.get("graph", [])
     if graph:
         lines += ["## Graph building", "", "Median ms over fresh traces.", ""]
@@ -368,6 +373,31 @@ def backward_table(backward: dict[str, Any]) -> list[str]:
         f"| {f'{tl_median:.2f}x' if tl_median is not None else '-'} |"
     )
     return lines
+
+
+MEMORY_REPS_METHOD = (
+    "`python -m bench.memory_bench`: the 2-layer GPT-2 of issue #25 (train mode, 16 tokens); "
+    "each scenario {warmup} times, then {reps} times. *RSS*: growth of the resident set per "
+    "repetition, `gc.collect()` before both readings (what a user watching the process "
+    "sees: memory only Python's cyclic collector frees piles up between its full runs); "
+    "*live*: the same with freed heap handed back to the OS (`malloc_trim`) before both "
+    "readings; *cyclic objects*: objects one repetition leaves to the cyclic collector "
+    "(0: all freed as soon as dropped; a widget's 43 are the class traitlets makes for each "
+    "widget, save_load's are ctypes pointers safetensors makes while writing)."
+)
+
+
+def memory_reps_table(rows: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "| scenario | one repetition | RSS KiB/rep | live KiB/rep | cyclic objects/rep |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['scenario']} | {r['what']} | {r['rss_kib']:.1f} | {r['live_kib']:.1f} "
+            f"| {r['cyclic_objects']:.0f} |"
+        )
+    return out
 
 
 def write_report(run_file: pathlib.Path, out: pathlib.Path) -> pathlib.Path:

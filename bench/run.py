@@ -30,7 +30,7 @@ from .zoo import BENCH_MODELS
 
 # What a CUDA run leaves out, and why (the report prints these).
 CUDA_SKIPS = {
-    "memory": "peak RSS (VmHWM) measures host memory, not the GPU's",
+    "memory": "peak RSS (VmHWM) and RSS per repetition measure host memory, not the GPU's",
     "graph": "graph building runs on the host; measured by CPU runs",
     "widget": "the widget bench runs in a browser on the host; measured by CPU runs",
 }
@@ -59,7 +59,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--grad-model", default="gpt2", help="model for the grad-enabled row ('' off)")
     p.add_argument("--graph-sizes", default=None, help="op counts (default 1000,5000,20000)")
     p.add_argument("--no-torchlens", action="store_true")
-    p.add_argument("--no-memory", action="store_true")
+    p.add_argument(
+        "--no-memory", action="store_true", help="skip peak RSS and memory per repetition"
+    )
     p.add_argument("--no-graph", action="store_true")
     p.add_argument("--no-widget", action="store_true")
     p.add_argument("--no-backward", action="store_true", help="skip the training-step section")
@@ -152,6 +154,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         except Exception as err:  # report, keep the rest of the results
             skipped["backward"] = f"{type(err).__name__}: {err}"
             _say(f"  backward bench failed: {skipped['backward']}")
+
+    if not args.no_memory:
+        _say("memory per repetition (issue #25: flat across repeated traces and widgets):")
+        try:
+            # Imported here: it needs transformers and the widget, like the sections below.
+            from .memory_bench import bench_memory
+
+            results["memory_reps"] = bench_memory(args.quick, log=_say)
+        except Exception as err:  # report, keep the rest of the results
+            skipped["memory_reps"] = f"{type(err).__name__}: {err}"
+            _say(f"  memory bench failed: {skipped['memory_reps']}")
 
     if not args.no_graph:
         _say("graphs:")

@@ -26,6 +26,9 @@ WIDGET_TARGETS_MS = (
 )
 PAYLOAD_20K_MAX_MIB = 8.0  # the synced graph of a ~20k-op trace
 NOTEBOOK_5K_MAX_MIB = 3.0  # a notebook saved with a 5k-op widget grows by at most this
+# issue #25: RSS growth per repetition of any scenario of bench/memory_bench.py (a plain
+# training step grows by a few KiB; a traced one grew by ~1.5 MiB)
+MEMORY_MAX_KIB_PER_REP = 16.0
 
 
 # A target as the report lists it: the promise, the measured figure, kept or not.
@@ -179,6 +182,21 @@ def _payload_targets(payload: dict[str, Any]) -> list[Target]:
     return targets
 
 
+def _memory_reps_targets(memory_reps: dict[str, Any]) -> list[Target]:
+    rows = memory_reps.get("rows", [])
+    if not rows:
+        return []
+    worst = max(rows, key=lambda r: r["rss_kib"])
+    return [
+        _target(
+            f"memory flat: every repeated trace, step, widget or request grows RSS by "
+            f"<= {MEMORY_MAX_KIB_PER_REP:.0f} KiB per repetition (worst: {worst['scenario']})",
+            f"{worst['rss_kib']:.1f} KiB",
+            worst["rss_kib"] <= MEMORY_MAX_KIB_PER_REP,
+        )
+    ]
+
+
 def _backward_targets(backward: dict[str, Any]) -> list[Target]:
     ratio = backward.get("lw_median_ratio")
     if ratio is None:
@@ -202,6 +220,7 @@ def evaluate_targets(results: dict[str, Any]) -> list[Target]:
     return (
         targets
         + _backward_targets(results.get("backward", {}))
+        + _memory_reps_targets(results.get("memory_reps", {}))
         + _graph_targets(results.get("graph", []))
         + _payload_targets(results.get("payload", {}))
         + _widget_targets(results.get("widget", {}))

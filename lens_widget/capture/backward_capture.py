@@ -16,13 +16,20 @@ gradients are kept as the engine made them (the very objects, not detached views
 them keeps AccumulateGrad from adopting one as a leaf's ``.grad``, so a later pass cannot
 add into a kept gradient in place; ``.grad`` gets a copy, equal bit for bit.
 `finish(log)` fills the log and drops every reference to the autograd graph.
+
+The recorder owns its capture (``recorder.backward_capture``) and the capture refers back to
+the recorder weakly: a strong reference both ways is a cycle that only Python's cyclic
+collector frees, and the trace promotes its objects to the oldest generation, which it
+scans rarely, so every saved value, gradient and autograd node of a trace stayed alive long
+after its log was dropped (memory grew by the size of a step's activations per trace).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch.autograd.graph import Node, get_gradient_edge
@@ -49,7 +56,8 @@ class BackwardCapture:
     """Records the backward passes run while `recorder` records (see the module doc)."""
 
     def __init__(self, recorder: Recorder) -> None:
-        self._recorder = recorder
+        # Weak: the recorder holds this capture (see the module doc).
+        self._recorder = cast("Recorder", weakref.proxy(recorder))
         self.state = CaptureState()
         self._pass: PassState | None = None
         self._matcher: RecomputeMatcher | None = None

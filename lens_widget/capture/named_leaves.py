@@ -35,7 +35,9 @@ def named_tensor_leaves(
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """(dotted name, tensor) per tensor leaf, in a stable order."""
     seen = set() if _seen is None else _seen
-    for path, leaf in pytree.tree_flatten_with_path(value)[0]:
+    # Not tree_flatten_with_path: it also builds a spec through torch's tree_flatten, whose
+    # self-referring helper leaves a reference cycle behind on every call.
+    for path, leaf in pytree.tree_leaves_with_path(value):
         name = ".".join([prefix, *(_key_text(k) for k in path)])
         if isinstance(leaf, torch.Tensor):
             yield name, leaf

@@ -25,7 +25,10 @@ from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.named_leaves import named_arguments
 from lens_widget.capture.new_parameters import ParameterWatch
-from lens_widget.capture.old_generation import promote_to_old_generation
+from lens_widget.capture.old_generation import (
+    collect_young_generations,
+    promote_to_old_generation,
+)
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.recursion import recursion_headroom
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
@@ -100,6 +103,7 @@ class Session:
         """From here on, this thread's torch calls and module calls are recorded.
         `top_frame`: the frame running a section's code (its ops' call paths end there)."""
         contexts = self._contexts
+        collect_young_generations()  # before the pause: see old_generation.py
         contexts.enter_context(gc_paused())
         contexts.enter_context(recursion_headroom(_EXTRA_FRAMES))
         try:

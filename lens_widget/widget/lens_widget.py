@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anywidget
+import ipywidgets
 import torch
 import traitlets
 
@@ -42,15 +43,22 @@ _MISSING_ESM = (
 )
 
 
-def _asset(name: str, fallback: str) -> pathlib.Path | str:
+def _asset(name: str, fallback: str) -> str:
+    """The file's text. Not its path: anywidget turns a path into a file watcher and
+    connects every widget to that class-wide watcher with a closure over the widget, which
+    it never disconnects, so no widget would ever be freed (anywidget issue #929)."""
     path = _STATIC / name
-    return path if path.is_file() else fallback
+    return path.read_text(encoding="utf-8") if path.is_file() else fallback
 
 
 def _graph_to_wire(payload: Mapping[str, Any], widget: LensWidget) -> bytes:
     """The `graph` trait as it travels and is saved in notebooks: wire.py's compact bytes
     (ipywidgets sends bytes as a binary buffer; js/src/kernel/wire.ts decodes them)."""
     return widget._wire_bytes(payload)
+
+
+def _answer_message(widget: LensWidget, content: object, buffers: list[object]) -> None:
+    widget._on_msg(widget, content, buffers)
 
 
 class LensWidget(anywidget.AnyWidget):
@@ -84,6 +92,7 @@ class LensWidget(anywidget.AnyWidget):
         comparison: LogComparison | None = None,
         **widget_kwargs: Any,
     ) -> None:
+        self._own_layout: ipywidgets.Layout | None = None  # set once ipywidgets made it
         self._model = model
         self._comparison = comparison
         # A's label -> the matched op of B (the difference overlay and the inspector's sides)
@@ -110,7 +119,13 @@ class LensWidget(anywidget.AnyWidget):
             model_log = self._trace(save)
         self._set_log(model_log, sync=False)
         super().__init__(graph=self._payload, **widget_kwargs)
-        self.on_msg(self._on_msg)
+        # A plain function, not the bound method: the widget's own dispatcher holding its
+        # bound method is a cycle, which kept the widget and its log (every saved tensor)
+        # until Python's cyclic collector ran, after close() and the last user reference.
+        self.on_msg(_answer_message)
+        # The Layout that ipywidgets made for this widget (none when the caller gave one):
+        # ipywidgets registers it like any widget and close() leaves it registered.
+        self._own_layout = None if "layout" in widget_kwargs else self.layout
 
     @classmethod
     def from_log(cls, log: ModelLog, **widget_kwargs: Any) -> LensWidget:
@@ -302,6 +317,14 @@ class LensWidget(anywidget.AnyWidget):
         finally:
             current.restore(self._model)
         return keep_call_sites(log, self._model_log)
+
+    def close(self) -> None:
+        """Close the widget (its views disappear from the notebook) and the Layout ipywidgets
+        made for it, which would otherwise stay registered for the life of the kernel."""
+        layout, self._own_layout = self._own_layout, None
+        super().close()
+        if layout is not None and layout is self.layout:
+            layout.close()
 
     # ---- trait validation ----
 

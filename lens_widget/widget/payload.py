@@ -76,22 +76,17 @@ def module_list(modules: Mapping[str, ModuleInfo]) -> list[protocol.ModuleInfo]:
     """Every module that ran, each after its parent (the frontend builds the tree in one pass)."""
     out: list[protocol.ModuleInfo] = []
     done: set[str] = set()
-
-    def emit(address: str) -> None:
-        if address in done or address not in modules:
-            return
-        info = modules[address]
-        if info.parent is not None:
-            emit(info.parent)
-        done.add(address)
-        out.append(_module_info(info))
-
-    for address, info in modules.items():
-        if info.parent is None or info.parent in done:  # call order: parents come first
-            done.add(address)
-            out.append(_module_info(info))
-        else:
-            emit(address)
+    # A loop, not a recursive closure: a function that refers to itself is a reference
+    # cycle, which kept the log's modules alive until the cyclic collector ran.
+    for address in modules:  # call order: parents mostly come first
+        chain: list[str] = []  # address and its ancestors not emitted yet, innermost first
+        at: str | None = address
+        while at is not None and at not in done and at in modules:
+            chain.append(at)
+            at = modules[at].parent
+        for pending in reversed(chain):
+            done.add(pending)
+            out.append(_module_info(modules[pending]))
     return out
 
 

@@ -69,9 +69,15 @@ def test_quick_bench_writes_results(tmp_path):
     assert [r["model"] for r in backward["rows"]] == ["gpt2", "looped"]
     assert all(r["plain_ms"] > 0 and r["lw_ratio"] > 0 for r in backward["rows"])
 
+    # memory per repetition: every scenario, beside a plain training step
+    memory_rows = results["memory_reps"]["rows"]
+    assert [r["scenario"] for r in memory_rows][:2] == ["plain_step", "trace"]
+    assert {"widget", "tracing_grads", "rerun", "save_load"} <= {r["scenario"] for r in memory_rows}
+    assert all({"rss_kib", "live_kib", "cyclic_objects"} <= set(r) for r in memory_rows)
+
     md = (tmp_path / "RESULTS.md").read_text()
     assert "## Tracing time" in md and "| gpt2 |" in md and "## Graph building" in md
-    assert "## Training step" in md
+    assert "## Training step" in md and "## Memory per repetition" in md
 
 
 @pytest.mark.skipif(
@@ -80,7 +86,7 @@ def test_quick_bench_writes_results(tmp_path):
     reason="needs the built frontend and /usr/bin/chromium",
 )
 def test_quick_widget_bench_runs(tmp_path):
-    results = _run_bench(tmp_path, "--models", "", "--no-graph", "--no-torchlens")
+    results = _run_bench(tmp_path, "--models", "", "--no-graph", "--no-torchlens", "--no-memory")
     widget = results["widget"]
     assert "skipped" not in widget, widget
     assert widget["rows"]
