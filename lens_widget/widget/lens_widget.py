@@ -25,6 +25,7 @@ from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import html_export, requests, wire
 from lens_widget.widget.ablation import Ablation, ablation_request
+from lens_widget.widget.bundle import MISSING_ESM, bundle_text
 from lens_widget.widget.call_sites import keep_call_sites
 from lens_widget.widget.cell_gate import cell_gate
 from lens_widget.widget.dim_names import DimNames
@@ -35,20 +36,6 @@ from lens_widget.widget.view_ids import ViewIds
 _NO_MODEL_TO_ABLATE = (
     "this widget was built from a log: there is no model to re-run with the ablation"
 )
-_STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
-# The bundle is a build output; without it the package must still import and say why.
-_MISSING_ESM = (
-    "export default { render({ el }) { el.textContent = "
-    "'lens_widget frontend not built: run `make`'; } };"
-)
-
-
-def _asset(name: str, fallback: str) -> str:
-    """The file's text. Not its path: anywidget turns a path into a file watcher and
-    connects every widget to that class-wide watcher with a closure over the widget, which
-    it never disconnects, so no widget would ever be freed (anywidget issue #929)."""
-    path = _STATIC / name
-    return path.read_text(encoding="utf-8") if path.is_file() else fallback
 
 
 def _graph_to_wire(payload: Mapping[str, Any], widget: LensWidget) -> bytes:
@@ -70,8 +57,8 @@ class LensWidget(anywidget.AnyWidget):
     ``timing=True`` traces with per-op times (see `lens_widget.trace`), for the "time" overlay.
     """
 
-    _esm = _asset("widget.js", _MISSING_ESM)
-    _css = _asset("widget.css", "")
+    _esm = bundle_text("widget.js", MISSING_ESM)
+    _css = bundle_text("widget.css", "")
 
     # In Python the GraphPayload dict; on the wire and in saved notebooks compact bytes.
     graph = traitlets.Dict().tag(sync=True, to_json=_graph_to_wire)
