@@ -1,25 +1,24 @@
 """`ModelLog.error`, held without keeping the exception (and its traceback) alive.
 
-The exception of a partial trace carries its log (``err.lens_log``) and the log names the
-exception (``log.error is err``): held strongly both ways they would form a cycle, and the
-log with all its activations would wait for the cyclic garbage collector. So the log holds
-the exception weakly. While anyone holds the exception, ``log.error`` is that object; once
-it is gone, ``log.error`` is a stand-in of the same class and contents without traceback,
-made when the log was built, so a log kept alone still says what went wrong.
+The exception of a partial trace carries its log (``err.lens_log``). Were the log to hold the
+exception strongly, the pair would form a cycle, and the log with all its activations would
+wait for the cyclic garbage collector after the user dropped the exception. So the log holds
+the exception weakly, with a stand-in of the same class and contents without traceback, made
+when the log was built: while anyone holds the exception, ``log.error`` is that object; once it
+is gone, ``log.error`` is the stand-in, so a log kept alone still says what went wrong.
 
-Python's built-in exception classes (RuntimeError, ValueError, ...) cannot be referenced
-weakly: for those the log keeps the exception's address and a sign of its life instead
-(lens_widget.log.error_handle), with the same effect. Only where that cannot be done (an
-interpreter other than CPython with the GIL, an exception refusing a new ``__dict__``) is
-the exception held itself, and the pair waits for the collector.
+Python's built-in exception classes (RuntimeError, ValueError, ...) take no weak reference,
+and Python offers no supported way to hand back an object it does not reference. For those,
+``log.error`` is always the stand-in (``type``, ``args``, attributes and message as the
+original's; ``log.error is err`` does not hold), and dropping the exception still frees the
+log at once. Exception classes defined in Python take weak references unless they declare
+``__slots__`` without ``__weakref__``: for them ``log.error is err`` while ``err`` lives.
 """
 
 from __future__ import annotations
 
 import weakref
 from typing import Any
-
-from lens_widget.log.error_handle import handle
 
 
 def _stand_in(error: BaseException) -> BaseException:
@@ -58,11 +57,13 @@ class HeldError:
         if error is None:
             obj.__dict__[self._slot] = None
             return
+        stand_in = _stand_in(error)
         try:
-            obj.__dict__[self._slot] = (weakref.ref(error), _stand_in(error))
+            obj.__dict__[self._slot] = (weakref.ref(error), stand_in)
         except TypeError:  # built-in exception classes (RuntimeError...) take no weak reference
-            held = handle(error)
-            if held is not None:
-                obj.__dict__[self._slot] = (held, _stand_in(error))
-            else:  # held strongly: the pair is freed by the cyclic collector
-                obj.__dict__[self._slot] = (lambda: error, None)
+            obj.__dict__[self._slot] = (_gone, stand_in)
+
+
+def _gone() -> None:
+    """The weak reference of an exception that takes none: the stand-in is all the log has."""
+    return None

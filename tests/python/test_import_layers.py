@@ -144,3 +144,16 @@ def test_the_checker_catches_cycles_and_upward_imports(tmp_path, name, extra, ex
     files[name] += extra
     found = violations(import_graph(write(tmp_path, files)))
     assert any(expected in v for v in found), found
+
+
+def test_no_module_reads_raw_memory() -> None:
+    """No ctypes: object lifetimes are kept with weak references and copies, never by reading
+    CPython's object layout at raw addresses (undefined on free-threaded and future builds)."""
+    readers = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if (isinstance(node, ast.Import) and any(a.name == "ctypes" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ctypes"))
+    ]
+    assert readers == []

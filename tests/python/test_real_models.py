@@ -11,6 +11,7 @@ import torch
 import torch.utils._pytree as pytree
 from cleanup_checks import (
     assert_globals_unchanged,
+    assert_log_names,
     assert_modules_unchanged,
     assert_state_equal,
     compare_with_plain_forward,
@@ -216,7 +217,7 @@ def test_failing_forward_reraises_and_cleans_up(name: str) -> None:
     assert_state_equal(case.model, reference)
 
     log = traced.value.lens_log
-    assert log.error is traced.value
+    assert_log_names(log, traced.value)
     assert log.failed_op is not None
     failed = log[log.failed_op]
     assert failed.failed and failed.error
