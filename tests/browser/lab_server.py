@@ -104,6 +104,25 @@ def _seed_config(config: Path) -> None:
     )
 
 
+def write_notebook(path: Path, cells: list[str]) -> None:
+    """A notebook of these code cells on the python3 kernel."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(nb, path)
+
+
+@contextlib.contextmanager
+def lab_with_notebook(work: Path, name: str, cells: list[str]) -> Iterator[Lab]:
+    """JupyterLab serving one notebook, `name`, of these code cells."""
+    root = work / "notebooks"
+    root.mkdir()
+    write_notebook(root / name, cells)
+    with running_lab(root, work) as server:
+        yield server
+
+
 @contextlib.contextmanager
 def running_lab(
     root_dir: Path, work: Path, timeout: float = 90, app: Literal["lab", "notebook"] = "lab"

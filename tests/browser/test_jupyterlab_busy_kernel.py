@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import nbformat
 import pytest
-from lab_server import Lab, open_in_lab, running_lab
+from lab_server import Lab, lab_with_notebook, open_in_lab
 from test_jupyterlab import (  # the same page hooks and CI rule on the bundle
     ROOT,
     Kernel,
@@ -99,13 +98,7 @@ SHOWN = "([sel, state]) => document.querySelector(sel)?.dataset.state === state"
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     work = tmp_path_factory.mktemp("lab_busy")
-    root = work / "notebooks"
-    root.mkdir()
-    cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(TRAIN)]
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    nbformat.write(nb, root / NOTEBOOK)
-    with running_lab(root, work) as server:
+    with lab_with_notebook(work, NOTEBOOK, [SETUP, TRAIN]) as server:
         yield server
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import nbformat
 import pytest
-from lab_server import Lab, open_in_lab, running_lab
+from lab_server import Lab, lab_with_notebook, open_in_lab
 from test_jupyterlab import (  # the same page hooks and CI rule on the bundle
     ROOT,
     pytestmark,  # noqa: F401
@@ -41,14 +40,9 @@ EDIT_NEXT_CELL = f"() => {CELLS}[1].model.sharedModel.setSource({NEXT_CELL!r} + 
 
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    work = tmp_path_factory.mktemp("lab_host")
-    root = work / "notebooks"
-    root.mkdir()
-    cells = [nbformat.v4.new_code_cell(CELL), nbformat.v4.new_code_cell(NEXT_CELL)]
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    nbformat.write(nb, root / NOTEBOOK)
-    with running_lab(root, work) as server:
+    with lab_with_notebook(
+        tmp_path_factory.mktemp("lab_host"), NOTEBOOK, [CELL, NEXT_CELL]
+    ) as server:
         yield server
 
 
