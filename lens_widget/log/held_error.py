@@ -1,25 +1,45 @@
 """`ModelLog.error`, held without keeping the exception (and its traceback) alive.
 
-The exception of a partial trace carries its log (``err.lens_log``) and the log names the
-exception (``log.error is err``): held strongly both ways they would form a cycle, and the
-log with all its activations would wait for the cyclic garbage collector. So the log holds
-the exception weakly. While anyone holds the exception, ``log.error`` is that object; once
-it is gone, ``log.error`` is a stand-in of the same class and contents without traceback,
-made when the log was built, so a log kept alone still says what went wrong.
+The exception of a partial trace carries its log (``err.lens_log``). Were the log to hold the
+exception strongly, the pair would form a cycle, and the log with all its activations would
+wait for the cyclic garbage collector. So the log never holds the exception itself:
 
-Python's built-in exception classes (RuntimeError, ValueError, ...) cannot be referenced
-weakly: for those the log keeps the exception's address and a sign of its life instead
-(lens_widget.log.error_handle), with the same effect. Only where that cannot be done (an
-interpreter other than CPython with the GIL, an exception refusing a new ``__dict__``) is
-the exception held itself, and the pair waits for the collector.
+- an exception that can be referenced weakly (most user-defined classes) is held weakly:
+  while anyone holds it, ``log.error`` is that object;
+- Python's built-in exception classes (RuntimeError, ValueError, ...) and ``__slots__``
+  classes without ``__weakref__`` take no weak reference, and Python offers no supported way
+  to name an object without holding it otherwise: for those ``log.error`` is a copy from the
+  start (``log.error is not err``).
+
+Either way, once the exception is gone ``log.error`` is a copy of it made when the log was
+built: the same class, arguments, message and attributes, without traceback, chain or
+partial log, so a log kept alone still says what went wrong and keeps no frame alive.
 """
 
 from __future__ import annotations
 
+import copy
 import weakref
+from collections.abc import Callable
 from typing import Any
 
-from lens_widget.log.error_handle import handle
+
+def _copied(error: BaseException) -> BaseException:
+    """A new object of `error`'s class with its arguments and attributes."""
+    cls = type(error)
+    if cls.__module__ == "builtins":
+        # The class's own reduce reruns its C __init__, which sets the fields its __new__
+        # leaves empty (StopIteration.value, OSError.filename, SyntaxError.lineno); no user
+        # code runs.
+        twin = copy.copy(error)
+    else:  # no user __init__ runs: it might have side effects, or take other arguments
+        twin = cls.__new__(cls, *error.args)
+        twin.__dict__.update(vars(error))
+    for klass in cls.__mro__:
+        for name in getattr(klass, "__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(error, name):
+                object.__setattr__(twin, name, getattr(error, name))
+    return twin
 
 
 def _stand_in(error: BaseException) -> BaseException:
@@ -27,20 +47,23 @@ def _stand_in(error: BaseException) -> BaseException:
     what it was, for exceptions that cannot be copied)."""
     cls = type(error)
     try:
-        copy = cls.__new__(cls, *error.args)
-        copy.__dict__.update({k: v for k, v in vars(error).items() if k != "lens_log"})
-        for klass in cls.__mro__:
-            for name in getattr(klass, "__slots__", ()):
-                if name not in ("__dict__", "__weakref__") and hasattr(error, name):
-                    object.__setattr__(copy, name, getattr(error, name))
-        str(copy)  # its message must render as the original's does
-        return copy
+        twin = _copied(error)
+        attributes = vars(twin)
+        attributes.pop("lens_log", None)
+        if isinstance(attributes.get("__notes__"), list):  # not shared: the note added later
+            attributes["__notes__"] = list(attributes["__notes__"])
+        str(twin)  # its message must render as the original's does
+        return twin
     except Exception:  # noqa: BLE001 - any exception class may refuse to be copied
         return RuntimeError(f"{cls.__name__}: {error}")
 
 
+def _gone() -> None:
+    return None
+
+
 class HeldError:
-    """A dataclass field (no default) holding an exception weakly, with a stand-in."""
+    """A dataclass field (no default) naming an exception without holding it."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._slot = f"_{name}_held"
@@ -58,11 +81,9 @@ class HeldError:
         if error is None:
             obj.__dict__[self._slot] = None
             return
+        original: Callable[[], BaseException | None]
         try:
-            obj.__dict__[self._slot] = (weakref.ref(error), _stand_in(error))
-        except TypeError:  # built-in exception classes (RuntimeError...) take no weak reference
-            held = handle(error)
-            if held is not None:
-                obj.__dict__[self._slot] = (held, _stand_in(error))
-            else:  # held strongly: the pair is freed by the cyclic collector
-                obj.__dict__[self._slot] = (lambda: error, None)
+            original = weakref.ref(error)
+        except TypeError:  # a built-in exception class (RuntimeError...): the copy alone
+            original = _gone
+        obj.__dict__[self._slot] = (original, _stand_in(error))

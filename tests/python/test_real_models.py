@@ -216,7 +216,8 @@ def test_failing_forward_reraises_and_cleans_up(name: str) -> None:
     assert_state_equal(case.model, reference)
 
     log = traced.value.lens_log
-    assert log.error is traced.value
+    # a built-in exception class takes no weak reference: the log names it by a copy
+    assert type(log.error) is type(traced.value) and str(log.error) == str(traced.value)
     assert log.failed_op is not None
     failed = log[log.failed_op]
     assert failed.failed and failed.error
