@@ -35,10 +35,10 @@ def trace(
     no new attributes (frozen dataclasses, classes overriding ``__setattr__``) come back
     exactly as raised; ``lens_widget.partial_log(err)`` finds the partial log of any of
     them. The log does not keep its exception alive: dropping the exception (and the log)
-    frees both at once, without the cyclic garbage collector. ``log.error`` is the exception
-    while it lives where its class takes weak references (classes defined in Python), else
-    (Python's built-in classes: RuntimeError, ...) and once it is gone a copy of it without
-    traceback (lens_widget.log.held_error).
+    frees both at once, without the cyclic garbage collector. ``log.error`` is the
+    exception while it lives where its class takes weak references; for Python's built-in
+    classes (RuntimeError, ValueError...), which take none, and once the exception is gone,
+    it is a copy without traceback (see lens_widget.log.held_error).
 
     ``timing=True`` sets each op's ``time_ms``: wall time around the torch call alone (not
     the tracer's bookkeeping). On CUDA every op is synchronised before and after, which

@@ -12,7 +12,6 @@ import gc
 import random
 import sys
 import types
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -347,17 +346,3 @@ def captures_alive() -> int:
 
     gc.collect()
     return sum(type(o) is BackwardCapture for o in gc.get_objects())
-
-
-def assert_log_names(log: Any, error: BaseException) -> None:
-    """`log.error` is `error` where its class takes weak references (defined in Python);
-    for Python's built-in classes, which take none, a copy without traceback or log."""
-    try:
-        weakref.ref(error)
-    except TypeError:
-        copy = log.error
-        assert copy is not error and type(copy) is type(error) and copy.args == error.args
-        assert str(copy) == str(error) and copy.__traceback__ is None
-        assert not hasattr(copy, "lens_log")
-    else:
-        assert log.error is error

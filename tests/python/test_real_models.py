@@ -11,7 +11,6 @@ import torch
 import torch.utils._pytree as pytree
 from cleanup_checks import (
     assert_globals_unchanged,
-    assert_log_names,
     assert_modules_unchanged,
     assert_state_equal,
     compare_with_plain_forward,
@@ -217,7 +216,8 @@ def test_failing_forward_reraises_and_cleans_up(name: str) -> None:
     assert_state_equal(case.model, reference)
 
     log = traced.value.lens_log
-    assert_log_names(log, traced.value)
+    # a built-in exception class takes no weak reference: the log names it by a copy
+    assert type(log.error) is type(traced.value) and str(log.error) == str(traced.value)
     assert log.failed_op is not None
     failed = log[log.failed_op]
     assert failed.failed and failed.error

@@ -9,7 +9,6 @@ import torch
 from cleanup_checks import (
     InputGuard,
     assert_globals_unchanged,
-    assert_log_names,
     assert_modules_unchanged,
     compare_with_plain_forward,
     global_snapshot,
@@ -63,7 +62,8 @@ def test_forward_that_raises_gives_the_original_error_and_a_partial_log():
     assert str(traced.value) == message
     assert torch.equal(torch.get_rng_state(), rng_before)
     log = traced.value.lens_log
-    assert_log_names(log, traced.value)
+    # a built-in exception class takes no weak reference: the log names it by a copy
+    assert type(log.error) is RuntimeError and str(log.error) == message
     assert log.failed_op == "matmul_1_4"
     failed = log["matmul_1_4"]
     assert failed.failed and "RuntimeError" in failed.error and failed.activation is None
