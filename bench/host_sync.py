@@ -64,9 +64,25 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("bench.host_sync needs a CUDA device; none is available here")
+    _probe()
     for name in args.models.split(","):
         _report(BENCH_MODELS[name](args.size).to(torch.device("cuda")))  # type: ignore[arg-type]
         torch.cuda.empty_cache()
+
+
+class _OneItem(torch.nn.Module):
+    """A model that synchronises once per pass (`.item()`): the count must see it traced too."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * x.sum().item()
+
+
+def _probe() -> None:
+    model, x = _OneItem(), torch.ones(4, device="cuda")
+    plain, _ = _count_syncs(lambda: model(x))
+    traced, _ = _count_syncs(lambda: lw.trace(model, (x,)))
+    seen = "seen" if traced >= plain >= 1 else "NOT SEEN: the counts below miss syncs"
+    print(f"probe, one .item() per pass: plain {plain}, traced {traced} ({seen})")
 
 
 def _report(case: ZooCase) -> None:
