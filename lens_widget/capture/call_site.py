@@ -59,6 +59,13 @@ def _learn(code: CodeType) -> int:
     return kind
 
 
+def mark_module_call(code: CodeType) -> None:
+    """`code` runs a module's forward as torch's module calls do (module_tracker.py's
+    stand-in): a call path ends at its frames."""
+    _CODES.append(code)
+    _KINDS[id(code)] = MODULE_CALL
+
+
 def find_call_site(
     frame: FrameType | None, outside_path: bool = False, stop: FrameType | None = None
 ) -> tuple[CallPath, int]:
