@@ -31,14 +31,14 @@ from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
 from lens_widget.capture.func_facts import FACTS, FuncFacts
-from lens_widget.capture.links import Layer, ParentRefs, link_parents
+from lens_widget.capture.links import Layer, ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_outputs import ModuleOutputs
 from lens_widget.capture.module_tracker import ModuleTracker
+from lens_widget.capture.op_details import Pending, fill_details
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import (
-    DTYPE_NAMES,
     TensorBook,
     UninitializedInput,
     nested_tensor_error,
@@ -50,6 +50,7 @@ from lens_widget.log.replay import ReplayCall, tensor_leaves
 Tensor = torch.Tensor
 
 _NO_KWARGS: dict[str, Any] = {}  # read only
+_UNLINKED: tuple[()] = ()  # parents and parent_args of a record until fill_details
 _any_autocast = torch._C._is_any_autocast_enabled
 _mode_stack_depth = torch._C._len_torch_function_stack
 
@@ -115,6 +116,9 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         self.module_outputs: list[tuple[str, int, list[OpRecord]]] = []
         # id(x.data) -> (weakref to it, weakref to x): a write through it changes x too.
         self._aliases: dict[int, tuple[Any, Any]] = {}
+        # Records whose links, source line and output metadata are filled after the pass
+        # (op_details.py); None when a save predicate reads each record as its op runs.
+        self.pending: list[Pending] | None = None if save.asks_predicate else []
         # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
         self.backward_capture: BackwardRunner | None = None
 
@@ -278,7 +282,9 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         frame: Any,
         outside_path: bool = False,
     ) -> OpRecord:
-        """The op's record, complete but for the ``:1`` of a first pass that repeats later."""
+        """The op's record. Its links, source line and output metadata are filled after
+        the pass (op_details.py), or at once when a save predicate reads each record; the
+        ``:1`` of a first pass that repeats later is added after the pass."""
         replay, parent_refs, params = inputs
         tracker = self.tracker
         site, source = find_call_site(frame, outside_path, self.top_frame)
@@ -289,36 +295,36 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         passes = layer.passes = layer.passes + 1
         base = layer.base
         label = base if passes == 1 else f"{base}:{passes}"
-        parents, parent_args, from_input = link_parents(label, parent_refs)
-        where, code = self._texts.get(source) or self.source_text(source)
         stack = tracker.stack
+        shapes: tuple[tuple[int, ...], ...] = ()  # one output: filled with its shape later
+        nbytes = 0
         if outputs:
             first = outputs[0]
             try:
-                shape = tuple(first.shape)
+                size: torch.Size | None = first.shape
             except RuntimeError:  # a strided nested tensor has no sizes
                 if first.is_nested:
                     raise nested_tensor_error(first) from None
                 raise
-            dtype = DTYPE_NAMES.get(first.dtype) or self.dtype_name(first.dtype)
-            device = self._device_names.get(first.device) or self.device_name(first.device)
+            dtype: torch.dtype | None = first.dtype
+            device: torch.device | None = first.device
             grad = first.requires_grad  # kernels differ with it (FLOPs replay it)
-            if len(outputs) == 1:
-                shapes: tuple[tuple[int, ...], ...] = (shape,)
-                nbytes = first.numel() * first.element_size()
-            else:
+            if len(outputs) > 1:
                 shapes = tuple([tuple(t.shape) for t in outputs])
                 nbytes = sum([t.numel() * t.element_size() for t in outputs])
         else:
-            shape, dtype, device, shapes, nbytes = None, None, None, (), 0  # type: ignore[assignment]
-            grad = False
+            size, dtype, device, grad = None, None, None, False
 
         node = OpRecord(
             label, "op", facts.name, len(self.nodes), base, passes, 1,
-            stack[-1][0] if stack else "", stack, shape, dtype, device, nbytes, grad, shapes,  # type: ignore[arg-type]
-            params, parents, parent_args, [], from_input, False, where, code, bool(writes),  # type: ignore[arg-type]
+            stack[-1][0] if stack else "", stack, None, None, None, nbytes, grad, shapes,
+            params, _UNLINKED, _UNLINKED, [], False, False, "", "", bool(writes),  # type: ignore[arg-type]
             False, None, None, False, None, (replay, parent_refs),
         )  # fmt: skip
+        if self.pending is None:  # a save predicate will read the record: fill it now
+            fill_details(self, [(node, source, size, dtype, device)])
+        else:
+            self.pending.append((node, source, size, dtype, device))
         self.nodes.append(node)
         self.ops.append(node)
         self.by_label[label] = node

@@ -104,7 +104,7 @@ class TensorBook:
         # label -> node, filled as nodes are made (while they are in the cache: an index
         # made after the pass would read every node again)
         self.by_label: dict[str, OpRecord] = {}
-        self._device_names: dict[torch.device, str] = {}
+        self.device_names: dict[torch.device, str] = {}
         self.source_text = SourceTexts()
         self._texts = self.source_text.texts  # its cache: read directly on the hot path
         # In a section: (tensor from before it, the function first using it) -> (input name,
@@ -127,7 +127,7 @@ class TensorBook:
         numel = tensor.numel()
         where, code = self._texts.get(source) or self.source_text(source)
         dtype = DTYPE_NAMES.get(tensor.dtype) or self.dtype_name(tensor.dtype)
-        device = self._device_names.get(tensor.device) or self.device_name(tensor.device)
+        device = self.device_names.get(tensor.device) or self.device_name(tensor.device)
         node = OpRecord(
             name, kind, name, len(self.nodes), name, 1, 1, stack[-1][0] if stack else "",
             stack, shape, dtype, device, numel * tensor.element_size(), tensor.requires_grad,
@@ -366,9 +366,9 @@ class TensorBook:
         return name if name is not None else str(dtype).removeprefix("torch.")
 
     def device_name(self, device: torch.device) -> str:
-        name = self._device_names.get(device)
+        name = self.device_names.get(device)
         if name is None:
-            name = self._device_names[device] = str(device)
+            name = self.device_names[device] = str(device)
             if device.type == "meta":
                 self.saw_meta = True
         return name
