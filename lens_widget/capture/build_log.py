@@ -50,6 +50,8 @@ def build_log(
     if recorder.pending:
         fill_details(recorder, recorder.pending)  # before any link names the ops' labels
     sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
+    if recorder.pending:  # sources of outputs no op made
+        fill_details(recorder, recorder.pending)
     if recorder.saw_meta:
         _drop_meta_values(nodes)
     by_label = recorder.by_label  # for the relabelling and the log

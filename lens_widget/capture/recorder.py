@@ -35,7 +35,7 @@ from lens_widget.capture.links import Layer, ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_outputs import ModuleOutputs
 from lens_widget.capture.module_tracker import ModuleTracker
-from lens_widget.capture.op_details import Pending, fill_details
+from lens_widget.capture.op_details import fill_details
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import (
@@ -91,7 +91,7 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         several models or none. `section`: code around the modules is recorded too, and
         tensors it gets from before are named inputs (section_inputs.py)."""
         TorchFunctionMode.__init__(self)
-        TensorBook.__init__(self, names, save.keeps_nothing, track_versions)
+        TensorBook.__init__(self, names, save.keeps_nothing, track_versions, save.asks_predicate)
         self.save = save
         self.names = names
         self.ops: list[OpRecord] = []  # the nodes of kind "op", in order
@@ -116,9 +116,6 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         self.module_outputs: list[tuple[str, int, list[OpRecord]]] = []
         # id(x.data) -> (weakref to it, weakref to x): a write through it changes x too.
         self._aliases: dict[int, tuple[Any, Any]] = {}
-        # Records whose links, source line and output metadata are filled after the pass
-        # (op_details.py); None when a save predicate reads each record as its op runs.
-        self.pending: list[Pending] | None = None if save.asks_predicate else []
         # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
         self.backward_capture: BackwardRunner | None = None
 
