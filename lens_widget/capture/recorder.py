@@ -56,11 +56,15 @@ _mode_stack_depth = torch._C._len_torch_function_stack
 
 
 def _may_write(facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
-    """An `out=` or `inplace=True` argument (F.relu(x, inplace=True), torch.add(a, b, out=c))."""
+    """An `out=` or `inplace=True` argument (F.relu(x, inplace=True), torch.add(a, b, out=c)),
+    or a norm updating its running statistics (batch_norm in training)."""
     if kwargs and ("out" in kwargs or kwargs.get("inplace") is True):
         return True
     position = facts.inplace_position
-    return position is not None and len(args) > position and args[position] is True
+    if position is not None and len(args) > position and args[position] is True:
+        return True
+    rule = facts.mutation
+    return rule.running_stats is not None and bool(rule.targets(args, kwargs or _NO_KWARGS))
 
 
 class BackwardRunner(Protocol):
@@ -140,7 +144,7 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
             facts.special
             or _mode_stack_depth()
             or self.in_transform
-            or ((kwargs or facts.inplace_position is not None) and _may_write(facts, args, kwargs))
+            or ((kwargs or facts.writes_by_flag) and _may_write(facts, args, kwargs))
         ):
             return self._call_quietly(facts, func, args, kwargs, frame)
         # Inputs are resolved before the call: an in-place op changes their versions.
@@ -264,7 +268,7 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         """For calls that may write or draw random numbers: copy saved values about to be
         overwritten, keep the RNG state; the tensors the call writes."""
         writes = facts.mutation.targets(args, kwargs or _NO_KWARGS)
-        if writes:
+        if writes and not self.keeps_nothing:  # nothing saved: no copy, no version to keep
             self.values.before_write(writes)
         if facts.random and not self.keeps_nothing:
             keep_rng_state(facts, args, kwargs, replay)
