@@ -1,8 +1,9 @@
 """Turn what the recorder collected during the pass into a ModelLog.
 
-Records are complete when made (links.py); what is known only at the end is done here:
-output sinks, the ``:1`` label of first passes of layers that repeated, and feeds_output,
-propagated backwards from the outputs in one pass.
+What is known only at the end is done here: output sinks, the ``:1`` label of first passes of
+layers that repeated, and feeds_output, propagated backwards from the outputs in one pass; and
+what the pass left to fill after it (op_details.py): the ops' links, source lines and output
+metadata.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, NamedTuple
 
 from lens_widget.capture.links import link_parents, relabel_first_passes
 from lens_widget.capture.named_leaves import named_tensor_leaves
+from lens_widget.capture.op_details import fill_details
 from lens_widget.capture.recorder import Recorder
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
@@ -45,7 +47,11 @@ def build_log(
     `stacklevel`: of the user's code, counted from the caller.
     """
     nodes = recorder.nodes
+    if recorder.pending:
+        fill_details(recorder, recorder.pending)  # before any link names the ops' labels
     sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
+    if recorder.pending:  # sources of outputs no op made
+        fill_details(recorder, recorder.pending)
     if recorder.saw_meta:
         _drop_meta_values(nodes)
     by_label = recorder.by_label  # for the relabelling and the log

@@ -59,6 +59,13 @@ def _learn(code: CodeType) -> int:
     return kind
 
 
+def mark_module_call(code: CodeType) -> None:
+    """`code` runs a module's forward as torch's module calls do (module_tracker.py's
+    stand-in): a call path ends at its frames."""
+    _CODES.append(code)
+    _KINDS[id(code)] = MODULE_CALL
+
+
 def find_call_site(
     frame: FrameType | None, outside_path: bool = False, stop: FrameType | None = None
 ) -> tuple[CallPath, int]:
@@ -74,6 +81,12 @@ def find_call_site(
     if frame is not None and not outside_path:
         code = frame.f_code
         kind = kinds.get(id(code))
+        # torch's Python wrappers (F.layer_norm, and the override machinery that called the
+        # mode) are in no path: the walk below would pass them by, the fast cases start above.
+        while kind == SKIP and frame is not stop and frame.f_back is not None:
+            frame = frame.f_back
+            code = frame.f_code
+            kind = kinds.get(id(code))
         back = frame.f_back
         if back is not None and kinds.get(id(back.f_code)) == MODULE_CALL:
             if kind == USER:

@@ -149,7 +149,7 @@ def _clean(name: str) -> str:
 class FuncFacts:
     __slots__ = (
         "name", "clean", "metadata", "random", "draws_when", "mutation", "special",
-        "inplace_position", "backward", "unversioned_alias",
+        "inplace_position", "writes_by_flag", "backward", "unversioned_alias",
     )  # fmt: skip
 
     def __init__(self, func: Callable[..., Any]) -> None:
@@ -161,8 +161,8 @@ class FuncFacts:
         self.draws_when = _DRAWS_WHEN.get(self.name) if self.random else None
         self.mutation = MutationRule(func, self.name)
         # Calls that always need more than the recorder's fast path: they write to an
-        # argument (x.add_, x[i] = v, batch_norm in training) or run the autograd engine.
-        # (Random calls take the fast path: keeping the RNG state reaches no mode.)
+        # argument (x.add_, x[i] = v) or run the autograd engine. (Random calls take the
+        # fast path: keeping the RNG state reaches no mode.)
         rule = self.mutation
         self.backward = func in BACKWARD_CALLS
         # Tensor.data: an alias of its input with a version counter of its own, so a write
@@ -171,12 +171,15 @@ class FuncFacts:
         # Under torch.func.jvp, make_dual turns plain inputs into the transform's wrapped
         # tensors: only the careful path sees the transform running (transforms.py).
         self.special = (
-            (rule.writes_first or rule.running_stats is not None or self.backward)
+            (rule.writes_first or self.backward)
             or self.unversioned_alias
             or self.name == "_make_dual"
         )
         # Where an `inplace` flag sits among the positional arguments (F.relu's), if any.
         self.inplace_position = rule.inplace_flag_position
+        # An argument decides whether the call writes: an `inplace` flag, or the training
+        # flag of a norm with running statistics (batch_norm writes them only in training).
+        self.writes_by_flag = self.inplace_position is not None or rule.running_stats is not None
 
 
 class _FactsCache(dict):  # type: ignore[type-arg]

@@ -20,6 +20,9 @@ class ModelNames:
         # id -> (qualified name, "param" | "buffer")
         self.tensors: dict[int, tuple[str, str]] = {}
         self.params: list[torch.Tensor] = []
+        # Modules compiled in place (module.compile()): they run eagerly while traced
+        # (module_tracker.py), as trace() records a torch.compile'd model's eager module.
+        self.compiled: list[torch.nn.Module] = []
         # Pre-order, as model.named_modules() walks, without its generators (one walk per
         # trace, over every module of the model).
         if isinstance(roots, torch.nn.Module):
@@ -32,6 +35,8 @@ class ModelNames:
             if id(module) in modules:  # shared: keep its first address
                 continue
             modules[id(module)] = address
+            if module._compiled_call_impl is not None:
+                self.compiled.append(module)
             prefix = f"{address}." if address else ""
             for name, tensor in module._parameters.items():
                 if tensor is not None and id(tensor) not in tensors:

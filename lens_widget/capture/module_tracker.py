@@ -1,15 +1,22 @@
 """Which module (and which call of it) is running.
 
-While a trace runs, ``nn.Module.__call__`` is replaced by `_tracked_call`, which does what
-torch's ``_wrapped_call_impl`` does (call ``_call_impl``) and tells the tracing thread's
-trackers where each module call begins and ends. Unlike global forward hooks this keeps
-``_call_impl`` on its fast path and adds no Python frame per module level, so a traced
-forward nests as deep as a plain one. The original ``__call__`` is put back when the last
-trace ends; other threads' calls go straight to it and are not recorded.
+While a trace runs, ``nn.Module._call_impl`` is replaced by `_tracked_call_impl`, which
+does what torch's ``_call_impl`` does for a module without hooks (call ``forward``) and tells
+the tracing thread's trackers where each module call begins and ends; a module with hooks, or
+a call under ``torch.jit.trace``, goes through torch's own ``_call_impl`` (one more frame).
+Unlike global forward hooks this keeps module calls on torch's fast path and adds no Python
+frame per module level, so a traced forward nests as deep as a plain one. The original is
+put back when the last trace ends; other threads' calls go straight to it and are not
+recorded.
+
+``_call_impl`` rather than ``__call__``: setting a dunder on ``nn.Module`` makes Python
+update the call slot of every subclass (~0.4 ms each way with transformers imported, more
+than a small model's whole bookkeeping); a plain attribute costs a tenth of that.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -18,6 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from lens_widget.capture.call_site import mark_module_call
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.log.records import ModuleInfo
 
@@ -39,29 +47,55 @@ class _ThreadTrackers(threading.local):
 
 _THREAD = _ThreadTrackers()
 _PATCH_LOCK = threading.Lock()
-_TORCH_CALL = nn.Module._wrapped_call_impl
+_TORCH_CALL_IMPL = nn.Module._call_impl
+_torch_module = sys.modules[nn.Module.__module__]
+# torch's module-wide hook registries (filled in place, never rebound), as its _call_impl
+# reads them before going straight to forward...
+_global_backward_pre_hooks = _torch_module._global_backward_pre_hooks
+_global_backward_hooks = _torch_module._global_backward_hooks
+_global_forward_hooks = _torch_module._global_forward_hooks
+_global_forward_pre_hooks = _torch_module._global_forward_pre_hooks
+_tracing_state = torch._C._get_tracing_state
+# ...and the names its fast path reads, in order: with any other torch (a new kind of
+# hook), every call goes through torch's _call_impl.
+_FAST_PATH_NAMES = (
+    "torch", "_C", "_get_tracing_state", "_slow_forward", "forward", "_backward_hooks",
+    "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks",
+    "_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+)  # fmt: skip
+_KNOWN_FAST_PATH = _TORCH_CALL_IMPL.__code__.co_names[: len(_FAST_PATH_NAMES)] == _FAST_PATH_NAMES
 
 
 class _Patch:
-    """nn.Module.__call__ as it was before the first active trace, and how many are active."""
+    """nn.Module._call_impl as it was before the first active trace, and how many traces
+    are active."""
 
-    original: Callable[..., Any] = _TORCH_CALL
+    original: Callable[..., Any] = _TORCH_CALL_IMPL
     active = 0
 
 
-def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+def _tracked_call_impl(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
     trackers = _THREAD.trackers
-    if not trackers or _Patch.original is not _TORCH_CALL:
-        if trackers:  # someone else's __call__ was in place: keep it, at the cost of a frame
-            return _call_tracked(trackers, module, _Patch.original, (module, *args), kwargs)
-        return _Patch.original(module, *args, **kwargs)
+    call = _Patch.original
+    if not trackers:
+        return call(module, *args, **kwargs)
+    # torch's _call_impl without hooks calls forward: done here, so no frame is added.
+    direct = (
+        call is _TORCH_CALL_IMPL
+        and _KNOWN_FAST_PATH
+        and not (
+            module._backward_hooks or module._backward_pre_hooks or module._forward_hooks
+            or module._forward_pre_hooks or _global_backward_pre_hooks or _global_backward_hooks
+            or _global_forward_hooks or _global_forward_pre_hooks
+        )
+        and not _tracing_state()
+    )  # fmt: skip
     if len(trackers) == 1:  # one trace: the common case, without loops
         tracker = trackers[0]
         tracker.enter(module, args, kwargs)
         try:
-            # torch's _wrapped_call_impl, inlined: one frame per module as in a plain forward
-            compiled = module._compiled_call_impl
-            output = (compiled if compiled is not None else module._call_impl)(*args, **kwargs)
+            output = module.forward(*args, **kwargs) if direct else call(module, *args, **kwargs)
         except BaseException:
             tracker.exit(RAISED)
             raise
@@ -69,8 +103,7 @@ def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
     for tracker in trackers:
         tracker.enter(module, args, kwargs)
     try:
-        compiled = module._compiled_call_impl
-        output = (compiled if compiled is not None else module._call_impl)(*args, **kwargs)
+        output = module.forward(*args, **kwargs) if direct else call(module, *args, **kwargs)
     except BaseException:
         for tracker in reversed(trackers):
             tracker.exit(RAISED)
@@ -80,31 +113,14 @@ def _tracked_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
     return output
 
 
-def _call_tracked(
-    trackers: tuple[ModuleTracker, ...],
-    module: nn.Module,
-    call: Callable[..., Any],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> Any:
-    for tracker in trackers:
-        tracker.enter(module, args[1:], kwargs)
-    try:
-        output = call(*args, **kwargs)
-    except BaseException:
-        for tracker in reversed(trackers):
-            tracker.exit(RAISED)
-        raise
-    for tracker in reversed(trackers):
-        output = tracker.exit(output)  # the same object unless an intervention replaced it
-    return output
+mark_module_call(_tracked_call_impl.__code__)
 
 
 def _install() -> None:
     with _PATCH_LOCK:
         if _Patch.active == 0:
-            _Patch.original = nn.Module.__dict__["__call__"]
-            nn.Module.__call__ = _tracked_call  # type: ignore[method-assign]
+            _Patch.original = nn.Module.__dict__["_call_impl"]
+            nn.Module._call_impl = _tracked_call_impl  # type: ignore[method-assign]
         _Patch.active += 1
 
 
@@ -112,9 +128,9 @@ def _uninstall() -> None:
     with _PATCH_LOCK:
         _Patch.active -= 1
         if _Patch.active == 0:
-            if nn.Module.__dict__["__call__"] is _tracked_call:
-                nn.Module.__call__ = _Patch.original  # type: ignore[method-assign]
-            _Patch.original = _TORCH_CALL
+            if nn.Module.__dict__["_call_impl"] is _tracked_call_impl:
+                nn.Module._call_impl = _Patch.original  # type: ignore[method-assign]
+            _Patch.original = _TORCH_CALL_IMPL
 
 
 def swap_tracker(tracker: Any, stand_in: Any) -> None:
@@ -150,6 +166,9 @@ class ModuleTracker:
         self._root = root
         self._on_outer_call = on_outer_call
         self._addresses = names.modules
+        self._compiled = names.compiled
+        # (module, its compiled call) of those running eagerly while this tracker is entered
+        self._eager: list[tuple[nn.Module, Any]] = []
         # address -> the module outside the traced ones that has it (see _address)
         self._unreached: dict[str, weakref.ref[torch.nn.Module]] = {}
         self._on_module_output = on_module_output
@@ -167,12 +186,22 @@ class ModuleTracker:
         _install()
         self._entered = True
         _THREAD.trackers = (*_THREAD.trackers, self)
+        # torch calls a module compiled in place without its _call_impl: it runs eagerly
+        # while traced, so its calls are tracked (put back in __exit__).
+        for module in self._compiled:
+            compiled = module._compiled_call_impl
+            if compiled is not None:
+                self._eager.append((module, compiled))
+                module._compiled_call_impl = None
         return self
 
     def __exit__(self, *exc: object) -> None:
         if not self._entered:
             return
         self._entered = False
+        for module, compiled in self._eager:
+            module._compiled_call_impl = compiled
+        self._eager.clear()
         _THREAD.trackers = tuple(t for t in _THREAD.trackers if t is not self)
         _uninstall()
         # The callbacks are bound methods of the recorder, which holds this tracker: drop

@@ -31,14 +31,14 @@ from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
 from lens_widget.capture.func_facts import FACTS, FuncFacts
-from lens_widget.capture.links import Layer, ParentRefs, link_parents
+from lens_widget.capture.links import Layer, ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_outputs import ModuleOutputs
 from lens_widget.capture.module_tracker import ModuleTracker
+from lens_widget.capture.op_details import fill_details
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import (
-    DTYPE_NAMES,
     TensorBook,
     UninitializedInput,
     nested_tensor_error,
@@ -50,16 +50,21 @@ from lens_widget.log.replay import ReplayCall, tensor_leaves
 Tensor = torch.Tensor
 
 _NO_KWARGS: dict[str, Any] = {}  # read only
+_UNLINKED: tuple[()] = ()  # parents and parent_args of a record until fill_details
 _any_autocast = torch._C._is_any_autocast_enabled
 _mode_stack_depth = torch._C._len_torch_function_stack
 
 
 def _may_write(facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
-    """An `out=` or `inplace=True` argument (F.relu(x, inplace=True), torch.add(a, b, out=c))."""
+    """An `out=` or `inplace=True` argument (F.relu(x, inplace=True), torch.add(a, b, out=c)),
+    or a norm updating its running statistics (batch_norm in training)."""
     if kwargs and ("out" in kwargs or kwargs.get("inplace") is True):
         return True
     position = facts.inplace_position
-    return position is not None and len(args) > position and args[position] is True
+    if position is not None and len(args) > position and args[position] is True:
+        return True
+    rule = facts.mutation
+    return rule.running_stats is not None and bool(rule.targets(args, kwargs or _NO_KWARGS))
 
 
 class BackwardRunner(Protocol):
@@ -90,7 +95,7 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         several models or none. `section`: code around the modules is recorded too, and
         tensors it gets from before are named inputs (section_inputs.py)."""
         TorchFunctionMode.__init__(self)
-        TensorBook.__init__(self, names, save.keeps_nothing, track_versions)
+        TensorBook.__init__(self, names, save.keeps_nothing, track_versions, save.asks_predicate)
         self.save = save
         self.names = names
         self.ops: list[OpRecord] = []  # the nodes of kind "op", in order
@@ -139,7 +144,7 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
             facts.special
             or _mode_stack_depth()
             or self.in_transform
-            or ((kwargs or facts.inplace_position is not None) and _may_write(facts, args, kwargs))
+            or ((kwargs or facts.writes_by_flag) and _may_write(facts, args, kwargs))
         ):
             return self._call_quietly(facts, func, args, kwargs, frame)
         # Inputs are resolved before the call: an in-place op changes their versions.
@@ -263,7 +268,7 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         """For calls that may write or draw random numbers: copy saved values about to be
         overwritten, keep the RNG state; the tensors the call writes."""
         writes = facts.mutation.targets(args, kwargs or _NO_KWARGS)
-        if writes:
+        if writes and not self.keeps_nothing:  # nothing saved: no copy, no version to keep
             self.values.before_write(writes)
         if facts.random and not self.keeps_nothing:
             keep_rng_state(facts, args, kwargs, replay)
@@ -278,7 +283,9 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         frame: Any,
         outside_path: bool = False,
     ) -> OpRecord:
-        """The op's record, complete but for the ``:1`` of a first pass that repeats later."""
+        """The op's record. Its links, source line and output metadata are filled after
+        the pass (op_details.py), or at once when a save predicate reads each record; the
+        ``:1`` of a first pass that repeats later is added after the pass."""
         replay, parent_refs, params = inputs
         tracker = self.tracker
         site, source = find_call_site(frame, outside_path, self.top_frame)
@@ -289,36 +296,36 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         passes = layer.passes = layer.passes + 1
         base = layer.base
         label = base if passes == 1 else f"{base}:{passes}"
-        parents, parent_args, from_input = link_parents(label, parent_refs)
-        where, code = self._texts.get(source) or self.source_text(source)
         stack = tracker.stack
+        shapes: tuple[tuple[int, ...], ...] = ()  # one output: filled with its shape later
+        nbytes = 0
         if outputs:
             first = outputs[0]
             try:
-                shape = tuple(first.shape)
+                size: torch.Size | None = first.shape
             except RuntimeError:  # a strided nested tensor has no sizes
                 if first.is_nested:
                     raise nested_tensor_error(first) from None
                 raise
-            dtype = DTYPE_NAMES.get(first.dtype) or self.dtype_name(first.dtype)
-            device = self._device_names.get(first.device) or self.device_name(first.device)
+            dtype: torch.dtype | None = first.dtype
+            device: torch.device | None = first.device
             grad = first.requires_grad  # kernels differ with it (FLOPs replay it)
-            if len(outputs) == 1:
-                shapes: tuple[tuple[int, ...], ...] = (shape,)
-                nbytes = first.numel() * first.element_size()
-            else:
+            if len(outputs) > 1:
                 shapes = tuple([tuple(t.shape) for t in outputs])
                 nbytes = sum([t.numel() * t.element_size() for t in outputs])
         else:
-            shape, dtype, device, shapes, nbytes = None, None, None, (), 0  # type: ignore[assignment]
-            grad = False
+            size, dtype, device, grad = None, None, None, False
 
         node = OpRecord(
             label, "op", facts.name, len(self.nodes), base, passes, 1,
-            stack[-1][0] if stack else "", stack, shape, dtype, device, nbytes, grad, shapes,  # type: ignore[arg-type]
-            params, parents, parent_args, [], from_input, False, where, code, bool(writes),  # type: ignore[arg-type]
+            stack[-1][0] if stack else "", stack, None, None, None, nbytes, grad, shapes,
+            params, _UNLINKED, _UNLINKED, [], False, False, "", "", bool(writes),  # type: ignore[arg-type]
             False, None, None, False, None, (replay, parent_refs),
         )  # fmt: skip
+        if self.pending is None:  # a save predicate will read the record: fill it now
+            fill_details(self, [(node, source, size, dtype, device)])
+        else:
+            self.pending.append((node, source, size, dtype, device))
         self.nodes.append(node)
         self.ops.append(node)
         self.by_label[label] = node

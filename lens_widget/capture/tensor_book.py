@@ -30,6 +30,7 @@ from lens_widget.capture.call_site import SourceTexts, find_call_site
 from lens_widget.capture.links import ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
+from lens_widget.capture.op_details import Pending, dtype_name, fill_details
 from lens_widget.capture.saved_values import SavedValues
 from lens_widget.capture.transforms import (
     inner_tensors,
@@ -53,12 +54,6 @@ RECORD_FIELDS = (
 )  # fmt: skip
 if tuple(f.name for f in dataclasses.fields(OpRecord) if f.init) != RECORD_FIELDS:
     raise ImportError("lens_widget: OpRecord's fields changed; update RECORD_FIELDS")
-
-DTYPE_NAMES = {
-    dtype: str(dtype).removeprefix("torch.")
-    for dtype in vars(torch).values()
-    if isinstance(dtype, torch.dtype)
-}
 
 
 def nested_tensor_error(tensor: Tensor) -> TypeError:
@@ -87,7 +82,11 @@ class TensorBook:
 
     tracker: ModuleTracker  # set by the recorder: where sources are first used
 
-    def __init__(self, names: ModelNames, keeps_nothing: bool, track_versions: bool) -> None:
+    def __init__(
+        self, names: ModelNames, keeps_nothing: bool, track_versions: bool, fill_now: bool
+    ) -> None:
+        """`fill_now`: every record is filled as it is made (a save predicate reads them),
+        not after the pass (op_details.py)."""
         self.keeps_nothing = keeps_nothing
         self.track_versions = track_versions
         self.values = SavedValues(track_versions)
@@ -95,7 +94,11 @@ class TensorBook:
         # id(tensor) -> (weakref, node, output index, version when produced)
         self._producers: dict[int, tuple[Any, OpRecord, int, int]] = {}
         self._params = names.tensors
-        self._param_uses: dict[OpRecord, ParamUse] = {}
+        # param or buffer source -> what an op reading it lists in its params (op_details)
+        self.param_uses: dict[OpRecord, ParamUse] = {}
+        # Records whose links, source line and output metadata are filled after the pass
+        # (op_details.py); None when a save predicate reads each record as its op runs.
+        self.pending: list[Pending] | None = None if fill_now else []
         self._n_consts = 0
         # Some tensor was on the meta device: its "value" is dropped at the end (build_log)
         self.saw_meta = False
@@ -104,7 +107,7 @@ class TensorBook:
         # label -> node, filled as nodes are made (while they are in the cache: an index
         # made after the pass would read every node again)
         self.by_label: dict[str, OpRecord] = {}
-        self._device_names: dict[torch.device, str] = {}
+        self.device_names: dict[torch.device, str] = {}
         self.source_text = SourceTexts()
         self._texts = self.source_text.texts  # its cache: read directly on the hot path
         # In a section: (tensor from before it, the function first using it) -> (input name,
@@ -120,20 +123,20 @@ class TensorBook:
         return label
 
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
+        """A source node; its source line and metadata are filled with the ops' (op_details)."""
         if name in self.by_label:
             name = self.unique_label(name)
         stack = self.tracker.stack
-        shape = tuple(tensor.shape)
-        numel = tensor.numel()
-        where, code = self._texts.get(source) or self.source_text(source)
-        dtype = DTYPE_NAMES.get(tensor.dtype) or self.dtype_name(tensor.dtype)
-        device = self._device_names.get(tensor.device) or self.device_name(tensor.device)
         node = OpRecord(
             name, kind, name, len(self.nodes), name, 1, 1, stack[-1][0] if stack else "",
-            stack, shape, dtype, device, numel * tensor.element_size(), tensor.requires_grad,
-            (shape,), (), [], [], [], kind == "input", False, where, code, False, False, None,
-            None, False, None, None,
+            stack, None, None, None, 0, tensor.requires_grad, (), (), [], [], [],
+            kind == "input", False, "", "", False, False, None, None, False, None, None,
         )  # fmt: skip
+        entry = (node, source, tensor.shape, tensor.dtype, tensor.device)
+        if self.pending is None:
+            fill_details(self, [entry])
+        else:
+            self.pending.append(entry)
         self.nodes.append(node)
         self.by_label[name] = node
         if self.keeps_nothing:
@@ -142,9 +145,6 @@ class TensorBook:
             version = self._version(tensor)
             self.values.keep_source(node, tensor, version, kind == "input")
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
-        if kind == "param" or kind == "buffer":
-            # ParamUse's generated __new__ is slow Python; the tuple is built directly.
-            self._param_uses[node] = tuple.__new__(ParamUse, (name, shape, numel))
         return node
 
     def alias(self, tensor: Tensor, of: Tensor) -> None:
@@ -267,7 +267,6 @@ class TensorBook:
         check_writes = not self.keeps_nothing  # a write matters only to saved values
         track = self.track_versions
         parent_refs: ParentRefs = []
-        params: tuple[ParamUse, ...] = ()
         literals: dict[int, Tensor] | None = None
         for position, value in arguments:
             kind = type(value)
@@ -293,10 +292,6 @@ class TensorBook:
             else:
                 parent, output_index = self._source_for(value, func)
                 parent_refs.append((position, parent, output_index))
-            if parent.kind != "op":
-                use = self._param_uses.get(parent)
-                if use is not None:
-                    params = (*params, use)
         n_tensors = len(parent_refs)
         if tensor_kwargs:
             slots = iter(SLOTS)
@@ -312,7 +307,7 @@ class TensorBook:
         replay = ReplayCall(func, template, kwargs or _NO_KWARGS)
         if literals is not None:
             replay.literals = literals
-        return replay, parent_refs, params
+        return replay, parent_refs, ()  # params: filled after the pass (op_details)
 
     def _resolve_any_inputs(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
@@ -320,7 +315,6 @@ class TensorBook:
         """_resolve_inputs for any call: nested containers, keywords, Tensor subclasses."""
         args_template, kwargs_template, found = scan_call(args, kwargs)
         parent_refs: ParentRefs = []
-        params: tuple[ParamUse, ...] = ()
         literals: dict[int, Tensor] | None = None
         for slot, (position, tensor) in enumerate(found):
             parent_and_index = self.producer_of(tensor)
@@ -331,14 +325,11 @@ class TensorBook:
                     literals = self._literal(literals, slot, tensor)
             else:
                 parent, output_index = self._source_for(tensor, func)
-            use = self._param_uses.get(parent) if parent.kind != "op" else None
-            if use is not None:
-                params = (*params, use)
             parent_refs.append((position, parent, output_index))
         replay = ReplayCall(func, args_template, kwargs_template)
         if literals is not None:
             replay.literals = literals
-        return replay, parent_refs, params
+        return replay, parent_refs, ()  # params: filled after the pass (op_details)
 
     def _version(self, tensor: Tensor) -> int:
         if self.track_versions:
@@ -360,15 +351,12 @@ class TensorBook:
         literals[slot] = copy
         return literals
 
-    @staticmethod
-    def dtype_name(dtype: torch.dtype) -> str:
-        name = DTYPE_NAMES.get(dtype)
-        return name if name is not None else str(dtype).removeprefix("torch.")
+    dtype_name = staticmethod(dtype_name)
 
     def device_name(self, device: torch.device) -> str:
-        name = self._device_names.get(device)
+        name = self.device_names.get(device)
         if name is None:
-            name = self._device_names[device] = str(device)
+            name = self.device_names[device] = str(device)
             if device.type == "meta":
                 self.saw_meta = True
         return name

@@ -45,6 +45,19 @@ class Random(nn.Module):
         return x + torch.rand_like(x)
 
 
+class Norms(nn.Module):
+    """Norms with running statistics: they write them in training only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        self.inorm = nn.InstanceNorm2d(4, track_running_stats=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inorm(self.bn(self.conv(x)))
+
+
 class PassThrough(TorchFunctionMode):
     """A user's mode around the trace: every call then takes the careful path."""
 
@@ -88,11 +101,13 @@ def test_shape_and_keyword_tensor_calls_take_the_fast_path(monkeypatch):
 
 
 @pytest.mark.parametrize("save", ["all", None])
-@pytest.mark.parametrize("case", ["shapes", "random"])
+@pytest.mark.parametrize("case", ["shapes", "random", "norms"])
 def test_the_fast_path_records_what_the_careful_path_records(monkeypatch, save, case):
     torch.manual_seed(0)
     if case == "shapes":
         model, x = Shapes().eval(), torch.randn(64)
+    elif case == "norms":  # in eval: the norms read their running statistics only
+        model, x = Norms().eval(), torch.randn(2, 3, 6, 6)
     else:  # in training: every random call draws
         model, x = Random().train(), torch.randn(8, 8)
     calls = _careful_calls(monkeypatch)
@@ -140,3 +155,14 @@ def test_random_calls_keep_the_rng_state_only_when_they_draw(monkeypatch):
     report = log.validate()  # raises where a replay differs: each draw replays its RNG state
     assert report.checked == len(log.ops) and not report.skipped
     assert _rng_kept(lw.trace(model, x, save=None)) == []
+
+
+def test_norms_updating_running_statistics_take_the_careful_path(monkeypatch):
+    """In training the norms write their running statistics: the careful path copies saved
+    values of them first (an earlier op's saved running_mean keeps its value)."""
+    model = Norms().train()
+    calls = _careful_calls(monkeypatch)
+    log = lw.trace(model, torch.randn(2, 3, 6, 6))
+    assert calls == ["add_", "batch_norm", "instance_norm"]  # add_: num_batches_tracked
+    assert torch.equal(log["bn.running_mean"].activation, torch.zeros(4))
+    assert not torch.equal(model.bn.running_mean, torch.zeros(4))

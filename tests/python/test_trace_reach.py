@@ -76,3 +76,31 @@ def test_the_recursion_limit_comes_back_also_when_the_forward_raises():
     with pytest.raises(ValueError):
         lw.trace(FunctionModule(forward), torch.ones(1))
     assert sys.getrecursionlimit() == limit
+
+
+def test_modules_with_hooks_and_modules_compiled_in_place_are_tracked_and_put_back():
+    """Module calls are tracked through a stand-in for torch's `_call_impl`: a module with
+    hooks still runs them (through torch's own `_call_impl`), and one compiled in place
+    (`module.compile()`, which torch calls without `_call_impl`) runs eagerly while traced,
+    as a group of its own, and keeps its compiled call afterwards."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2))
+    seen: list[str] = []
+    model[0].register_forward_pre_hook(lambda m, a: seen.append("pre"))
+    model[2].compile()
+    compiled = model[2]._compiled_call_impl
+    call_impl = nn.Module.__dict__["_call_impl"]
+    handle = torch.nn.modules.module.register_module_forward_hook(
+        lambda m, a, o: seen.append(type(m).__name__)
+    )
+    try:
+        log = lw.trace(model, torch.randn(1, 2))
+    finally:
+        handle.remove()
+    assert [(op.func, op.module) for op in log.ops] == [
+        ("linear", "0"),
+        ("relu", "1"),
+        ("linear", "2"),
+    ]
+    assert seen == ["pre", "Linear", "ReLU", "Linear", "Sequential"]
+    assert model[2]._compiled_call_impl is compiled
+    assert nn.Module.__dict__["_call_impl"] is call_impl

@@ -189,6 +189,25 @@ def test_predicate_sees_the_source_and_the_layer():
     )
 
 
+def test_predicate_sees_each_record_as_complete_as_the_log_has_it():
+    """Links, source lines and output metadata are filled after the pass for speed, but a
+    predicate reads records as their ops run: it sees them filled already."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    fields = ("layer", "parents", "parent_args", "from_input", "source", "source_code")
+    fields += ("shape", "shapes", "dtype", "device", "nbytes")
+    seen = []
+
+    def keep(op):
+        seen.append(
+            tuple(list(v) if isinstance(v, list) else v for v in map(op.__getattribute__, fields))
+        )
+        return True
+
+    log = lw.trace(model, torch.randn(2, 4), save=keep)
+    assert seen == [tuple(getattr(op, f) for f in fields) for op in log.ops]
+    assert seen[0][1] == ["input.0", "0.weight", "0.bias"] and seen[2][6] == (2, 2)
+
+
 def test_unmatched_save_names_warn():
     with pytest.warns(UserWarning, match=r"\['lineer'\]"):
         lw.trace(nn.Linear(2, 2), torch.randn(1, 2), save=["lineer"])

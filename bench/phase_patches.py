@@ -1,0 +1,239 @@
+"""The clock reads `bench.trace_phases` inserts into a copy of lens_widget: (file under
+lens_widget/, anchor, replacement). Each anchor must occur exactly once in the current
+source; "<clock>" marks where the clock's imports go. A phase's time is added to
+``PH[name]``; names starting with "#" count calls."""
+
+from __future__ import annotations
+
+PATCHES: list[tuple[str, str, str]] = [
+    # ---- the mode's handler (recorder.py)
+    ("capture/recorder.py", "import sys\n", "import sys\n<clock>"),
+    (
+        "capture/recorder.py",
+        """        facts = FACTS[func]
+        if facts.metadata:
+            return func(*args, **kwargs) if kwargs else func(*args)
+        frame = sys._getframe(1)""",
+        """        _t0 = _ns()
+        facts = FACTS[func]
+        if facts.metadata:
+            _r = func(*args, **kwargs) if kwargs else func(*args)
+            PH["metadata calls (passed through)"] += _ns() - _t0
+            PH["#metadata"] += 1
+            return _r
+        PH["#handler"] += 1
+        frame = sys._getframe(1)""",
+    ),
+    (
+        "capture/recorder.py",
+        """            return self._call_quietly(facts, func, args, kwargs, frame)
+        # Inputs are resolved before the call: an in-place op changes their versions.
+        inputs = self._resolve_plain_inputs(func, args, kwargs)""",
+        """            PH["handler: entry checks"] += _ns() - _t0
+            return self._call_quietly(facts, func, args, kwargs, frame)
+        # Inputs are resolved before the call: an in-place op changes their versions.
+        _t1 = _ns()
+        PH["handler: entry checks"] += _t1 - _t0
+        inputs = self._resolve_plain_inputs(func, args, kwargs)
+        _t2 = _ns()
+        PH["resolve inputs"] += _t2 - _t1""",
+    ),
+    (
+        "capture/recorder.py",
+        """        try:
+            out = func(*args, **kwargs) if kwargs else func(*args)
+        except BaseException as err:
+            with self.quiet:
+                self._record_failure(facts, inputs, (), err, frame)
+            raise
+        if type(out) is not Tensor:
+            with self.quiet:
+                return self._record_result(facts, inputs, (), args, kwargs, out, frame)
+        self._record(facts, inputs, (out,), (), frame)
+        return out""",
+        """        _t3 = _ns()
+        PH["handler: rng / autocast checks"] += _t3 - _t2
+        try:
+            out = func(*args, **kwargs) if kwargs else func(*args)
+        except BaseException as err:
+            with self.quiet:
+                self._record_failure(facts, inputs, (), err, frame)
+            raise
+        _t4 = _ns()
+        PH["[kernel]"] += _t4 - _t3
+        if type(out) is not Tensor:
+            with self.quiet:
+                _r = self._record_result(facts, inputs, (), args, kwargs, out, frame)
+            PH["record: several outputs (whole)"] += _ns() - _t4
+            return _r
+        self._record(facts, inputs, (out,), (), frame)
+        return out""",
+    ),
+    (
+        "capture/recorder.py",
+        """        quiet = self.quiet
+        if self.in_transform or transform_running():""",
+        """        _c0 = _ns()
+        PH["#careful"] += 1
+        quiet = self.quiet
+        if self.in_transform or transform_running():""",
+    ),
+    (
+        "capture/recorder.py",
+        """        try:
+            out = self._call(func, args, kwargs)
+        except BaseException as err:
+            with quiet:
+                self._record_failure(facts, inputs, writes, err, frame)
+            raise
+        with quiet:
+            out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
+            if self.in_transform and not transform_running():
+                self.in_transform = False  # back to the fast path
+            return out""",
+        """        _c1 = _ns()
+        PH["careful path: before the call (inputs, writes)"] += _c1 - _c0
+        try:
+            out = self._call(func, args, kwargs)
+        except BaseException as err:
+            with quiet:
+                self._record_failure(facts, inputs, writes, err, frame)
+            raise
+        _c2 = _ns()
+        PH["[kernel]"] += _c2 - _c1
+        with quiet:
+            out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
+            if self.in_transform and not transform_running():
+                self.in_transform = False  # back to the fast path
+        PH["careful path: record (whole)"] += _ns() - _c2
+        return out""",
+    ),
+    (
+        "capture/recorder.py",
+        """        replay, parent_refs, params = inputs
+        tracker = self.tracker
+        site, source = find_call_site(frame, outside_path, self.top_frame)
+        key""",
+        """        _r0 = _ns()
+        replay, parent_refs, params = inputs
+        tracker = self.tracker
+        site, source = find_call_site(frame, outside_path, self.top_frame)
+        _r1 = _ns()
+        PH["record: call site (frame walk)"] += _r1 - _r0
+        key""",
+    ),
+    (
+        "capture/recorder.py",
+        """        stack = tracker.stack
+        shapes: tuple""",
+        """        stack = tracker.stack
+        _r2 = _ns()
+        PH["record: layer and label"] += _r2 - _r1
+        shapes: tuple""",
+    ),
+    (
+        "capture/recorder.py",
+        """
+        node = OpRecord(
+            label, "op",""",
+        """        _r3 = _ns()
+        PH["record: output metadata"] += _r3 - _r2
+        node = OpRecord(
+            label, "op",""",
+    ),
+    (
+        "capture/recorder.py",
+        """        if outputs:
+            self._note_outputs(node, outputs, base, passes)
+            if self.in_transform:""",
+        """        _r4 = _ns()
+        PH["record: OpRecord, lists, pending"] += _r4 - _r3
+        if outputs:
+            self._note_outputs(node, outputs, base, passes)
+            PH["record: producers and saved values"] += _ns() - _r4
+            if self.in_transform:""",
+    ),
+    # ---- sources (tensor_book.py)
+    ("capture/tensor_book.py", "import sys\n", "import sys\n<clock>"),
+    (
+        "capture/tensor_book.py",
+        """        if name in self.by_label:
+            name = self.unique_label(name)
+        stack = self.tracker.stack""",
+        """        _a0 = _ns()
+        PH["#sources"] += 1
+        if name in self.by_label:
+            name = self.unique_label(name)
+        stack = self.tracker.stack""",
+    ),
+    (
+        "capture/tensor_book.py",
+        """            self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
+        return node""",
+        """            self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
+        PH["(of which: source nodes of params and inputs)"] += _ns() - _a0
+        return node""",
+    ),
+    # ---- module calls (module_tracker.py)
+    ("capture/module_tracker.py", "import threading\n", "import threading\n<clock>"),
+    (
+        "capture/module_tracker.py",
+        """        tracker = trackers[0]
+        tracker.enter(module, args, kwargs)
+        try:""",
+        """        tracker = trackers[0]
+        _m0 = _ns()
+        tracker.enter(module, args, kwargs)
+        PH["module calls: enter"] += _ns() - _m0
+        PH["#modules"] += 1
+        try:""",
+    ),
+    (
+        "capture/module_tracker.py",
+        """        return tracker.exit(output)  # the same object unless an intervention replaced it
+    for""",
+        """        _m0 = _ns()
+        output = tracker.exit(output)  # the same object unless an intervention replaced it
+        PH["module calls: exit (outputs, identity ops)"] += _ns() - _m0
+        return output
+    for""",
+    ),
+    # ---- once per trace (trace.py, session.py)
+    ("capture/trace.py", "from typing import Any\n", "from typing import Any\n<clock>"),
+    (
+        "capture/trace.py",
+        """    args = inputs if isinstance(inputs, tuple) else (inputs,)
+    session = Session(""",
+        """    _p0 = _ns()
+    args = inputs if isinstance(inputs, tuple) else (inputs,)
+    session = Session(""",
+    ),
+    (
+        "capture/trace.py",
+        """    session.start()
+    try:
+        output = model(*args, **kwargs)""",
+        """    PH["per trace: names, recorder, inputs"] += _ns() - _p0
+    _p0 = _ns()
+    session.start()
+    PH["per trace: start (patches, mode)"] += _ns() - _p0
+    try:
+        output = model(*args, **kwargs)""",
+    ),
+    (
+        "capture/trace.py",
+        """    log = session.finish(output, error, stacklevel=2)""",
+        """    _p0 = _ns()
+    log = session.finish(output, error, stacklevel=2)
+    PH["per trace: finish (put back, build the log)"] += _ns() - _p0""",
+    ),
+    ("capture/build_log.py", "import warnings\n", "import warnings\n<clock>"),
+    (
+        "capture/build_log.py",
+        """        fill_details(recorder, recorder.pending)  # before any link names the ops' """
+        """labels""",
+        """        _f0 = _ns()
+        fill_details(recorder, recorder.pending)
+        PH["(of which: filling records after the pass)"] += _ns() - _f0""",
+    ),
+]

@@ -1,0 +1,241 @@
+"""Per-op cost of `lens_widget.trace` on real models, the sizes of issue #27.
+
+    python -m bench.real_per_op [--models gpt2,bert,llama,resnet] [--rounds 15]
+                                [--baseline REV] [--size issue|bench]
+
+Models (random weights, eval, `torch.no_grad()`, one thread): GPT-2 of 6 layers, d=384, seq
+128; BERT (bare encoder) of 4 layers, d=256, seq 128 with an attention mask; Llama of 4
+layers, d=256 (4 query / 2 kv heads, SwiGLU 688, vocab 32k), seq 128; ResNet-50 on one 64x64
+image (`--size bench`: the zoo's bench sizes instead: GPT-2 small, bert-base, a 4-layer
+d=768 Llama, ResNet-50 at 224x224).
+
+Per model, in µs per recorded op above a plain forward (CPU time of this process: on a busy
+machine wall time counts the waits for a core), median and min of interleaved rounds, each
+after `gc.collect()`: the bare floor (a TorchFunctionMode that only forwards each call), the
+floor keeping every output, `trace(save=None)` and `trace(save="all")`.
+
+`--baseline REV` also times the lens_widget of git revision REV in the same process (its
+package is extracted to a temporary directory and imported as `lens_widget_baseline`), in
+the same rounds, and checks first that both versions make the same log (every record field,
+saved values and modules): the before/after figures of a change, measured alike.
+
+Kernels push the tracer's Python objects out of the CPU caches between ops, so the per-op
+figure of a real model is two to three times that of `bench.per_op`'s tiny-op loop. The
+allocator adds noise to `save="all"` (keeping outputs alive changes which memory later
+allocations get): compare the mins too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from io import BytesIO
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+import transformers
+from torch.overrides import TorchFunctionMode
+
+import lens_widget as lw
+
+from .tracers import KeepOutputs
+from .zoo import BENCH_MODELS
+from .zoo.case import ZooCase, build, generator
+
+SEQ = 128
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ids(vocab: int) -> torch.Tensor:
+    return torch.randint(0, vocab, (1, SEQ), generator=generator(1))
+
+
+def gpt2() -> ZooCase:
+    cfg = transformers.GPT2Config(n_layer=6, n_embd=384, n_head=6)
+    return ZooCase("gpt2", build(lambda: transformers.GPT2LMHeadModel(cfg)), (_ids(50257),))
+
+
+def bert() -> ZooCase:
+    cfg = transformers.BertConfig(
+        hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024
+    )
+    mask = torch.ones(1, SEQ, dtype=torch.long)
+    model = build(lambda: transformers.BertModel(cfg))
+    return ZooCase("bert", model, (_ids(cfg.vocab_size),), {"attention_mask": mask})
+
+
+def llama() -> ZooCase:
+    cfg = transformers.LlamaConfig(
+        vocab_size=32000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=688,
+    )  # fmt: skip
+    return ZooCase("llama", build(lambda: transformers.LlamaForCausalLM(cfg)), (_ids(32000),))
+
+
+def resnet() -> ZooCase:
+    model = build(lambda: transformers.ResNetModel(transformers.ResNetConfig()))
+    return ZooCase("resnet", model, (torch.randn(1, 3, 64, 64, generator=generator(2)),))
+
+
+MODELS: dict[str, Callable[[], ZooCase]] = {
+    "gpt2": gpt2,
+    "bert": bert,
+    "llama": llama,
+    "resnet": resnet,
+}
+_BENCH_NAMES = {"gpt2": "gpt2", "bert": "bert", "llama": "llama", "resnet": "resnet50"}
+
+
+def model_case(name: str, size: str = "issue") -> ZooCase:
+    case = MODELS[name]() if size == "issue" else BENCH_MODELS[_BENCH_NAMES[name]]("bench")
+    case.model.eval()
+    return case
+
+
+class Forwarding(TorchFunctionMode):
+    """The bare floor: sees every call and only forwards it."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return func(*args, **kwargs) if kwargs else func(*args)
+
+
+def baseline_package(rev: str, into: Path) -> ModuleType:
+    """lens_widget as of git revision `rev`, imported as `lens_widget_baseline`."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "lens_widget"], check=True, capture_output=True
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    package = into / "lens_widget_baseline"
+    (into / "lens_widget").rename(package)
+    for path in package.rglob("*.py"):
+        text = path.read_text()
+        text = text.replace("from lens_widget.", "from lens_widget_baseline.")
+        text = text.replace("from lens_widget import", "from lens_widget_baseline import")
+        text = text.replace("import lens_widget\n", "import lens_widget_baseline\n")
+        path.write_text(text)
+    static = ROOT / "lens_widget" / "static"  # the built widget bundle: import needs it
+    (package / "static").mkdir(exist_ok=True)
+    for built in static.glob("*.js"):
+        (package / "static" / built.name).write_bytes(built.read_bytes())
+    sys.path.insert(0, str(into))
+    import lens_widget_baseline  # type: ignore[import-not-found]
+
+    return lens_widget_baseline
+
+
+def same_log(a: Any, b: Any) -> None:
+    """Raise unless two logs hold the same records (every field set when made, saved values
+    equal) and the same modules."""
+    if len(a.nodes) != len(b.nodes):
+        raise AssertionError(f"{len(a.nodes)} nodes != {len(b.nodes)}")
+    for x, y in zip(a.nodes, b.nodes, strict=True):
+        for f in dataclasses.fields(x):
+            if not f.init or f.name in ("activations", "replay"):
+                continue
+            vx, vy = getattr(x, f.name), getattr(y, f.name)
+            if f.name in ("parent_args", "params"):  # NamedTuples of two packages
+                vx, vy = [tuple(v) for v in vx], [tuple(v) for v in vy]
+            if vx != vy or type(vx) is not type(vy):
+                raise AssertionError(f"{x.label}.{f.name}: {vx!r} != {vy!r}")
+        if (x.activations is None) != (y.activations is None) or (
+            x.activations is not None and not all(map(torch.equal, x.activations, y.activations))  # type: ignore[arg-type]
+        ):
+            raise AssertionError(f"{x.label}: saved values differ")
+    modules_a = {k: dataclasses.asdict(v) for k, v in a.modules.items()}
+    if modules_a != {k: dataclasses.asdict(v) for k, v in b.modules.items()}:
+        raise AssertionError("modules differ")
+
+
+def measure(
+    case: ZooCase, rounds: int, baseline: ModuleType | None = None
+) -> tuple[int, float, dict[str, tuple[float, float]]]:
+    """(ops, plain ms, {variant: (median, min) µs/op above plain}); one thread, CPU time."""
+    model, args, kwargs = case.model, case.args, case.kwargs
+
+    def in_mode(make: Callable[[], TorchFunctionMode]) -> Callable[[], Any]:
+        def run() -> Any:
+            with make() as mode:
+                model(*args, **kwargs)
+            return mode
+
+        return run
+
+    runs: dict[str, Callable[[], Any]] = {
+        "plain": lambda: model(*args, **kwargs),
+        "floor (bare mode)": in_mode(Forwarding),
+        "floor keeping outputs": in_mode(KeepOutputs),
+    }
+    versions = {"": lw} if baseline is None else {"baseline ": baseline, "": lw}
+    for prefix, package in versions.items():
+        for save in (None, "all"):
+            runs[f"{prefix}trace(save={save!r})"] = lambda p=package, s=save: p.trace(
+                model, args, kwargs, save=s
+            )
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    try:
+        with torch.no_grad():
+            n_ops = len(lw.trace(model, args, kwargs, save=None).ops)
+            if baseline is not None:
+                for save in (None, "all"):
+                    same_log(lw.trace(model, args, kwargs, save=save),
+                             baseline.trace(model, args, kwargs, save=save))  # fmt: skip
+            for run in runs.values():  # warm up
+                run()
+            order = list(runs)
+            for i in range(rounds):  # alternate the order: drifts hit every variant alike
+                for name in order if i % 2 == 0 else [order[0], *reversed(order[1:])]:
+                    gc.collect()
+                    start = time.process_time()
+                    result = runs[name]()
+                    times[name].append(time.process_time() - start)
+                    del result
+    finally:
+        torch.set_num_threads(threads)
+    plain_med, plain_min = statistics.median(times["plain"]), min(times["plain"])
+    per_op = {
+        name: (
+            (statistics.median(values) - plain_med) / n_ops * 1e6,
+            (min(values) - plain_min) / n_ops * 1e6,
+        )
+        for name, values in times.items()
+        if name != "plain"
+    }
+    return n_ops, plain_med * 1e3, per_op
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--size", choices=("issue", "bench"), default="issue")
+    parser.add_argument("--baseline", metavar="REV", help="also time lens_widget at this rev")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        baseline = baseline_package(args.baseline, Path(tmp)) if args.baseline else None
+        print(
+            f"1 thread, CPU time, median (min) of {args.rounds} interleaved rounds; "
+            "µs per recorded op above a plain forward"
+        )
+        for name in args.models.split(","):
+            case = model_case(name, args.size)
+            n_ops, plain_ms, per_op = measure(case, args.rounds, baseline)
+            print(f"{name}: {n_ops} ops, plain forward {plain_ms:.1f} ms")
+            for variant, (med, low) in per_op.items():
+                print(f"  {variant:32s} {med:7.1f} ({low:.1f})")
+
+
+if __name__ == "__main__":
+    main()

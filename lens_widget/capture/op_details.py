@@ -1,0 +1,82 @@
+"""The parts of a record that are filled after the pass: an op's links to its parents and the
+parameters it read, and any node's source line and the names and sizes of its (first)
+output's metadata.
+
+Between two ops of a real model, its kernels push the tracer's objects out of the CPU's
+caches, so every object the per-op path touches costs a cache miss or several: filling these
+fields once per op during the pass cost about twice what the same code costs in one loop over
+all ops after it. The pass keeps what they are made from (the producers of the op's inputs are
+in ``replay[1]``; the source site, the output's ``torch.Size``, dtype and device are in a
+`Pending` entry) and `fill_details` makes the same fields in the order the nodes were made,
+before anything reads them (build_log.py). Records are never handed out half-filled: when a
+save predicate will read each record as its op runs, the recorder fills each at once instead.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Protocol
+
+import torch
+
+from lens_widget.capture.call_site import SourceTexts
+from lens_widget.capture.links import link_parents
+from lens_widget.log.records import OpRecord, ParamUse
+
+# (record, source site, its first output's shape, dtype and device; None without outputs)
+Pending = tuple[OpRecord, int, torch.Size | None, torch.dtype | None, torch.device | None]
+
+DTYPE_NAMES = {
+    dtype: str(dtype).removeprefix("torch.")
+    for dtype in vars(torch).values()
+    if isinstance(dtype, torch.dtype)
+}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    name = DTYPE_NAMES.get(dtype)
+    return name if name is not None else str(dtype).removeprefix("torch.")
+
+
+class DetailsBook(Protocol):
+    """What filling records reads of the recorder's TensorBook."""
+
+    source_text: SourceTexts
+    device_names: dict[torch.device, str]
+    # param or buffer source -> the ParamUse an op reading it lists
+    param_uses: dict[OpRecord, ParamUse]
+
+    def device_name(self, device: torch.device) -> str: ...
+
+
+def fill_details(book: DetailsBook, pending: list[Pending]) -> None:
+    """Fill each pending record, in the order the nodes were made: an op's parents,
+    parent_args, from_input, params and its parents' children; any node's source,
+    source_code, shape, dtype, device, and (one output) shapes and nbytes. Empties `pending`.
+
+    A parent is filled before its children (a source before the ops that read it), so its
+    from_input and its ParamUse are known when theirs are made."""
+    texts, source_text = book.source_text.texts, book.source_text
+    device_names, param_uses = book.device_names, book.param_uses
+    for node, site, size, dtype, device in pending:
+        if node.replay is not None:  # an op (sources have no parents)
+            refs = node.replay[1]
+            node.parents, node.parent_args, node.from_input = link_parents(node.label, refs)
+            if param_uses:
+                uses = [use for _, parent, _ in refs if (use := param_uses.get(parent))]
+                if uses:
+                    node.params = tuple(uses)
+        node.source, node.source_code = texts.get(site) or source_text(site)
+        if size is None or dtype is None or device is None:
+            continue
+        shape = node.shape = tuple(size)
+        node.dtype = DTYPE_NAMES.get(dtype) or dtype_name(dtype)
+        node.device = device_names.get(device) or book.device_name(device)
+        if not node.shapes:  # one output (an op with several has them already)
+            node.shapes = (shape,)
+            numel = prod(shape)
+            node.nbytes = numel * dtype.itemsize
+            if node.kind == "param" or node.kind == "buffer":
+                # The ParamUse of the ops that read it (its generated __new__ is slow Python).
+                param_uses[node] = tuple.__new__(ParamUse, (node.label, shape, numel))
+    pending.clear()
