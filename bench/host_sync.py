@@ -81,7 +81,12 @@ def _probe() -> None:
     model, x = _OneItem(), torch.ones(4, device="cuda")
     plain, _ = _count_syncs(lambda: model(x))
     traced, _ = _count_syncs(lambda: lw.trace(model, (x,)))
-    seen = "seen" if traced >= plain >= 1 else "NOT SEEN: the counts below miss syncs"
+    if traced == 0:
+        seen = "NOT SEEN: the counts below miss syncs"
+    elif traced < plain:  # seen on an H200, torch 2.11: plain 2, traced 1
+        seen = "seen, fewer than plain: the traced counts below are a lower bound"
+    else:
+        seen = "seen"
     print(f"probe, one .item() per pass: plain {plain}, traced {traced} ({seen})")
 
 

@@ -432,7 +432,7 @@ def gpu_section(results_dir: pathlib.Path) -> str:
         f"{env.get('cpu')}; wall time, synchronised after every call. "
         "`bash bench/gpu_check.sh` makes it in one run, with the per-op table "
         "(`bench.per_op --device cuda`) and the count of synchronising CUDA calls per pass "
-        "(`bench.host_sync`) beside it in `bench/results/cuda-<date>/`.",
+        "(`bench.host_sync`) beside it in `bench/results/cuda-<date>-<commit>/`.",
         "",
     ]
     lines += trace_table(gpu.get("trace", []) + gpu.get("trace_grad", []))
