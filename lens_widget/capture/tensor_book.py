@@ -26,10 +26,10 @@ from lens_widget.capture.arguments import (
     scan_call,
 )
 from lens_widget.capture.call_site import SourceTexts, find_call_site
-from lens_widget.capture.links import ParentRefs
+from lens_widget.capture.links import Layers, ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
-from lens_widget.capture.op_details import Pending, dtype_name, fill_details
+from lens_widget.capture.op_details import SOURCE, Pending, dtype_name, fill_details
 from lens_widget.capture.saved_values import SavedValues
 from lens_widget.capture.transforms import (
     inner_tensors,
@@ -109,6 +109,10 @@ class TensorBook:
         # label -> node, filled as nodes are made (while they are in the cache: an index
         # made after the pass would read every node again)
         self.by_label: dict[str, OpRecord] = {}
+        # Layers and labels (links.py); given after the pass when nothing reads them during
+        # it (labels_later, set by the recorder; build_log ends it), else as nodes are made.
+        self.layers = Layers(self.by_label)
+        self.labels_later = False
         self.device_names: dict[torch.device, str] = {}
         self.source_text = SourceTexts()
         self._texts = self.source_text.texts  # its cache: read directly on the hot path
@@ -125,8 +129,10 @@ class TensorBook:
         return label
 
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
-        """A source node; its source line and metadata are filled with the ops' (op_details)."""
-        if name in self.by_label:
+        """A source node; its source line and metadata are filled with the ops' (op_details),
+        its label made unique among the nodes before it then too when labels_later."""
+        later = self.labels_later
+        if not later and name in self.by_label:
             name = self.unique_label(name)
         stack = self.tracker.stack
         node = OpRecord(
@@ -134,13 +140,14 @@ class TensorBook:
             stack, None, None, None, 0, tensor.requires_grad, (), (), [], [], [],
             kind == "input", False, "", "", False, False, None, None, False, None, None,
         )  # fmt: skip
-        entry = (node, source, tensor.shape, tensor.dtype, tensor.device)
+        entry = (node, source, tensor.shape, tensor.dtype, tensor.device, SOURCE if later else None)
         if self.pending is None:
             fill_details(self, [entry])
         else:
             self.pending.append(entry)
         self.nodes.append(node)
-        self.by_label[name] = node
+        if not later:
+            self.by_label[name] = node
         if self.keeps_nothing:
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, -1)
         else:  # sources are references: free to keep
@@ -148,6 +155,17 @@ class TensorBook:
             self.values.keep_source(node, tensor, version, kind == "input")
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
         return node
+
+    def place(self, node: OpRecord, key: Any) -> None:
+        """Give a node whose label was left for later its label, as if given when it was made
+        (fill_details calls this in the order the nodes were made)."""
+        if key is not SOURCE:
+            self.layers.place(node, key)
+            return
+        name = node.label
+        if name in self.by_label:  # a parameter named like a node before it
+            name = node.label = node.func = node.layer = self.unique_label(name)
+        self.by_label[name] = node
 
     def alias(self, tensor: Tensor, of: Tensor) -> None:
         """`tensor` wraps `of`'s memory and version counter, made where no mode sees it
