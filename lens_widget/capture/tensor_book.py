@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -71,12 +71,6 @@ def nested_tensor_error(tensor: Tensor) -> TypeError:
 class UninitializedInput(Exception):
     """A call reads a lazy module's parameter before its first forward gave it a shape
     (``nn.LazyLinear``'s ``weight.data = torch.empty(...)``): a node needs a shape."""
-
-
-def _slot_or(value: Any, slots: Iterator[Any]) -> Any:
-    """The next tensor slot for a plain tensor argument, else the value itself."""
-    kind = type(value)
-    return next(slots) if kind is Tensor or kind is Parameter else value
 
 
 class TensorBook:
