@@ -128,28 +128,28 @@ PATCHES: list[tuple[str, str, str]] = [
         shapes: tuple""",
         """        stack = tracker.stack
         _r2 = _ns()
-        PH["record: layer and label"] += _r2 - _r1
+        PH["record: layer key (labels: after the pass)"] += _r2 - _r1
         shapes: tuple""",
     ),
     (
         "capture/recorder.py",
         """
         node = OpRecord(
-            label, "op",""",
+            "", "op",""",
         """        _r3 = _ns()
         PH["record: output metadata"] += _r3 - _r2
         node = OpRecord(
-            label, "op",""",
+            "", "op",""",
     ),
     (
         "capture/recorder.py",
         """        if outputs:
-            self._note_outputs(node, outputs, base, passes)
+            self._note_outputs(node, outputs, node.layer, node.pass_index)
             if self.in_transform:""",
         """        _r4 = _ns()
         PH["record: OpRecord, lists, pending"] += _r4 - _r3
         if outputs:
-            self._note_outputs(node, outputs, base, passes)
+            self._note_outputs(node, outputs, node.layer, node.pass_index)
             PH["record: producers and saved values"] += _ns() - _r4
             if self.in_transform:""",
     ),
@@ -157,14 +157,12 @@ PATCHES: list[tuple[str, str, str]] = [
     ("capture/tensor_book.py", "import sys\n", "import sys\n<clock>"),
     (
         "capture/tensor_book.py",
-        """        if name in self.by_label:
-            name = self.unique_label(name)
-        stack = self.tracker.stack""",
+        """        later = self.labels_later
+        if not later and name in self.by_label:""",
         """        _a0 = _ns()
         PH["#sources"] += 1
-        if name in self.by_label:
-            name = self.unique_label(name)
-        stack = self.tracker.stack""",
+        later = self.labels_later
+        if not later and name in self.by_label:""",
     ),
     (
         "capture/tensor_book.py",

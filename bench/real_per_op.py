@@ -12,7 +12,9 @@ d=768 Llama, ResNet-50 at 224x224).
 Per model, in µs per recorded op above a plain forward (CPU time of this process: on a busy
 machine wall time counts the waits for a core), median and min of interleaved rounds, each
 after `gc.collect()`: the bare floor (a TorchFunctionMode that only forwards each call), the
-floor keeping every output, `trace(save=None)` and `trace(save="all")`.
+floor keeping every output, the rows floor (a mode keeping one row per op of what a record
+is made of and the output: `bench.tracers.KeepRows`, below which no tracer recording each op
+in Python goes), `trace(save=None)` and `trace(save="all")`.
 
 `--baseline REV` also times the lens_widget of git revision REV in the same process (its
 package is extracted to a temporary directory and imported as `lens_widget_baseline`), in
@@ -48,7 +50,7 @@ from torch.overrides import TorchFunctionMode
 
 import lens_widget as lw
 
-from .tracers import KeepOutputs
+from .tracers import KeepOutputs, KeepRows
 from .zoo import BENCH_MODELS
 from .zoo.case import ZooCase, build, generator
 
@@ -134,9 +136,32 @@ def baseline_package(rev: str, into: Path) -> ModuleType:
     return lens_widget_baseline
 
 
+def _template(value: Any) -> Any:
+    """A replay template comparable across the two packages: slots as ("slot", index)."""
+    if type(value).__name__ == "TensorSlot":
+        return ("slot", value.index)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_template(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _template(v) for k, v in value.items()}
+    return value
+
+
+def _same_func(f: Any, g: Any) -> bool:
+    """The same torch function, or the same function of the two lens_widget packages."""
+    if f is g:
+        return True
+    name = getattr(f, "__module__", "") or ""
+    return name.startswith("lens_widget") and (
+        name.replace("lens_widget_baseline", "lens_widget")
+        == (getattr(g, "__module__", "") or "").replace("lens_widget_baseline", "lens_widget")
+        and f.__qualname__ == g.__qualname__
+    )
+
+
 def same_log(a: Any, b: Any) -> None:
     """Raise unless two logs hold the same records (every field set when made, saved values
-    equal) and the same modules."""
+    equal, the same replay calls and templates) and the same modules."""
     if len(a.nodes) != len(b.nodes):
         raise AssertionError(f"{len(a.nodes)} nodes != {len(b.nodes)}")
     for x, y in zip(a.nodes, b.nodes, strict=True):
@@ -152,6 +177,17 @@ def same_log(a: Any, b: Any) -> None:
             x.activations is not None and not all(map(torch.equal, x.activations, y.activations))  # type: ignore[arg-type]
         ):
             raise AssertionError(f"{x.label}: saved values differ")
+        if x.kind == "op":
+            (call_x, refs_x), (call_y, refs_y) = x.replay, y.replay
+            same = (
+                _same_func(call_x.func, call_y.func)
+                and _template(call_x.args) == _template(call_y.args)
+                and _template(dict(call_x.kwargs)) == _template(dict(call_y.kwargs))
+                and [(p, n.label, i) for p, n, i in refs_x]
+                == [(p, n.label, i) for p, n, i in refs_y]
+            )
+            if not same:
+                raise AssertionError(f"{x.label}: replay calls differ")
     modules_a = {k: dataclasses.asdict(v) for k, v in a.modules.items()}
     if modules_a != {k: dataclasses.asdict(v) for k, v in b.modules.items()}:
         raise AssertionError("modules differ")
@@ -175,6 +211,7 @@ def measure(
         "plain": lambda: model(*args, **kwargs),
         "floor (bare mode)": in_mode(Forwarding),
         "floor keeping outputs": in_mode(KeepOutputs),
+        "rows floor (a row per op, kept)": in_mode(lambda: KeepRows(keep_outputs=True)),
     }
     versions = {"": lw} if baseline is None else {"baseline ": baseline, "": lw}
     for prefix, package in versions.items():

@@ -49,6 +49,7 @@ def build_log(
     nodes = recorder.nodes
     if recorder.pending:
         fill_details(recorder, recorder.pending)  # before any link names the ops' labels
+    recorder.labels_later = False  # sources made from here on are labelled at once
     sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
     if recorder.pending:  # sources of outputs no op made
         fill_details(recorder, recorder.pending)

@@ -1,13 +1,16 @@
-"""Labels and parent/child links, made while the model runs.
+"""Labels and parent/child links.
 
 An op's label is its layer's name (``linear_2_7``) while the layer has run once, and
 ``linear_2_7:k`` for its k-th pass. Whether a layer will run again is known only later, so
 the first pass of each layer that repeats is renamed ``…:1`` after the forward, together
-with the few links that name it (`relabel_first_passes`). Everything else is final when
-the op is recorded: no pass over all nodes is needed afterwards.
+with the few links that name it (`relabel_first_passes`). Labels (`Layers.place`) and links
+(`link_parents`) are given in the order the ops ran, after the pass in a plain trace
+(op_details.py), as each op runs where something reads them then.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from lens_widget.log.records import OpRecord, ParentArg
 
@@ -27,6 +30,40 @@ class Layer:
         self.passes = 0
         self.first: OpRecord | None = None
         self.later: list[OpRecord] = []
+
+
+class Layers:
+    """Which layer each op belongs to, and its pass: (module path, function, call path) ->
+    Layer, and the layers that ran more than once. `place` gives an op its label, in the
+    order the ops ran: while they run, or after the pass (op_details.py)."""
+
+    def __init__(self, by_label: dict[str, OpRecord]) -> None:
+        self.by_key: dict[Any, Layer] = {}
+        self.repeated: list[Layer] = []
+        self._func_counts: dict[str, int] = {}
+        self._by_label = by_label  # every node by label, filled as labels are given
+
+    def place(self, node: OpRecord, key: tuple[Any, str, Any]) -> None:
+        """Set `node`'s layer, pass_index and label (its layer's name on a first pass,
+        ``name:k`` on the k-th) and index it by label; `key`: (module path, function name,
+        call path)."""
+        layer = self.by_key.get(key)
+        if layer is None:
+            name = key[1]
+            clean = name.strip("_") or name  # __add__ -> add, as FuncFacts.clean
+            count = self._func_counts[clean] = self._func_counts.get(clean, 0) + 1
+            layer = self.by_key[key] = Layer(f"{clean}_{count}_{len(self.by_key) + 1}")
+        passes = layer.passes = layer.passes + 1
+        base = layer.base
+        label = node.label = base if passes == 1 else f"{base}:{passes}"
+        node.layer, node.pass_index = base, passes
+        self._by_label[label] = node
+        if passes == 1:
+            layer.first = node
+        else:
+            if passes == 2:
+                self.repeated.append(layer)
+            layer.later.append(node)
 
 
 def link_parents(label: str, parent_refs: ParentRefs) -> tuple[list[str], list[ParentArg], bool]:

@@ -15,7 +15,7 @@ save predicate will read each record as its op runs, the recorder fills each at 
 from __future__ import annotations
 
 from math import prod
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -23,8 +23,11 @@ from lens_widget.capture.call_site import SourceTexts
 from lens_widget.capture.links import link_parents
 from lens_widget.log.records import OpRecord, ParamUse
 
-# (record, source site, its first output's shape, dtype and device; None without outputs)
-Pending = tuple[OpRecord, int, torch.Size | None, torch.dtype | None, torch.device | None]
+# (record, source site, its first output's shape, dtype and device (None without outputs),
+# what labels it when that is left for later too: an op's layer key, SOURCE for a source,
+# None when labelled already)
+Pending = tuple[OpRecord, int, torch.Size | None, torch.dtype | None, torch.device | None, Any]
+SOURCE: Any = ("source",)
 
 DTYPE_NAMES = {
     dtype: str(dtype).removeprefix("torch.")
@@ -48,17 +51,24 @@ class DetailsBook(Protocol):
 
     def device_name(self, device: torch.device) -> str: ...
 
+    def place(self, node: OpRecord, key: Any) -> None:
+        """Give `node` its label (`key`: its layer key, or SOURCE for a source)."""
+
 
 def fill_details(book: DetailsBook, pending: list[Pending]) -> None:
-    """Fill each pending record, in the order the nodes were made: an op's parents,
-    parent_args, from_input, params and its parents' children; any node's source,
-    source_code, shape, dtype, device, and (one output) shapes and nbytes. Empties `pending`.
+    """Fill each pending record, in the order the nodes were made: its label if left for
+    later; an op's parents, parent_args, from_input, params and its parents' children; any
+    node's source, source_code, shape, dtype, device, and (one output) shapes and nbytes.
+    Empties `pending`.
 
     A parent is filled before its children (a source before the ops that read it), so its
-    from_input and its ParamUse are known when theirs are made."""
+    label, from_input and ParamUse are known when theirs are made."""
     texts, source_text = book.source_text.texts, book.source_text
     device_names, param_uses = book.device_names, book.param_uses
-    for node, site, size, dtype, device in pending:
+    place = book.place
+    for node, site, size, dtype, device, key in pending:
+        if key is not None:
+            place(node, key)
         if node.replay is not None:  # an op (sources have no parents)
             refs = node.replay[1]
             node.parents, node.parent_args, node.from_input = link_parents(node.label, refs)

@@ -113,9 +113,11 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         self.quiet = torch._C.DisableTorchFunction()
         self.quiet_in_transform = QuietInTransform(self.quiet)
         # (module path, function, call path) -> its layer; layers that ran more than once
-        self._layers: dict[Any, Layer] = {}
-        self.repeated: list[Layer] = []
-        self._func_counts: dict[str, int] = {}
+        self._layers: dict[Any, Layer] = self.layers.by_key
+        self.repeated: list[Layer] = self.layers.repeated
+        # A plain recorder keeping all values or none: nothing reads a label during the
+        # pass, so layers and labels are given after it (op_details.py).
+        self.labels_later = type(self) is Recorder and (save.keeps_all or save.keeps_nothing)
         # (module address, pass, the nodes that produced that module call's output tensors)
         self.module_outputs: list[tuple[str, int, list[OpRecord]]] = []
         # id(x.data) -> (weakref to it, weakref to x): a write through it changes x too.
@@ -284,18 +286,13 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         outside_path: bool = False,
     ) -> OpRecord:
         """The op's record. Its links, source line and output metadata are filled after
-        the pass (op_details.py), or at once when a save predicate reads each record; the
-        ``:1`` of a first pass that repeats later is added after the pass."""
+        the pass (op_details.py), or at once when a save predicate reads each record; its
+        label too in a plain trace (labels_later); the ``:1`` of a first pass that repeats
+        later is added after the pass."""
         replay, parent_refs, params = inputs
         tracker = self.tracker
         site, source = find_call_site(frame, outside_path, self.top_frame)
         key = (tracker.path, facts.name, site)
-        layer = self._layers.get(key)
-        if layer is None:
-            layer = self._new_layer(key, facts.clean)
-        passes = layer.passes = layer.passes + 1
-        base = layer.base
-        label = base if passes == 1 else f"{base}:{passes}"
         stack = tracker.stack
         shapes: tuple[tuple[int, ...], ...] = ()  # one output: filled with its shape later
         nbytes = 0
@@ -317,26 +314,23 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
             size, dtype, device, grad = None, None, None, False
 
         node = OpRecord(
-            label, "op", facts.name, len(self.nodes), base, passes, 1,
+            "", "op", facts.name, len(self.nodes), "", 0, 1,
             stack[-1][0] if stack else "", stack, None, None, None, nbytes, grad, shapes,
             params, _UNLINKED, _UNLINKED, [], False, False, "", "", bool(writes),  # type: ignore[arg-type]
             False, None, None, False, None, (replay, parent_refs),
         )  # fmt: skip
-        if self.pending is None:  # a save predicate will read the record: fill it now
-            fill_details(self, [(node, source, size, dtype, device)])
-        else:
-            self.pending.append((node, source, size, dtype, device))
         self.nodes.append(node)
         self.ops.append(node)
-        self.by_label[label] = node
-        if passes == 1:
-            layer.first = node
+        if self.labels_later:
+            self.pending.append((node, source, size, dtype, device, key))  # type: ignore[union-attr]
         else:
-            if passes == 2:
-                self.repeated.append(layer)
-            layer.later.append(node)
+            self.layers.place(node, key)
+            if self.pending is None:  # a save predicate will read the record: fill it now
+                fill_details(self, [(node, source, size, dtype, device, None)])
+            else:
+                self.pending.append((node, source, size, dtype, device, None))
         if outputs:
-            self._note_outputs(node, outputs, base, passes)
+            self._note_outputs(node, outputs, node.layer, node.pass_index)
             if self.in_transform:
                 self.note_transform_outputs(node, outputs)
         return node
@@ -376,8 +370,3 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
             node.label = label
             if keep:
                 self.values.keep(node, outputs, versions)
-
-    def _new_layer(self, key: Any, clean: str) -> Layer:
-        count = self._func_counts[clean] = self._func_counts.get(clean, 0) + 1
-        layer = self._layers[key] = Layer(f"{clean}_{count}_{len(self._layers) + 1}")
-        return layer

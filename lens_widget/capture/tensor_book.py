@@ -10,8 +10,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,10 +26,10 @@ from lens_widget.capture.arguments import (
     scan_call,
 )
 from lens_widget.capture.call_site import SourceTexts, find_call_site
-from lens_widget.capture.links import ParentRefs
+from lens_widget.capture.links import Layers, ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
-from lens_widget.capture.op_details import Pending, dtype_name, fill_details
+from lens_widget.capture.op_details import SOURCE, Pending, dtype_name, fill_details
 from lens_widget.capture.saved_values import SavedValues
 from lens_widget.capture.transforms import (
     inner_tensors,
@@ -44,6 +43,9 @@ from lens_widget.log.replay import ReplayCall
 Tensor = torch.Tensor
 Parameter = torch.nn.Parameter
 _NO_KWARGS: dict[str, Any] = {}  # the kwargs of every replay template without any: read only
+_new_object = object.__new__
+# What _resolve_tensor returns for a tensor of a torch.func transform (a dict: never literals)
+_NOT_PLAIN: Any = {}
 
 # Records are built with positional arguments (twice as fast as keywords): in this order.
 RECORD_FIELDS = (
@@ -69,12 +71,6 @@ def nested_tensor_error(tensor: Tensor) -> TypeError:
 class UninitializedInput(Exception):
     """A call reads a lazy module's parameter before its first forward gave it a shape
     (``nn.LazyLinear``'s ``weight.data = torch.empty(...)``): a node needs a shape."""
-
-
-def _slot_or(value: Any, slots: Iterator[Any]) -> Any:
-    """The next tensor slot for a plain tensor argument, else the value itself."""
-    kind = type(value)
-    return next(slots) if kind is Tensor or kind is Parameter else value
 
 
 class TensorBook:
@@ -107,6 +103,10 @@ class TensorBook:
         # label -> node, filled as nodes are made (while they are in the cache: an index
         # made after the pass would read every node again)
         self.by_label: dict[str, OpRecord] = {}
+        # Layers and labels (links.py); given after the pass when nothing reads them during
+        # it (labels_later, set by the recorder; build_log ends it), else as nodes are made.
+        self.layers = Layers(self.by_label)
+        self.labels_later = False
         self.device_names: dict[torch.device, str] = {}
         self.source_text = SourceTexts()
         self._texts = self.source_text.texts  # its cache: read directly on the hot path
@@ -123,8 +123,10 @@ class TensorBook:
         return label
 
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
-        """A source node; its source line and metadata are filled with the ops' (op_details)."""
-        if name in self.by_label:
+        """A source node; its source line and metadata are filled with the ops' (op_details),
+        its label made unique among the nodes before it then too when labels_later."""
+        later = self.labels_later
+        if not later and name in self.by_label:
             name = self.unique_label(name)
         stack = self.tracker.stack
         node = OpRecord(
@@ -132,13 +134,14 @@ class TensorBook:
             stack, None, None, None, 0, tensor.requires_grad, (), (), [], [], [],
             kind == "input", False, "", "", False, False, None, None, False, None, None,
         )  # fmt: skip
-        entry = (node, source, tensor.shape, tensor.dtype, tensor.device)
+        entry = (node, source, tensor.shape, tensor.dtype, tensor.device, SOURCE if later else None)
         if self.pending is None:
             fill_details(self, [entry])
         else:
             self.pending.append(entry)
         self.nodes.append(node)
-        self.by_label[name] = node
+        if not later:
+            self.by_label[name] = node
         if self.keeps_nothing:
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, -1)
         else:  # sources are references: free to keep
@@ -146,6 +149,17 @@ class TensorBook:
             self.values.keep_source(node, tensor, version, kind == "input")
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
         return node
+
+    def place(self, node: OpRecord, key: Any) -> None:
+        """Give a node whose label was left for later its label, as if given when it was made
+        (fill_details calls this in the order the nodes were made)."""
+        if key is not SOURCE:
+            self.layers.place(node, key)
+            return
+        name = node.label
+        if name in self.by_label:  # a parameter named like a node before it
+            name = node.label = node.func = node.layer = self.unique_label(name)
+        self.by_label[name] = node
 
     def alias(self, tensor: Tensor, of: Tensor) -> None:
         """`tensor` wraps `of`'s memory and version counter, made where no mode sees it
@@ -246,68 +260,88 @@ class TensorBook:
         """_resolve_inputs for plain tensors and literals (scalars, slices, flat tuples and
         lists of them: shapes, dims, indices), positional or keyword (the hot path; torch's
         Python wrappers such as F.layer_norm pass tensors by keyword); None for any other
-        call."""
-        arguments: Iterable[tuple[str, Any]] = zip(POSITION_TEXT, args, strict=False)
-        tensor_kwargs = False
-        if kwargs:
-            if len(args) + len(kwargs) > MAX_FAST_ARGS:
-                return None
-            for value in kwargs.values():
-                kind = type(value)
-                if kind is Tensor or kind is Parameter:
-                    tensor_kwargs = True
-                elif kind not in LEAF_TYPES and not is_literal(value):
-                    return None
-            kwargs = dict(kwargs)
-            if tensor_kwargs:  # after the positional ones, as scan_call orders them
-                arguments = chain(arguments, kwargs.items())
-        elif len(args) > MAX_FAST_ARGS:
+        call. One pass over the arguments resolves the tensors and makes the template."""
+        if len(args) + (len(kwargs) if kwargs else 0) > MAX_FAST_ARGS:
             return None
-        producers = self._producers
-        check_writes = not self.keeps_nothing  # a write matters only to saved values
-        track = self.track_versions
         parent_refs: ParentRefs = []
         literals: dict[int, Tensor] | None = None
-        for position, value in arguments:
+        # positional: the arguments as they are, a slot where a tensor was (made on the
+        # first literal after a tensor, or the first tensor after a literal)
+        template: list[Any] | None = None
+        for i, value in enumerate(args):
             kind = type(value)
-            if kind is not Tensor and kind is not Parameter:
-                if kind in LEAF_TYPES or is_literal(value):
-                    continue
-                return None
-            entry = producers.get(id(value))
-            if entry is not None and entry[0]() is value:
-                parent = entry[1]
-                if check_writes:
-                    # Written through another view since it was produced (its version
-                    # moved): no node holds its current value, so the replay keeps a copy.
-                    try:
-                        moved = (value._version if track else self._version(value)) != entry[3]
-                    except RuntimeError:  # an inference tensor made outside the trace
-                        moved = self._version(value) != entry[3]
-                    if moved:
-                        literals = self._literal(literals, len(parent_refs), value)
-                parent_refs.append((position, parent, entry[2]))
-            elif is_wrapped(value) or transform_running():
-                return None  # inside a torch.func transform: the careful path
+            if kind is Tensor or kind is Parameter:
+                slot = len(parent_refs)
+                position = POSITION_TEXT[i]
+                literals = self._resolve_tensor(func, position, value, parent_refs, literals)
+                if literals is _NOT_PLAIN:
+                    return None
+                if template is not None:
+                    template[i] = SLOTS[slot]
+                elif slot != i:  # literals before it: the template starts here
+                    template = list(args)
+                    template[i] = SLOTS[slot]
+            elif kind in LEAF_TYPES or is_literal(value):
+                if template is None and parent_refs:  # tensors before it
+                    template = [*SLOTS[: len(parent_refs)], *args[len(parent_refs) :]]
             else:
-                parent, output_index = self._source_for(value, func)
-                parent_refs.append((position, parent, output_index))
-        n_tensors = len(parent_refs)
-        if tensor_kwargs:
-            slots = iter(SLOTS)
-            template: tuple[Any, ...] = tuple([_slot_or(v, slots) for v in args])
-            kwargs = {k: _slot_or(v, slots) for k, v in kwargs.items()}  # type: ignore[union-attr]
-        elif n_tensors == len(args):  # only tensors: a shared template
-            template = ALL_SLOTS[n_tensors]
-        elif n_tensors == 0:
-            template = args
+                return None
+        n_positional = len(parent_refs)
+        if template is not None:
+            args_template: tuple[Any, ...] = tuple(template)
+        elif n_positional:  # only tensors: a shared template
+            args_template = ALL_SLOTS[n_positional]
         else:
-            slots = iter(SLOTS)
-            template = tuple([_slot_or(v, slots) for v in args])
-        replay = ReplayCall(func, template, kwargs or _NO_KWARGS)
+            args_template = args
+        kwargs_template = _NO_KWARGS
+        if kwargs:
+            kwargs_template = dict(kwargs)
+            for key, value in kwargs.items():
+                kind = type(value)
+                if kind is Tensor or kind is Parameter:
+                    slot = len(parent_refs)
+                    literals = self._resolve_tensor(func, key, value, parent_refs, literals)
+                    if literals is _NOT_PLAIN:
+                        return None
+                    kwargs_template[key] = SLOTS[slot]
+                elif kind not in LEAF_TYPES and not is_literal(value):
+                    return None
+        # ReplayCall(func, args_template, kwargs_template) without its __init__'s frame
+        replay = _new_object(ReplayCall)
+        replay.func, replay.args, replay.kwargs = func, args_template, kwargs_template
         if literals is not None:
             replay.literals = literals
         return replay, parent_refs, ()  # params: filled after the pass (op_details)
+
+    def _resolve_tensor(
+        self,
+        func: Callable[..., Any],
+        position: str,
+        value: Tensor,
+        parent_refs: ParentRefs,
+        literals: dict[int, Tensor] | None,
+    ) -> dict[int, Tensor] | None:
+        """Append (position, producer, output index) of a plain tensor argument; the
+        literals (a copy of a value no node holds), or _NOT_PLAIN when the tensor belongs to
+        a torch.func transform (the careful path records that call)."""
+        entry = self._producers.get(id(value))
+        if entry is not None and entry[0]() is value:
+            if not self.keeps_nothing:  # a write matters only to saved values
+                # Written through another view since it was produced (its version moved):
+                # no node holds its current value, so the replay keeps a copy.
+                try:
+                    version = value._version if self.track_versions else self._version(value)
+                except RuntimeError:  # an inference tensor made outside the trace
+                    version = self._version(value)
+                if version != entry[3]:
+                    literals = self._literal(literals, len(parent_refs), value)
+            parent_refs.append((position, entry[1], entry[2]))
+        elif is_wrapped(value) or transform_running():
+            return _NOT_PLAIN  # type: ignore[return-value]
+        else:
+            parent, output_index = self._source_for(value, func)
+            parent_refs.append((position, parent, output_index))
+        return literals
 
     def _resolve_any_inputs(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None

@@ -127,3 +127,38 @@ def test_rows_floor_keeps_one_row_per_recorded_op_with_its_producers():
     expected = [[made_by.get(arg.parent, -1) for arg in op.parent_args] for op in log.ops]
     assert [row[2] for row in mode.rows] == expected
     assert mode.rows[-1][3] == tuple(out.shape) and mode.rows[-1][7] is out
+
+
+def test_trace_phases_anchors_match_the_recorder(tmp_path):
+    """bench.trace_phases patches a copy of lens_widget at anchors in its source: each must
+    still occur once, or the phase table silently stops adding up."""
+    from bench.trace_phases import instrumented_copy
+
+    instrumented_copy(tmp_path)  # exits naming an anchor that no longer matches
+    recorder = (tmp_path / "lens_widget" / "capture" / "recorder.py").read_text()
+    assert recorder.count('PH["') >= 10 and "thread_time_ns" in recorder
+
+
+def test_real_per_op_tells_two_logs_apart():
+    """bench.real_per_op --baseline checks that both versions make the same log before timing
+    them: its check must see a difference in any record field and in replay templates."""
+    import torch
+    from torch import nn
+
+    import lens_widget as lw
+    from bench.real_per_op import same_log
+
+    model, x = nn.Sequential(nn.Linear(3, 3), nn.ReLU()).eval(), torch.randn(2, 3)
+
+    def trace() -> lw.ModelLog:  # one line: the same sources
+        return lw.trace(model, x)
+
+    same_log(trace(), trace())
+    changed = trace()
+    changed.ops[1].source_code = "another line"
+    with pytest.raises(AssertionError, match="source_code"):
+        same_log(trace(), changed)
+    changed = trace()
+    changed.ops[0].replay[0].args = (changed.ops[0].replay[0].args[0], 7, 7)
+    with pytest.raises(AssertionError, match="replay calls differ"):
+        same_log(trace(), changed)

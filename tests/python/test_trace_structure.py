@@ -171,6 +171,25 @@ def test_labels_never_collide_with_parameter_names():
     assert log["output"].kind == "param" and log["output#2"].kind == "output"
 
 
+@pytest.mark.parametrize("save", ["all", None, ["mul_1_1"], lambda op: True])
+def test_a_parameter_named_like_an_earlier_op_gets_a_label_of_its_own(save):
+    """A plain trace labels its nodes after the pass, the others as they are made: the same
+    labels either way, a source named like a node made before it made unique."""
+
+    class Named(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_parameter("mul_1_1", nn.Parameter(torch.ones(3)))
+
+        def forward(self, x):
+            y = x * 2  # the op mul_1_1, made before the parameter's source
+            return y + self.mul_1_1
+
+    log = lw.trace(Named(), torch.ones(3), save=save)
+    assert [n.label for n in log.nodes] == ["input.0", "mul_1_1", "mul_1_1#2", "add_1_2", "output"]
+    assert log["mul_1_1#2"].kind == "param" and log["add_1_2"].parents == ["mul_1_1", "mul_1_1#2"]
+
+
 def test_helper_called_from_two_lines_is_two_layers_but_a_loop_folds():
     def rotate(t):
         return torch.cat((-t[..., 1:], t[..., :1]), dim=-1)
