@@ -22,7 +22,7 @@ PIP_INSTALL := $(PIP) install -c $(LOCK) $(FIND_LINKS)
 # (editables: what hatchling needs for an editable install).
 BUILD_TOOLS := hatchling hatch-jupyter-builder editables
 CHROMIUM ?= /usr/bin/chromium
-PY_DIRS := lens_widget tests bench
+PY_DIRS := lens_widget tests bench model_zoo
 
 STAMP_VENV := $(VENV)/.stamp-venv
 STAMP_TORCH := $(VENV)/.stamp-torch

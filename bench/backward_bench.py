@@ -28,9 +28,9 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 import lens_widget as lw
+from model_zoo import BENCH_MODELS, ZooCase
 
 from .measure import median, timed
-from .zoo import BENCH_MODELS, ZooCase
 
 TARGET = 1.6
 

@@ -17,7 +17,7 @@ python3 -c "import torch, transformers; print('torch', torch.__version__, 'trans
 # smoke: a traced tiny GPT-2 on the GPU, else stop before spending the budget
 timeout 60 python3 -c "
 import torch, lens_widget as lw
-from bench.zoo import BENCH_MODELS
+from model_zoo import BENCH_MODELS
 c = BENCH_MODELS['gpt2']('tiny').to(torch.device('cuda'))
 log = lw.trace(c.model, c.args, c.kwargs); print('smoke ok:', len(log.ops), 'ops on', log.ops[0].activation.device if log.ops[0].activation is not None else '?')
 " 2>&1 | tee "$OUT/smoke.txt" || exit 1

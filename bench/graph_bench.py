@@ -14,8 +14,9 @@ from typing import Any
 
 import torch
 
+from model_zoo import chain
+
 from .measure import median, settle, timed
-from .zoo import chain
 
 
 def _payload_builder() -> Callable[[Any], Any] | None:

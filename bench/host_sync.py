@@ -21,8 +21,7 @@ from typing import Any
 import torch
 
 import lens_widget as lw
-
-from .zoo import BENCH_MODELS, ZooCase
+from model_zoo import BENCH_MODELS, ZooCase
 
 _PACKAGE = "/lens_widget/"
 

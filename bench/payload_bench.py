@@ -3,7 +3,7 @@
     python -m bench.payload_bench [--quick]     # prints the figures as JSON
     python -m bench.payload_bench --kernel 20000,100000   # only the kernel-side timings
 
-Kernel side: for a synthetic chain of nested `Sequential`s (bench.zoo.chain, folded into one
+Kernel side: for a synthetic chain of nested `Sequential`s (model_zoo.chain, folded into one
 `×N` stack) and a flat loop of tiny ops (bench.per_op.TinyLoop: 3 ops per `Linear`, nothing
 folds), each of ~20k and ~100k ops: the trace (save=None), `LensWidget.from_log` (it builds
 the payload and encodes it when the widget opens), then on a fresh trace of the same model
@@ -42,11 +42,11 @@ from transformers import GPT2Config, GPT2LMHeadModel
 import lens_widget
 from lens_widget.widget import LensWidget, wire
 from lens_widget.widget.payload import build_payload
+from model_zoo import ZooCase, chain
+from model_zoo.case import build, token_ids
+from model_zoo.synthetic_payload import make_payload
 
 from .per_op import TinyLoop
-from .zoo import ZooCase, chain
-from .zoo.case import build, token_ids
-from .zoo.synthetic_payload import make_payload
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GPT2_BASE_OPS = 13  # ops of a 0-layer GPT-2 here (embeddings, final norm, head, outputs)

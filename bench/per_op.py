@@ -44,10 +44,10 @@ import torch
 from torch import nn
 
 import lens_widget as lw
+from model_zoo.case import ZooCase
 
 from .device import DEVICES, device_name, pick_device, synchronizer
 from .tracers import KeepOutputs, KeepRows, TorchLens
-from .zoo.case import ZooCase
 
 
 class TinyLoop(nn.Module):

@@ -19,8 +19,7 @@ import torch
 from pyinstrument import Profiler
 
 import lens_widget
-
-from .zoo import BENCH_MODELS, chain
+from model_zoo import BENCH_MODELS, chain
 
 
 def _key(frame: Any) -> str:

@@ -49,10 +49,10 @@ import transformers
 from torch.overrides import TorchFunctionMode
 
 import lens_widget as lw
+from model_zoo import BENCH_MODELS
+from model_zoo.case import ZooCase, build, generator
 
 from .tracers import KeepOutputs, KeepRows
-from .zoo import BENCH_MODELS
-from .zoo.case import ZooCase, build, generator
 
 SEQ = 128
 ROOT = Path(__file__).resolve().parent.parent

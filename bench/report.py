@@ -193,7 +193,7 @@ frame, and the same for the default view).
 HOW = """\
 ## How we measured
 
-- **Tracing.** One process, models built from configs with random weights (`bench/zoo/`),
+- **Tracing.** One process, models built from configs with random weights (`model_zoo/`),
   inputs from fixed seeds, `model.eval()`, all contenders under the same grad mode
   (`torch.no_grad()`; rows marked *(grad)* use grad mode on). Per model: one untimed warm-up
   of every contender (its result gives the op counts and saved bytes), then at least

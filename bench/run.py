@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from model_zoo import BENCH_MODELS
+
 from .backward_bench import bench_backward
 from .device import DEVICES, device_name, pick_device, synchronizer
 from .environment import LoadMeter, machine_info
@@ -26,7 +28,6 @@ from .history import git_commit, run_file_name, write_run
 from .report import write_report
 from .trace_bench import bench_case
 from .tracers import Mode, TorchLens, all_modes
-from .zoo import BENCH_MODELS
 
 # What a CUDA run leaves out, and why (the report prints these).
 CUDA_SKIPS = {

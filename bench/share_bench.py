@@ -32,16 +32,16 @@ import lens_widget as lw
 from lens_widget.log.model_log import DEFAULT_HTML_BYTES
 from lens_widget.widget import wire
 from lens_widget.widget.html_export import page_blocks
+from model_zoo import gpt2
 
 from .chromium import CHROMIUM, CHROMIUM_ARGS
-from .zoo import gpt2
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
 # The notebook: one cell tracing the model, then one cell per widget.
 SETUP = """\
 import lens_widget as lw
-from bench.zoo import chain
+from model_zoo import chain
 case = chain({n_ops})
 log = lw.trace(case.model, case.args)"""
 WIDGET = "lw.LensWidget.from_log(log)"

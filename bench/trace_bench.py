@@ -13,9 +13,10 @@ from typing import Any
 
 import torch
 
+from model_zoo import ZooCase
+
 from .measure import median, peak_rss_delta, settle, timed
 from .tracers import Mode
-from .zoo import ZooCase
 
 
 def _run(mode: Mode, case: ZooCase, grad: bool, sync: Callable[[], None]) -> tuple[float, Any]:

@@ -15,7 +15,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
-from .zoo import ZooCase
+from model_zoo import ZooCase
 
 
 def distinct_storage_bytes(tensors: Iterable[Any], exclude: set[int]) -> int:

@@ -4,7 +4,7 @@ The built ESM (lens_widget/static/widget.js) runs in a plain page with a stand-i
 model; activation requests go to the real Python handler (lens_widget.widget.requests)
 through `page.expose_function`, so "click to plot" includes the kernel-side reduction of the
 tensor, the binary buffer and the Plotly draw. Graphs: synthetic ViT-like payloads
-(bench/zoo/synthetic_payload.py) of ~500-10000 ops whose every node answers with a
+(model_zoo/synthetic_payload.py) of ~500-10000 ops whose every node answers with a
 1M-element tensor, and a real traced model; for 100,000 ops first paint only. The page gets
 the graph as the kernel syncs it (lens_widget/widget/wire.py's bytes), so first paint
 includes decoding it.
@@ -29,6 +29,8 @@ from transformers import GPT2Config, GPT2LMHeadModel
 import lens_widget
 from lens_widget.widget import wire
 from lens_widget.widget.payload import build_payload
+from model_zoo import gpt2
+from model_zoo.synthetic_payload import make_payload
 
 from .chromium import CHROMIUM, CHROMIUM_ARGS
 from .measure import median
@@ -43,8 +45,6 @@ from .widget_actions import (
     wait_idle,
 )
 from .widget_page import BENCH_JS, PAGE, AnyNode, Kernel
-from .zoo import gpt2
-from .zoo.synthetic_payload import make_payload
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WIDGET_JS = ROOT / "lens_widget" / "static" / "widget.js"

@@ -13,7 +13,7 @@ const outfile = join(root, "lens_widget", "static", "widget.js");
 const minify = !process.argv.includes("--dev");
 
 const worker = await esbuild.build({
-  entryPoints: [join(root, "js", "src", "layout", "layoutWorker.ts")],
+  entryPoints: [join(root, "js", "src", "layout", "workerEntry.ts")],
   bundle: true,
   format: "iife",
   platform: "browser",

@@ -2,8 +2,8 @@
 // tests/browser and bench/widget_bench.py to wait for layouts and to find things on screen.
 // Its surface is a contract with those readers: add to it, do not change it.
 import { groupLines, nodeLines } from "./layout/labels";
-import type { Rect } from "./layout/layoutPlan";
-import type { ViewName } from "./model/protocol";
+import type { Rect } from "./layout/scenePlan";
+import type { ViewName } from "./graph/protocol";
 import { LABEL_FONT, labelBoxes, traceEdge } from "./render/drawEdges";
 import type { Renderer } from "./render/renderer";
 

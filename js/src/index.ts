@@ -1,7 +1,7 @@
 // anywidget entry point; also the standalone HTML page's (renderPage).
 import type { RenderProps } from "@anywidget/types";
 import { LensApp } from "./app";
-import type { WidgetTraits } from "./model/protocol";
+import type { WidgetTraits } from "./graph/protocol";
 
 export { renderPage } from "./page";
 

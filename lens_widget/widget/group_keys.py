@@ -1,11 +1,11 @@
 """Addresses the `expanded` trait may hold besides module addresses: the frontend's own
-groups (js/src/model/folds.ts), which a user can also open from Python.
+groups (js/src/graph/folds.ts), which a user can also open from Python.
 
 - a repeated-block stack: its first block's address, "×", the number of blocks
   ("transformer.h.0×24");
 - an output group: "output.<name>" for the outputs "output.<name>.…" of one kind
   ("output.past_key_values" holds every KV-cache tensor);
-- a chunk of a box with too many children to draw at once (js/src/model/chunks.ts): the box's
+- a chunk of a box with too many children to draw at once (js/src/graph/chunks.ts): the box's
   address ("" for the model itself), "#", the 1-based positions of its first and last child
   ("#1-100", "encoder.layers#101-200").
 """

@@ -21,8 +21,8 @@ transformers = pytest.importorskip("transformers")
 from torch import nn  # noqa: E402
 
 import lens_widget as lw  # noqa: E402
-from bench.zoo import TEST_MODELS  # noqa: E402
 from lens_widget.widget.payload import build_payload  # noqa: E402
+from model_zoo import TEST_MODELS  # noqa: E402
 
 # In the page: every header text box, every edge sample inside one, every label over one.
 MEASURE = """() => {

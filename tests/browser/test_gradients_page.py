@@ -16,8 +16,8 @@ from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo.language import bert, gpt2
 from lens_widget.widget.lens_widget import LensWidget
+from model_zoo.language import bert, gpt2
 from tests.python.gradient_fixture import squared_mean, traced_with_grads
 
 MAIN = "[data-testid=plot-main]"

@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import lens_widget as lw  # noqa: E402
-from bench.zoo import TEST_MODELS  # noqa: E402
 from lens_widget.widget.payload import build_payload  # noqa: E402
+from model_zoo import TEST_MODELS  # noqa: E402
 
 STACK = "@transformer.h.0×24"
 

@@ -1,5 +1,5 @@
 """A graph of 20,000 ops whose model runs ~950 blocks in a row: the widget paints it as a few
-chunks of blocks (js/src/model/chunks.ts), and an op deep inside one is found by search,
+chunks of blocks (js/src/graph/chunks.ts), and an op deep inside one is found by search,
 selected and drawn, with no edge through a box it does not connect."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from lens_harness import kernel_log, lens, open_widget, wait_idle
 from scene_checks import edge_crossings
 
-from bench.zoo.synthetic_payload import make_payload
+from model_zoo.synthetic_payload import make_payload
 
-CHUNK_LIMIT = 200  # js/src/model/chunks.ts
+CHUNK_LIMIT = 200  # js/src/graph/chunks.ts
 
 
 @pytest.fixture(scope="module")

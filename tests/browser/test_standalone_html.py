@@ -15,8 +15,8 @@ from lens_harness import click_item, lens, wait_idle
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS
 from lens_widget.widget.html_export import BUNDLE, page_blocks
+from model_zoo import TEST_MODELS
 
 pytestmark = pytest.mark.skipif(not BUNDLE.exists(), reason="frontend bundle not built")
 LOCAL = ("file://", "blob:", "data:")

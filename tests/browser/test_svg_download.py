@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lens_harness import click_item, lens, open_widget, wait_idle
 
-from bench.zoo.synthetic_payload import make_payload
+from model_zoo.synthetic_payload import make_payload
 
 SVG = "{http://www.w3.org/2000/svg}"
 

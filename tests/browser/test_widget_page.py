@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from lens_harness import click_item, kernel_log, lens, open_widget, wait_idle, widget_kernel
 
-from bench.zoo.synthetic_payload import make_payload
+from model_zoo.synthetic_payload import make_payload
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 // Small hand-made GraphPayloads for unit tests.
-import type { EdgeInfo, GraphPayload, ModuleInfo, NodeInfo, NodeKind } from "../../js/src/model/protocol";
+import type { EdgeInfo, GraphPayload, ModuleInfo, NodeInfo, NodeKind } from "../../js/src/graph/protocol";
 
 export function node(id: string, groups: string[], opts: Partial<NodeInfo> & { kind?: NodeKind } = {}): NodeInfo {
   const module = groups.length ? groups[groups.length - 1].replace(/:\d+$/, "") : "";

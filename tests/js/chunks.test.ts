@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_METRICS, groupLines } from "../../js/src/layout/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
-import { planLayout, SizeCache } from "../../js/src/layout/layoutPlan";
-import { CHUNK_LIMIT, chunkSpans } from "../../js/src/model/chunks";
-import { defaultExpansion } from "../../js/src/model/defaultExpansion";
-import type { EdgeInfo, NodeInfo } from "../../js/src/model/protocol";
-import { search } from "../../js/src/model/search";
-import { buildModel, type GraphModel, ROOT } from "../../js/src/model/tree";
-import { closedAround, computeVisible, countVisible } from "../../js/src/model/visibility";
+import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
+import { planLayout, SizeCache } from "../../js/src/layout/scenePlan";
+import { CHUNK_LIMIT, chunkSpans } from "../../js/src/graph/chunks";
+import { defaultExpansion } from "../../js/src/graph/defaultExpansion";
+import type { EdgeInfo, NodeInfo } from "../../js/src/graph/protocol";
+import { search } from "../../js/src/graph/search";
+import { buildModel, type GraphModel, ROOT } from "../../js/src/graph/tree";
+import { closedAround, computeVisible, countVisible } from "../../js/src/graph/visibility";
 import { edge, node, payload } from "./builders";
 import { crossings, laidOut } from "./geometry";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { defaultExpansion } from "../../js/src/model/defaultExpansion";
-import { buildModel } from "../../js/src/model/tree";
-import { computeVisible } from "../../js/src/model/visibility";
+import { defaultExpansion } from "../../js/src/graph/defaultExpansion";
+import { buildModel } from "../../js/src/graph/tree";
+import { computeVisible } from "../../js/src/graph/visibility";
 import { nested, wide } from "./builders";
 
 describe("defaultExpansion", () => {

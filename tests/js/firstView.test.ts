@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { pickAnchor, placeAnchor } from "../../js/src/render/anchor";
 import { DEFAULT_METRICS } from "../../js/src/layout/labels";
-import { heightFloor, SizeCache } from "../../js/src/layout/layoutPlan";
+import { heightFloor, SizeCache } from "../../js/src/layout/scenePlan";
 import { FIRST_MIN_SCALE, FitSearch, mayFitHeight, wholeScale } from "../../js/src/render/camera";
 import type { Frame } from "../../js/src/render/frame";
 import { miniFit, partlyOffScreen } from "../../js/src/render/minimap";

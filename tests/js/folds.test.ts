@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { groupLines } from "../../js/src/layout/labels";
-import { expansionLevels } from "../../js/src/model/defaultExpansion";
-import { allChains, outputKind, stackKey } from "../../js/src/model/folds";
-import { GraphViews } from "../../js/src/model/graphViews";
-import type { GraphPayload } from "../../js/src/model/protocol";
-import { buildModel } from "../../js/src/model/tree";
-import { allGroups, closedAround, computeVisible, groupIsOpen, toggledGroup } from "../../js/src/model/visibility";
+import { expansionLevels } from "../../js/src/graph/defaultExpansion";
+import { allChains, outputKind, stackKey } from "../../js/src/graph/folds";
+import { GraphViews } from "../../js/src/graph/graphViews";
+import type { GraphPayload } from "../../js/src/graph/protocol";
+import { buildModel } from "../../js/src/graph/tree";
+import { allGroups, closedAround, computeVisible, groupIsOpen, toggledGroup } from "../../js/src/graph/visibility";
 import { gpt, wide } from "./builders";
 
 const items = (p: GraphPayload, view: "rolled" | "unrolled", expanded: string[]) =>

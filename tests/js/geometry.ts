@@ -2,11 +2,11 @@
 // segment enter a box it does not connect?
 import { type EdgeGeom, edgeGeometry } from "../../js/src/layout/edges";
 import { DEFAULT_METRICS } from "../../js/src/layout/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
-import { composeScene, planLayout, type Rect, type Scene, SizeCache } from "../../js/src/layout/layoutPlan";
-import type { GraphPayload, ViewName } from "../../js/src/model/protocol";
-import { buildModel, type GraphModel } from "../../js/src/model/tree";
-import { computeVisible, type Visible } from "../../js/src/model/visibility";
+import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
+import { composeScene, planLayout, type Rect, type Scene, SizeCache } from "../../js/src/layout/scenePlan";
+import type { GraphPayload, ViewName } from "../../js/src/graph/protocol";
+import { buildModel, type GraphModel } from "../../js/src/graph/tree";
+import { computeVisible, type Visible } from "../../js/src/graph/visibility";
 
 /** Every group's address of a view (what Expand all opens). */
 export function allGroups(p: GraphPayload, view: ViewName): string[] {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { Gradients, gradientsOf } from "../../js/src/model/gradients";
-import type { BackwardNodeInfo, GradientInfo, LeafInfo } from "../../js/src/model/protocol";
-import { buildModel } from "../../js/src/model/tree";
-import { computeVisible } from "../../js/src/model/visibility";
+import { Gradients, gradientsOf } from "../../js/src/graph/gradients";
+import type { BackwardNodeInfo, GradientInfo, LeafInfo } from "../../js/src/graph/protocol";
+import { buildModel } from "../../js/src/graph/tree";
+import { computeVisible } from "../../js/src/graph/visibility";
 import { gradientCaption } from "../../js/src/panel/format";
 import { itemValues, metricInfo, offeredMetrics, starvedItems } from "../../js/src/render/overlay";
 import { nested } from "./builders";

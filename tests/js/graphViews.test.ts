@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { GraphViews } from "../../js/src/model/graphViews";
-import type { GraphPayload } from "../../js/src/model/protocol";
+import { GraphViews } from "../../js/src/graph/graphViews";
+import type { GraphPayload } from "../../js/src/graph/protocol";
 import { edge, node, payload } from "./builders";
 
 /** A cell run twice: unrolled tanh_1_1:1 and tanh_1_1:2 fold into the rolled layer tanh_1_1. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { enterBox, entryX, labelAnchor, pointAlong, TITLE_GAP, titleRect } from "../../js/src/layout/headers";
 import { BOX_HEADER } from "../../js/src/layout/labels";
-import type { Rect } from "../../js/src/layout/layoutPlan";
+import type { Rect } from "../../js/src/layout/scenePlan";
 import { nested } from "./builders";
 import { laidOut } from "./geometry";
 

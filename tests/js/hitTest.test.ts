@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BOX_HEADER } from "../../js/src/layout/labels";
-import type { Rect, Scene } from "../../js/src/layout/layoutPlan";
+import type { Rect, Scene } from "../../js/src/layout/scenePlan";
 import { hitTest } from "../../js/src/render/hitTest";
 
 const rect = (x: number, y: number, w: number, h: number): Rect => ({ x, y, w, h });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_METRICS } from "../../js/src/layout/labels";
-import { boxSize, type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
-import { composeScene, planLayout, type Rect, SizeCache } from "../../js/src/layout/layoutPlan";
-import { buildModel } from "../../js/src/model/tree";
-import { computeVisible } from "../../js/src/model/visibility";
+import { boxSize, type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
+import { composeScene, planLayout, type Rect, SizeCache } from "../../js/src/layout/scenePlan";
+import { buildModel } from "../../js/src/graph/tree";
+import { computeVisible } from "../../js/src/graph/visibility";
 import { nested, wide } from "./builders";
 
 const m = buildModel(nested(), "unrolled");

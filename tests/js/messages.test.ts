@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { decodeActivation, decodeFloat32, RequestClient, RequestError } from "../../js/src/kernel/messages";
 import type { MessageChannel } from "../../js/src/kernel/widgetModel";
-import type { ActivationResult } from "../../js/src/model/protocol";
+import type { ActivationResult } from "../../js/src/graph/protocol";
 
 function f32Bytes(values: number[], offset: number): DataView {
   const raw = new ArrayBuffer(values.length * 4 + offset);

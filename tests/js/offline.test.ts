@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DISCONNECTED_CLASS, isDisconnected, needsKernel, notebookLink } from "../../js/src/kernel/kernelLink";
 import { decodeActivation, RequestClient, RequestError } from "../../js/src/kernel/messages";
 import { base64Bytes, type PageViews, readPage, ViewStore, withBuffers } from "../../js/src/kernel/offline";
-import type { ActivationResult, GraphPayload } from "../../js/src/model/protocol";
+import type { ActivationResult, GraphPayload } from "../../js/src/graph/protocol";
 import { nested } from "./builders";
 
 function result(id: string, dataShape: number[], extra: Partial<ActivationResult> = {}): ActivationResult {

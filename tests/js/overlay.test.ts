@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildModel } from "../../js/src/model/tree";
-import { computeVisible } from "../../js/src/model/visibility";
+import { buildModel } from "../../js/src/graph/tree";
+import { computeVisible } from "../../js/src/graph/visibility";
 import { aggregate, fmtMetric, itemValues, makeScale, rampColor, textOn, unrolledIdsOf } from "../../js/src/render/overlay";
 import { edge, nested, node, payload } from "./builders";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { wheelZoom } from "../../js/src/controls/canvasInput";
 import { clipStart, groupLines } from "../../js/src/layout/labels";
-import type { GroupNode } from "../../js/src/model/tree";
+import type { GroupNode } from "../../js/src/graph/tree";
 import { colorRange, finiteRange } from "../../js/src/panel/colorScale";
 import { indexCaption } from "../../js/src/panel/pickers";
 import { DARK, hostSaysDark, LIGHT } from "../../js/src/render/theme";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { runJobs } from "../../js/src/layout/layoutCore";
+import { runJobs } from "../../js/src/layout/boxLayout";
 import { bandRoute, rankBands } from "../../js/src/layout/routes";
-import type { EdgeInfo, GraphPayload, NodeInfo } from "../../js/src/model/protocol";
+import type { EdgeInfo, GraphPayload, NodeInfo } from "../../js/src/graph/protocol";
 import { crossings, laidOut, segmentHitsRect } from "./geometry";
 import { edge, nested, node, payload } from "./builders";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { search } from "../../js/src/model/search";
-import { buildModel } from "../../js/src/model/tree";
+import { search } from "../../js/src/graph/search";
+import { buildModel } from "../../js/src/graph/tree";
 import { nested } from "./builders";
 
 const m = buildModel(nested(), "unrolled");

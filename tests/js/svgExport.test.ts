@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { edgeGeometry } from "../../js/src/layout/edges";
 import { DEFAULT_METRICS, nodeLines } from "../../js/src/layout/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layout/layoutCore";
-import { composeScene, planLayout, SizeCache } from "../../js/src/layout/layoutPlan";
+import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
+import { composeScene, planLayout, SizeCache } from "../../js/src/layout/scenePlan";
 import { type Camera, fitCamera } from "../../js/src/render/camera";
 import type { Frame } from "../../js/src/render/frame";
 import { escapeXml, fontAttrs, SvgContext } from "../../js/src/render/svgContext";
 import { enlargement, frameToSvg, type SvgView } from "../../js/src/render/svgExport";
 import { LIGHT } from "../../js/src/render/theme";
-import { buildModel } from "../../js/src/model/tree";
-import { computeVisible } from "../../js/src/model/visibility";
+import { buildModel } from "../../js/src/graph/tree";
+import { computeVisible } from "../../js/src/graph/visibility";
 import { nested } from "./builders";
 
 const measure = (text: string, font: string): number => text.length * 0.6 * Number(/([\d.]+)px/.exec(font)![1]);

@@ -10,7 +10,7 @@ import {
   type SyncModel,
   TraitSync,
 } from "../../js/src/kernel/traitSync";
-import type { ViewName, WidgetTraits } from "../../js/src/model/protocol";
+import type { ViewName, WidgetTraits } from "../../js/src/graph/protocol";
 import { nested } from "./builders";
 
 const local = (view: ViewName, selected: string, expanded: string[] = []): LocalState => ({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ancestorAddresses, buildModel, groupAncestorAddresses, parseGroupKey, ROOT } from "../../js/src/model/tree";
+import { ancestorAddresses, buildModel, groupAncestorAddresses, parseGroupKey, ROOT } from "../../js/src/graph/tree";
 import { nested } from "./builders";
 
 describe("buildModel", () => {

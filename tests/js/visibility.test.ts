@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildModel } from "../../js/src/model/tree";
-import { computeVisible } from "../../js/src/model/visibility";
+import { buildModel } from "../../js/src/graph/tree";
+import { computeVisible } from "../../js/src/graph/visibility";
 import { nested } from "./builders";
 
 const m = buildModel(nested(), "unrolled");

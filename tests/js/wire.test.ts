@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { type KernelChanges, readGraph, type SyncModel, TraitSync } from "../../js/src/kernel/traitSync";
 import { decodeRaw, decodeWire, inflate, WireError } from "../../js/src/kernel/wire";
-import type { GraphPayload, WidgetTraits } from "../../js/src/model/protocol";
+import type { GraphPayload, WidgetTraits } from "../../js/src/graph/protocol";
 
 const fixture = (name: string): Uint8Array => new Uint8Array(readFileSync(new URL(`./fixtures/${name}`, import.meta.url)));
 const payloadJson = (): GraphPayload => JSON.parse(new TextDecoder().decode(fixture("wire_payload.json")));

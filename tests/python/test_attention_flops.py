@@ -13,8 +13,8 @@ from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget.log.flop_formulas import flop_counter_mode
+from model_zoo import TEST_MODELS as BUILDERS
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

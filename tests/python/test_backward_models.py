@@ -16,7 +16,7 @@ from cleanup_checks import seed_all, tensor_leaves
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS, ZooCase
+from model_zoo import TEST_MODELS, ZooCase
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

@@ -12,7 +12,7 @@ from function_module import FunctionModule
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS as BUILDERS
+from model_zoo import TEST_MODELS as BUILDERS
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

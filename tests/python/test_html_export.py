@@ -10,12 +10,12 @@ import torch
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS
 from lens_widget.widget import LensWidget, wire
 from lens_widget.widget.html_export import BUNDLE, page_blocks
 from lens_widget.widget.metric_values import metric_values
 from lens_widget.widget.page_views import MIN_VALUES, _pooled_shape
 from lens_widget.widget.tensor_view import tensor_view
+from model_zoo import TEST_MODELS
 
 pytestmark = pytest.mark.skipif(not BUNDLE.exists(), reason="frontend bundle not built")
 

@@ -18,8 +18,8 @@ from cleanup_checks import (
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget.widget.payload import build_payload
+from model_zoo import TEST_MODELS as BUILDERS
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

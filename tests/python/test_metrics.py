@@ -12,9 +12,9 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget.log.flop_formulas import flop_counter_mode
 from lens_widget.log.stats import activation_stats
+from model_zoo import TEST_MODELS as BUILDERS
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

@@ -21,7 +21,7 @@ from cleanup_checks import (
 )
 from torch import nn
 
-from bench.zoo import TEST_MODELS, ZooCase
+from model_zoo import TEST_MODELS, ZooCase
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

@@ -16,8 +16,8 @@ from transformers import (
 )
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS, chain
 from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
+from model_zoo import TEST_MODELS, chain
 
 
 def _gpt2(n_layer: int) -> lw.ModelLog:

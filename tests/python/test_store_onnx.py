@@ -10,8 +10,8 @@ import torch
 from function_module import FunctionModule
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget.store.onnx_export import CUSTOM_DOMAIN, node_name
+from model_zoo import TEST_MODELS as BUILDERS
 
 onnx = pytest.importorskip("onnx")
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget.store.table import COLUMNS
+from model_zoo import TEST_MODELS as BUILDERS
 
 pd = pytest.importorskip("pandas")
 

@@ -13,9 +13,9 @@ from small_models import view_then_write
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget.log.records import OpRecord
 from lens_widget.store.load import SavedError
+from model_zoo import TEST_MODELS as BUILDERS
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

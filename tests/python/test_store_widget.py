@@ -7,9 +7,9 @@ import pytest
 from widget_replies import Replies
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS as BUILDERS
 from lens_widget import LensWidget
 from lens_widget.widget.payload import NO_MODEL, build_payload
+from model_zoo import TEST_MODELS as BUILDERS
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

@@ -14,7 +14,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS
+from model_zoo import TEST_MODELS
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

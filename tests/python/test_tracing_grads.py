@@ -13,8 +13,8 @@ from small_models import Discriminator, Generator
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS
 from lens_widget.widget.lens_widget import LensWidget
+from model_zoo import TEST_MODELS
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

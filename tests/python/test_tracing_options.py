@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo import language
 from lens_widget.widget.payload import build_payload
+from model_zoo import language
 
 
 @pytest.fixture(scope="module")

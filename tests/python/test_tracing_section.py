@@ -9,7 +9,7 @@ from small_models import Discriminator, Generator
 from torch import nn
 
 import lens_widget as lw
-from bench.zoo import language
+from model_zoo import language
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from torch import nn
 from widget_replies import ask
 
 import lens_widget as lw
-from bench.zoo.torch_nn import looped
 from lens_widget.widget.lens_widget import LensWidget
+from model_zoo.torch_nn import looped
 
 
 def train_mlp() -> nn.Module:

@@ -52,7 +52,7 @@ def test_group_addresses() -> None:
 
 
 def test_chunk_addresses() -> None:
-    """Chunks of a box with thousands of children (js/src/model/chunks.ts): the model's own,
+    """Chunks of a box with thousands of children (js/src/graph/chunks.ts): the model's own,
     a module's, a stack's or an output group's."""
     modules = {"", "transformer", "transformer.h.0"}
     outputs = {"output.past_key_values"}

@@ -16,10 +16,10 @@ from torch import nn
 from wire_fixtures import EDGE_BIN, EDGE_VALUE, PAYLOAD_BIN, PAYLOAD_JSON
 
 import lens_widget as lw
-from bench.zoo import TEST_MODELS
-from bench.zoo.synthetic_payload import make_payload
 from lens_widget.widget import LensWidget, wire
 from lens_widget.widget.payload import build_payload
+from model_zoo import TEST_MODELS
+from model_zoo.synthetic_payload import make_payload
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ESBUILD = ROOT / "node_modules" / ".bin" / "esbuild"

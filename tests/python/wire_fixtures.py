@@ -13,8 +13,8 @@ import json
 import pathlib
 from typing import Any
 
-from bench.zoo.synthetic_payload import make_payload
 from lens_widget.widget import wire
+from model_zoo.synthetic_payload import make_payload
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "js" / "fixtures"
 EDGE_BIN = FIXTURES / "wire_edge.bin"

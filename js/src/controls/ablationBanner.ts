@@ -1,6 +1,6 @@
 // The banner of an ablation's comparison: what was ablated, how to read the graph, and the
 // way back to the plain trace ("back to the trace").
-import type { AblationInfo } from "../model/protocol";
+import type { AblationInfo } from "../graph/protocol";
 import { h } from "../render/dom";
 
 export class AblationBanner {

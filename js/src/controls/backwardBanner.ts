@@ -1,7 +1,7 @@
 // The banner of a backward pass that raised (a second backward through freed tensors, an
 // in-place change of a tensor saved for backward, a NaN check): its message, the forward op
 // whose saved tensors were involved (a link that selects it) and which pass freed them.
-import type { BackwardPassInfo } from "../model/protocol";
+import type { BackwardPassInfo } from "../graph/protocol";
 import { h } from "../render/dom";
 
 export class BackwardBanner {

@@ -4,7 +4,7 @@
 // else lets go) or with Ctrl/⌘ (a trackpad pinch sends that too), as map widgets do;
 // otherwise it scrolls the notebook and a hint says how to zoom. Engagement is our own flag,
 // not DOM focus: notebook hosts move focus to the cell on the same click.
-import { GROUP_PREFIX } from "../model/visibility";
+import { GROUP_PREFIX } from "../graph/visibility";
 import type { Hit } from "../render/hitTest";
 import type { Renderer } from "../render/renderer";
 

@@ -1,8 +1,8 @@
 // Everything a log with gradients adds around the graph: the "backward" button (in the overlay
 // bar) opening the panel of leaves and autograd nodes, and the banner of a backward that
 // raised. A log of a forward pass alone shows none of it.
-import { type Gradients, gradientsOf } from "../model/gradients";
-import type { GraphPayload } from "../model/protocol";
+import { type Gradients, gradientsOf } from "../graph/gradients";
+import type { GraphPayload } from "../graph/protocol";
 import { h } from "../render/dom";
 import { GradientPanel } from "../panel/gradientPanel";
 import { BackwardBanner } from "./backwardBanner";

@@ -1,6 +1,6 @@
 // The overlay bar: the metric picker, the linear/log switch, the "first NaN/Inf" button, the
 // side of a comparison the inspector plots, and the overlay's legend.
-import type { CompareSide, MetricName } from "../model/protocol";
+import type { CompareSide, MetricName } from "../graph/protocol";
 import { h } from "../render/dom";
 import { offeredMetrics, type ScaleMode } from "../render/overlay";
 import { OverlayLegend } from "../render/overlayLegend";

@@ -3,9 +3,9 @@
 // only and which side the inspector plots. The renderer asks it for each item's fill.
 import type { RequestClient } from "../kernel/messages";
 import { decodeFloat32 } from "../kernel/messages";
-import type { Gradients } from "../model/gradients";
-import type { CompareSide, FirstNonfiniteResult, GraphPayload, MetricName, MetricsResult } from "../model/protocol";
-import type { Visible } from "../model/visibility";
+import type { Gradients } from "../graph/gradients";
+import type { CompareSide, FirstNonfiniteResult, GraphPayload, MetricName, MetricsResult } from "../graph/protocol";
+import type { Visible } from "../graph/visibility";
 import type { NodeOverlay } from "../render/frame";
 import { itemValues, makeScale, metricInfo, rampColor, type ScaleMode, starvedItems, unrolledIdsOf } from "../render/overlay";
 import { NO_VALUE_COLOR, ONLY_A_COLOR } from "../render/overlayLegend";

@@ -1,5 +1,5 @@
 // The search box: results while typing, arrow keys to move, Enter or a click to jump.
-import type { SearchHit } from "../model/search";
+import type { SearchHit } from "../graph/search";
 import { h } from "../render/dom";
 
 export class SearchBox {

@@ -1,7 +1,7 @@
 // The toolbar: title, fit / expand all / collapse all, the view switch, the shapes and
 // parameters toggles, the search box, the SVG download, and the kernel's status.
-import type { ViewName } from "../model/protocol";
-import type { SearchHit } from "../model/search";
+import type { ViewName } from "../graph/protocol";
+import type { SearchHit } from "../graph/search";
 import { fmtCount } from "../panel/format";
 import { h } from "../render/dom";
 import { SearchBox } from "./searchBox";

@@ -3,7 +3,7 @@
 // ipywidgets marks the view of a model without a live comm with DISCONNECTED_CLASS: a notebook
 // reopened without its kernel (or with a new one), nbconvert's HTML. A kernel restarted under
 // a live view is not marked: the first request finds the comm gone (`lost`).
-import type { Request } from "../model/protocol";
+import type { Request } from "../graph/protocol";
 import type { RequestGate } from "./messages";
 
 export const DISCONNECTED_CLASS = "jupyter-widgets-disconnected";

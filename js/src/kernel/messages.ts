@@ -11,7 +11,7 @@ import type {
   Request,
   ResponseMessage,
   WaitingMessage,
-} from "../model/protocol";
+} from "../graph/protocol";
 import type { MessageChannel } from "./widgetModel";
 
 export type BufferLike = DataView | ArrayBuffer | ArrayBufferView;

@@ -4,7 +4,7 @@
 // "firstNonfinite" from the answers computed with them (page_answers.py). A request the page
 // cannot answer is refused by its gate, which says why (left out to fit the page, or needs a
 // kernel).
-import type { ActivationRequest, ActivationResult, FirstNonfiniteResult, MetricName, MetricsResult, Request, WidgetTraits } from "../model/protocol";
+import type { ActivationRequest, ActivationResult, FirstNonfiniteResult, MetricName, MetricsResult, Request, WidgetTraits } from "../graph/protocol";
 import type { RequestGate } from "./messages";
 import type { WidgetModel } from "./widgetModel";
 

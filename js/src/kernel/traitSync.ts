@@ -3,7 +3,7 @@
 // its own state before it writes, and anywidget reports every write back as a change event;
 // so a change event that matches the frontend's state is its own echo and is dropped, and a
 // change that came from the kernel is applied without being written back.
-import type { GraphPayload, ViewName, WidgetTraits } from "../model/protocol";
+import type { GraphPayload, ViewName, WidgetTraits } from "../graph/protocol";
 import type { WidgetModel } from "./widgetModel";
 import { decodeWire, isWireBytes } from "./wire";
 

@@ -1,4 +1,4 @@
-// The column fast paths of the box layout (layoutCore.ts): most module boxes (Linear,
+// The column fast paths of the box layout (boxLayout.ts): most module boxes (Linear,
 // LayerNorm, an MLP, a stack of blocks) are a chain, and stacking them in one column is what
 // dagre would do at a fraction of its fixed cost per call. Edges to a chain's ports (a stack
 // whose every block feeds a KV-cache output) run in one lane beside the column, where dagre

@@ -4,11 +4,11 @@
 // is below), follows the route between the two boxes in their common one, and descends into
 // the target's boxes the same way, entering each beside its title (headers.ts). Between levels
 // it only crosses a box's own border.
-import { edgeKey, type GraphModel } from "../model/tree";
-import { GROUP_PREFIX, type VisEdge, type Visible } from "../model/visibility";
+import { edgeKey, type GraphModel } from "../graph/tree";
+import { GROUP_PREFIX, type VisEdge, type Visible } from "../graph/visibility";
 import { enterBox } from "./headers";
-import { type GroupLayout, PORT_IN, PORT_OUT } from "./layoutCore";
-import type { Rect, Scene } from "./layoutPlan";
+import { type GroupLayout, PORT_IN, PORT_OUT } from "./boxLayout";
+import type { Rect, Scene } from "./scenePlan";
 import { boxesUpTo, itemOrder, loopsBack } from "./ports";
 import { dedupe, reversePoints } from "./routes";
 

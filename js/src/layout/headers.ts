@@ -2,13 +2,13 @@
 // left and may run over most of its width, and the box's content is centred under it; so an
 // edge going straight down into its item or port would cut through the text. An edge enters
 // instead at the top border just right of the title (a box's minimum width, headerWidth in
-// layoutPlan.ts, leaves ~15 px there), crosses the header band there, and turns to its item
+// scenePlan.ts, leaves ~15 px there), crosses the header band there, and turns to its item
 // in the padding below the header.
 // Edge labels are moved along their edge off any title.
-import type { GroupNode } from "../model/tree";
-import type { ViewName } from "../model/protocol";
+import type { GroupNode } from "../graph/tree";
+import type { ViewName } from "../graph/protocol";
 import { BOX_HEADER, BOX_PAD, FONT_PX, groupLines, type Metrics, SMALL_PX } from "./labels";
-import type { Rect } from "./layoutPlan";
+import type { Rect } from "./scenePlan";
 
 export const TITLE_X = 8; // the title's left, from the box's left (drawNodes.ts draws it there)
 export const TITLE_GAP = 6; // between the title's end and an edge entering beside it

@@ -1,7 +1,7 @@
 // Text shown on nodes and collapsed modules, and the box sizes derived from it.
-import { CHUNK_MARK } from "../model/chunks";
-import type { NodeInfo, ViewName } from "../model/protocol";
-import type { GroupNode } from "../model/tree";
+import { CHUNK_MARK } from "../graph/chunks";
+import type { NodeInfo, ViewName } from "../graph/protocol";
+import type { GroupNode } from "../graph/tree";
 
 export const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace";
 export const FONT_PX = 11;

@@ -3,9 +3,9 @@
 // and descends into every box around its target. Each box lays its ports out for them.
 // A loop back (to an item earlier in the common box) is drawn as the reverse of a path
 // that climbs out around its target and descends into its source's boxes.
-import { type GraphModel, ROOT } from "../model/tree";
-import { GROUP_PREFIX, type VisEdge, type Visible } from "../model/visibility";
-import { isBack } from "./layoutCore";
+import { type GraphModel, ROOT } from "../graph/tree";
+import { GROUP_PREFIX, type VisEdge, type Visible } from "../graph/visibility";
+import { isBack } from "./boxLayout";
 
 /** For each box, its direct items' positions in its item order (memoised per call). */
 export function itemOrder(vis: Visible): (box: string) => Map<string, number> {

@@ -2,7 +2,7 @@
 // chosen dim, and see the comparison clean vs ablated in one click (the kernel re-traces the
 // model with `intervene=`). Errors (no model to re-run, a refused request) show here.
 import type { OnWaiting } from "../kernel/messages";
-import type { AblateRequest, ActivationResult, NodeInfo } from "../model/protocol";
+import type { AblateRequest, ActivationResult, NodeInfo } from "../graph/protocol";
 import { h } from "../render/dom";
 
 export type AblateParams = AblateRequest["params"];

@@ -1,7 +1,7 @@
 // The inspector's "activation" section: one output of the node fetched from the kernel and
 // plotted, with pickers for the output, batch item and channel window, a histogram and stats.
 import type { Activation, OnWaiting } from "../kernel/messages";
-import type { ActivationRequest, ValueKind } from "../model/protocol";
+import type { ActivationRequest, ValueKind } from "../graph/protocol";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { noValueColor } from "./colorScale";

@@ -2,7 +2,7 @@
 // query × key map, recomputed by the kernel from the op's saved query, key and mask, with
 // pickers for the head and the batch item.
 import type { AttentionMap, OnWaiting } from "../kernel/messages";
-import type { AttentionRequest } from "../model/protocol";
+import type { AttentionRequest } from "../graph/protocol";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { indexSlider } from "./pickers";

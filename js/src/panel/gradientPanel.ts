@@ -1,8 +1,8 @@
 // The "backward" side panel of a log with gradients: the autograd leaves (those that got no
 // gradient first, highlighted) and, per backward pass, the autograd nodes that ran in
 // execution order, each linked to the forward op that created it.
-import type { Gradients } from "../model/gradients";
-import type { BackwardNodeInfo, LeafInfo } from "../model/protocol";
+import type { Gradients } from "../graph/gradients";
+import type { BackwardNodeInfo, LeafInfo } from "../graph/protocol";
 import { h } from "../render/dom";
 import { fmtShape } from "./format";
 

@@ -1,10 +1,10 @@
 // Side panel for the selected node: its facts, links to neighbours, and what the kernel
 // sends on demand: the attention weights of attention ops, and the node's activation.
 import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
-import type { ActivationResult } from "../model/protocol";
-import type { Gradients } from "../model/gradients";
-import type { NodeInfo } from "../model/protocol";
-import type { GraphModel } from "../model/tree";
+import type { ActivationResult } from "../graph/protocol";
+import type { Gradients } from "../graph/gradients";
+import type { NodeInfo } from "../graph/protocol";
+import type { GraphModel } from "../graph/tree";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { AblateSection, type AblateParams } from "./ablateSection";

@@ -1,6 +1,6 @@
 // The inspector's "activation | gradient" switch, for logs with gradients: which value of the
 // selected op is plotted, and with several backward passes which one (or their sum).
-import type { ValueKind } from "../model/protocol";
+import type { ValueKind } from "../graph/protocol";
 import { h } from "../render/dom";
 
 export class ValueSwitch {

@@ -1,7 +1,7 @@
 // What stays put when the view switches (unrolled <-> rolled): the selected op, or else the
 // item nearest the middle of the screen, keeps its place on screen and the zoom stays.
-import type { Rect } from "../layout/layoutPlan";
-import { type GraphModel, ROOT } from "../model/tree";
+import type { Rect } from "../layout/scenePlan";
+import { type GraphModel, ROOT } from "../graph/tree";
 import type { Camera } from "./camera";
 import type { Frame } from "./frame";
 

@@ -1,5 +1,5 @@
 // Where the camera starts: pure math on the scene bounds, so it can be unit tested.
-import type { Rect } from "../layout/layoutPlan";
+import type { Rect } from "../layout/scenePlan";
 
 export interface Camera {
   scale: number;

@@ -4,7 +4,7 @@
 import type { EdgeGeom } from "../layout/edges";
 import { labelAnchor } from "../layout/headers";
 import { FONT_FAMILY, SMALL_PX } from "../layout/labels";
-import type { Rect } from "../layout/layoutPlan";
+import type { Rect } from "../layout/scenePlan";
 import type { Frame, Paint } from "./frame";
 
 export const LABEL_FONT = `${SMALL_PX - 1}px ${FONT_FAMILY}`;

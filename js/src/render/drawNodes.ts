@@ -2,8 +2,8 @@
 // (coloured by kind) and the collapsed modules, as much detail as the zoom allows.
 import { TITLE_X } from "../layout/headers";
 import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "../layout/labels";
-import type { Rect } from "../layout/layoutPlan";
-import type { NodeInfo } from "../model/protocol";
+import type { Rect } from "../layout/scenePlan";
+import type { NodeInfo } from "../graph/protocol";
 import type { Paint } from "./frame";
 import { textOn } from "./overlay";
 import { GRAD_NONFINITE_MARK, NO_GRAD_STROKE } from "./overlayLegend";

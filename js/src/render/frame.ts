@@ -1,8 +1,8 @@
 // What the renderer draws (a Frame: one laid-out view) and what each drawing pass is given.
 import type { EdgeGeom } from "../layout/edges";
-import type { Rect, Scene } from "../layout/layoutPlan";
-import type { GraphModel } from "../model/tree";
-import type { Visible } from "../model/visibility";
+import type { Rect, Scene } from "../layout/scenePlan";
+import type { GraphModel } from "../graph/tree";
+import type { Visible } from "../graph/visibility";
 import type { Theme } from "./theme";
 
 export interface Frame {

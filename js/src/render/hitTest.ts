@@ -1,6 +1,6 @@
 // What is under a point of the scene (world coordinates).
 import { BOX_HEADER } from "../layout/labels";
-import type { Scene } from "../layout/layoutPlan";
+import type { Scene } from "../layout/scenePlan";
 
 export type Hit = { type: "item"; id: string } | { type: "header"; box: string } | null;
 

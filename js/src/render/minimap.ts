@@ -1,7 +1,7 @@
 // The overview in the canvas's corner: the whole laid-out graph in miniature and the part the
 // view shows, drawn only when part of the graph is off screen. The miniature is drawn once
 // per layout (into an offscreen canvas); each camera move only redraws the view's frame.
-import type { Rect } from "../layout/layoutPlan";
+import type { Rect } from "../layout/scenePlan";
 import type { Frame } from "./frame";
 import type { Renderer } from "./renderer";
 import type { Theme } from "./theme";

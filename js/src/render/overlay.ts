@@ -1,9 +1,9 @@
 // Metric overlays as pure functions: which metrics there are and how each aggregates over
 // passes (rolled view) and over the ops inside a collapsed module, the color scale
 // (linear or log) and the color of a value.
-import type { MetricName } from "../model/protocol";
-import type { GraphModel } from "../model/tree";
-import { GROUP_PREFIX, type Visible } from "../model/visibility";
+import type { MetricName } from "../graph/protocol";
+import type { GraphModel } from "../graph/tree";
+import { GROUP_PREFIX, type Visible } from "../graph/visibility";
 
 export type Aggregate = "sum" | "max" | "min" | "mean" | "share";
 export type ScaleMode = "linear" | "log";

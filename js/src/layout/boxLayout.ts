@@ -4,7 +4,7 @@
 // straight down from the box's top when nothing is above the item, else through a *port*,
 // a point node that dagre places above (in) or below (out) everything and routes from.
 import dagre from "@dagrejs/dagre";
-import { edgeKey } from "../model/tree";
+import { edgeKey } from "../graph/tree";
 import { chainLayout, isChain, LAYOUT_OPTS, lanesLayout, PORT_IN, PORT_OUT, PORT_SIZE, type Placed, type RawLayout } from "./chain";
 import { BOX_HEADER, BOX_PAD } from "./labels";
 import { bandRoute, type Box, rankBands, reversePoints } from "./routes";

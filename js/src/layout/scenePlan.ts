@@ -1,10 +1,10 @@
 // Turns a Visible set into layout jobs for the boxes whose layout is not cached
 // (bottom-up, children first), and composes cached per-box layouts into absolute rects.
-import { type GraphModel, ROOT } from "../model/tree";
-import { GROUP_PREFIX, type Visible } from "../model/visibility";
+import { type GraphModel, ROOT } from "../graph/tree";
+import { GROUP_PREFIX, type Visible } from "../graph/visibility";
 import { titleRect, titleWidth } from "./headers";
 import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
-import { boxSize, type GroupLayout, LAYOUT_OPTS, type LayoutItem, type LayoutJob } from "./layoutCore";
+import { boxSize, type GroupLayout, LAYOUT_OPTS, type LayoutItem, type LayoutJob } from "./boxLayout";
 import { type BoxPorts, boxPorts, portsKey } from "./ports";
 
 export interface Rect {

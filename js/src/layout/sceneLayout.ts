@@ -1,12 +1,12 @@
 // Runs the layout of one visible set: the boxes whose layout is not cached go to the worker,
 // then the cached per-box layouts are composed into a scene with routed edges. Only the newest
 // request is delivered: a layout that finishes after a newer one was asked for is dropped.
-import type { GraphModel } from "../model/tree";
-import type { Visible } from "../model/visibility";
+import type { GraphModel } from "../graph/tree";
+import type { Visible } from "../graph/visibility";
 import { type EdgeGeom, edgeGeometry } from "./edges";
-import { LayoutClient } from "./layoutClient";
-import type { GroupLayout } from "./layoutCore";
-import { composeScene, planLayout, type Scene, type SizeCache } from "./layoutPlan";
+import { LayoutClient } from "./workerClient";
+import type { GroupLayout } from "./boxLayout";
+import { composeScene, planLayout, type Scene, type SizeCache } from "./scenePlan";
 
 export interface LayoutRequest {
   vis: Visible;
