@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +29,7 @@ from torch.utils._pytree import tree_leaves
 import lens_widget as lw
 from model_zoo import BENCH_MODELS, ZooCase
 
-from .measure import median, timed
+from .measure import median, run_section, timed
 
 TARGET = 1.6
 
@@ -144,15 +143,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="tiny models, 3 rounds")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--models", nargs="*", default=list(BENCH_MODELS))
-    parser.add_argument("--json", help="write the rows here")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (as bench.run)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    summary = bench_backward(args.quick, args.rounds, args.models)
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(summary, out, indent=1)
-    return summary
+    return run_section(parser, lambda a: bench_backward(a.quick, a.rounds, a.models), argv)
 
 
 if __name__ == "__main__":

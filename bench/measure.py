@@ -8,8 +8,10 @@ is then VmHWM minus the RSS just before the call.
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import gc
+import json
 import re
 import statistics
 import time
@@ -81,3 +83,22 @@ def percentile(xs: list[float], q: float) -> float:
     ordered = sorted(xs)
     k = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[k]
+
+
+def run_section(
+    parser: argparse.ArgumentParser,
+    run: Callable[[argparse.Namespace], dict[str, Any]],
+    argv: list[str] | None,
+) -> dict[str, Any]:
+    """A section's command line: its own options plus `--json` and `--threads`, as bench.run."""
+    parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (as bench.run)")
+    args = parser.parse_args(argv)
+    import torch  # here: the rest of this module needs no torch
+
+    torch.set_num_threads(args.threads)
+    summary = run(args)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(summary, out, indent=1)
+    return summary

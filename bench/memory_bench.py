@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import resource
 import tempfile
 import warnings
@@ -38,7 +37,7 @@ import torch
 
 import lens_widget as lw
 
-from .measure import settle
+from .measure import run_section, settle
 
 CYCLIC_REPS = 5  # repetitions run with the collector off, for cyclic_objects
 
@@ -216,15 +215,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="3 warm-up, 20 repetitions")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--scenarios", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
-    parser.add_argument("--json", help="write the rows here")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (as bench.run)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    summary = bench_memory(args.quick, args.reps, args.scenarios)
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(summary, out, indent=1)
-    return summary
+    return run_section(parser, lambda a: bench_memory(a.quick, a.reps, a.scenarios), argv)
 
 
 if __name__ == "__main__":
