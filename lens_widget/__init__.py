@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.trace import trace
 from lens_widget.capture.tracing import Tracing, tracing
 from lens_widget.compare import LogComparison, OpDiff, compare
-from lens_widget.log.model_log import ModelLog, register_html_writer
+from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord, ParamUse, ParentArg
 from lens_widget.log.stats import ActivationStats
 from lens_widget.log.totals import ModuleTotals
 from lens_widget.log.validate import ValidationError, ValidationReport
 from lens_widget.store.format import LogFormatError
 from lens_widget.store.load import load
-
-if TYPE_CHECKING:
-    import os
-    from pathlib import Path
 
 __all__ = [
     "LogFormatError",
@@ -39,16 +33,6 @@ __all__ = [
     "tracing",
     "Tracing",
 ]
-
-
-def _write_html(log: ModelLog, path: str | os.PathLike[str], max_bytes: int, weights: bool) -> Path:
-    # ModelLog.to_html: the page embeds the widget, imported only when a page is written.
-    from lens_widget.widget.html_export import write_log_html
-
-    return write_log_html(log, path, max_bytes=max_bytes, weights=weights)
-
-
-register_html_writer(_write_html)
 
 
 def __getattr__(name: str) -> object:

@@ -33,7 +33,7 @@ from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.recursion import recursion_headroom
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
 from lens_widget.capture.tensor_book import nested_tensor_error
-from lens_widget.gc_pause import gc_paused
+from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 
 # Frames the tracer adds at the deepest point of a forward (the mode's handler and what it

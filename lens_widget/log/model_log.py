@@ -1,10 +1,19 @@
-"""ModelLog: the record of one forward pass, indexable by label, position or module."""
+"""ModelLog: the record of one forward pass, indexable by label, position or module.
+
+The log is data: this module imports only `log/`. What users do *with* a log lives in the
+layers above it (the networkx graphs in `graph/`, files in `store/`, the HTML page in
+`widget/`), yet they call it as methods (`log.graph()`, `log.save(path)`, ...). Those
+methods are a thin facade: each imports, inside its body, the one function it hands the
+log to (FACADE below). tests/python/test_import_layers.py reads FACADE and allows exactly
+these function-level imports, so the log module never loads the layers above at import
+time and no registry or global wires them.
+"""
 
 from __future__ import annotations
 
 import difflib
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -12,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from lens_widget.gc_pause import gc_paused
-from lens_widget.graph.rolled import build_rolled_graph
-from lens_widget.graph.unrolled import build_unrolled_graph
+from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.held_error import HeldError
 from lens_widget.log.nonfinite import first_nonfinite
@@ -23,28 +30,24 @@ from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
 from lens_widget.log.summary import summarize
 from lens_widget.log.totals import ModuleTotals, module_totals
 from lens_widget.log.validate import ValidationReport, validate_ops
-from lens_widget.store.onnx_export import export_onnx
-from lens_widget.store.save import save_log
-from lens_widget.store.table import nodes_table
 
 if TYPE_CHECKING:
     import os
 
     import pandas as pd
 
-if TYPE_CHECKING:
-    import os
-
-# The page `ModelLog.to_html` writes embeds the widget, a layer above the log: the package
-# (lens_widget/__init__.py) registers the widget's writer here, so the log never imports it.
 DEFAULT_HTML_BYTES = 20_000_000
-HtmlWriter = Callable[["ModelLog", "str | os.PathLike[str]", int, bool], Path]
-_html_writers: list[HtmlWriter] = []
 
-
-def register_html_writer(writer: HtmlWriter) -> None:
-    """Make `writer(log, path, max_bytes, weights)` the one `ModelLog.to_html` calls."""
-    _html_writers[:] = [writer]
+# ModelLog method -> the module (above the log) whose function it calls: the only imports
+# from a layer above that the log makes, each inside that method's body.
+FACADE = {
+    "graph": "lens_widget.graph.unrolled",
+    "rolled_graph": "lens_widget.graph.rolled",
+    "save": "lens_widget.store.save",
+    "to_onnx": "lens_widget.store.onnx_export",
+    "to_pandas": "lens_widget.store.table",
+    "to_html": "lens_widget.widget.html_export",
+}
 
 
 @dataclass(eq=False)
@@ -180,6 +183,8 @@ class ModelLog:
     @cached_property
     def graph(self) -> nx.DiGraph:
         """Unrolled graph: one node per label, sources and outputs included."""
+        from lens_widget.graph.unrolled import build_unrolled_graph
+
         with gc_paused():
             return build_unrolled_graph(
                 self.nodes, model_class=self.model_class, by_label=self._by_label
@@ -201,6 +206,8 @@ class ModelLog:
     def rolled_graph(self) -> nx.DiGraph:
         """Passes of the same layer folded into one node; edges list their passes. The
         repeats of each repeated block fold onto its first block (node ids are its layers)."""
+        from lens_widget.graph.rolled import build_rolled_graph
+
         with gc_paused():
             return build_rolled_graph(
                 self.nodes,
@@ -278,6 +285,8 @@ class ModelLog:
         `weights=False` leaves parameter and buffer values out (validate() then skips the
         ops that read them). A previous save in `path` is replaced.
         """
+        from lens_widget.store.save import save_log
+
         return save_log(self, path, weights=weights)
 
     def to_onnx(self, path: str | os.PathLike[str], weights: bool = False) -> Path:
@@ -290,12 +299,16 @@ class ModelLog:
         Parameters are graph inputs; `weights=True` stores their values as initializers.
         Needs `pip install lens_widget[onnx]`.
         """
+        from lens_widget.store.onnx_export import export_onnx
+
         return export_onnx(self.nodes, self.model_class, path, weights=weights)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per node (sources, ops, outputs): label, kind, func, module, pass, shape,
         dtype, device, bytes, params, parents, children, source, ... Needs
         `pip install lens_widget[pandas]`."""
+        from lens_widget.store.table import nodes_table
+
         return nodes_table(self.nodes)
 
     def to_html(
@@ -309,9 +322,9 @@ class ModelLog:
         and activation plots, no Jupyter and no network needed to open it. Activations are
         pooled (or, past that, left out) so the file stays under `max_bytes`; `weights=True`
         adds plots of parameters and buffers (slower). See `LensWidget.save_html`."""
-        if not _html_writers:
-            raise RuntimeError("no HTML writer registered: `import lens_widget` registers it")
-        return _html_writers[0](self, path, max_bytes, weights)
+        from lens_widget.widget.html_export import write_log_html
+
+        return write_log_html(self, path, max_bytes=max_bytes, weights=weights)
 
     def __str__(self) -> str:
         return summarize(self)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lens_widget.gc_pause import gc_paused
 from lens_widget.graph.rolled import roll_layers
 from lens_widget.graph.unrolled import by_source, unrolled_edges
 from lens_widget.log.attention import has_attention_map
+from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.widget import protocol

@@ -1,10 +1,26 @@
-"""The package's imports point one way: capture -> log -> graph -> widget, with no cycle.
+"""The package's imports point one way, with no cycle: the layers and their rules.
+
+    log/        the records and the ModelLog container: imports only log/
+    capture/    the tracer, writes records: imports log/
+    graph/      networkx graphs of the records: imports log.records only (never the ModelLog)
+    store/      files (save, load, ONNX, pandas): imports log/
+    compare/    two logs side by side: imports log/
+    widget/     the Jupyter widget and the HTML page: imports any layer above
+    lens_widget (the package's __init__): the public names; only users import it
+
+One more rule makes a log's methods work without an upward import at load time: each
+method named in `log.model_log.FACADE` imports, inside its own body, the one module that
+table names for it (`log.graph()` -> graph.unrolled, `log.save()` -> store.save, ...).
+No other import from a layer above is allowed anywhere, at module level, under
+TYPE_CHECKING or in a function body; these facade imports run only when the method is
+called, so they are left out of the cycle check.
 
 Read from the source with ast, so imports inside functions and under TYPE_CHECKING count
 too: hiding a cycle in a function body or a type-only import still fails here.
 """
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 import networkx as nx
@@ -18,11 +34,24 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_modules(path: Path, name: str, known: set[str]) -> set[str]:
+@dataclass(frozen=True)
+class Import:
+    target: str  # a lens_widget module
+    scope: str  # "" at module level, else the enclosing function, as "Class.method"
+
+
+def imported_modules(path: Path, name: str, known: set[str]) -> set[Import]:
     """Every lens_widget module `path` (module `name`) imports, at any depth of its tree."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    found: set[Import] = set()
+
+    def visit(node: ast.AST, scope: list[str], in_function: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for child in ast.iter_child_nodes(node):
+                visit(child, [*scope, node.name], in_function or inner)
+            return
+        targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -34,20 +63,50 @@ def imported_modules(path: Path, name: str, known: set[str]) -> set[str]:
             targets = [
                 f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
             ]
-        else:
-            continue
-        found.update(t for t in targets if t == "lens_widget" or t.startswith("lens_widget."))
+        where = ".".join(scope) if in_function else ""
+        found.update(
+            Import(t, where) for t in targets if t == "lens_widget" or t.startswith("lens_widget.")
+        )
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope, in_function)
+
+    visit(ast.parse(path.read_text(), str(path)), [], False)
     return found
 
 
+def facade(root: Path) -> dict[str, str]:
+    """log.model_log.FACADE as written in the source: ModelLog method -> module it imports."""
+    path = root / "log" / "model_log.py"
+    if not path.exists():
+        return {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "FACADE" for t in node.targets
+        ):
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def is_facade_import(importer: str, found: Import, table: dict[str, str]) -> bool:
+    """A ModelLog method importing, in its body, the one module FACADE names for it."""
+    method = found.scope.removeprefix("ModelLog.")
+    return (
+        importer == "lens_widget.log.model_log"
+        and found.scope.startswith("ModelLog.")
+        and table.get(method) == found.target
+    )
+
+
 def import_graph(root: Path = PACKAGE) -> nx.DiGraph:
+    """Modules and the imports that run when they load (facade imports left out)."""
     files = {module_name(p, root): p for p in root.rglob("*.py")}
+    table = facade(root)
     graph = nx.DiGraph()
     graph.add_nodes_from(files)
     for name, path in files.items():
-        for target in imported_modules(path, name, set(files)):
-            if target != name:
-                graph.add_edge(name, target)
+        for found in imported_modules(path, name, set(files)):
+            if found.target != name and not is_facade_import(name, found, table):
+                graph.add_edge(name, found.target)
     return graph
 
 
@@ -57,29 +116,26 @@ def layer(module: str) -> str:
     return parts[1] if len(parts) > 1 else "lens_widget"
 
 
-# (importer, imported) pairs that break the layering, as a rule each edge is checked against.
+# The layers each layer may import (its own included); the package facade is apart.
+MAY_IMPORT = {
+    "log": {"log"},
+    "capture": {"capture", "log"},
+    "graph": {"graph", "log"},
+    "store": {"store", "log"},
+    "compare": {"compare", "log"},
+    "widget": {"widget", "log", "capture", "graph", "store", "compare"},
+}
+
+
 def forbidden(importer: str, imported: str) -> str | None:
+    """Why the import `importer` -> `imported` breaks the layering, or None."""
     src, dst = layer(importer), layer(imported)
     if imported == "lens_widget" and importer != "lens_widget":
         return "only users import the package facade"
-    if src == "log":
-        if dst in ("capture", "widget"):
-            return "the log must not import capture or widget"
-        if dst == "graph" and importer != "lens_widget.log.model_log":
-            return "only log.model_log may import the graph builders"
-        if dst == "compare":
-            return "the log must not import compare (compare reads logs)"
-        if dst == "store" and importer != "lens_widget.log.model_log":
-            return "only log.model_log may import the store's writers"
-    if src in ("store", "compare") and dst in ("capture", "widget"):
-        return f"{src} reads logs only: it must not import capture or widget"
-    if src == "graph":
-        if dst in ("capture", "widget"):
-            return "the graph must not import capture or widget"
-        if dst == "log" and imported != "lens_widget.log.records":
-            return "the graph reads records only (never the ModelLog)"
-    if src == "capture" and dst in ("graph", "widget"):
-        return "capture must not import graph or widget"
+    if src in MAY_IMPORT and dst not in MAY_IMPORT[src]:
+        return f"{src}/ must not import {dst}/ (it may import {', '.join(sorted(MAY_IMPORT[src]))})"
+    if src == "graph" and dst == "log" and imported != "lens_widget.log.records":
+        return "the graph reads records only (never the ModelLog)"
     return None
 
 
@@ -93,6 +149,21 @@ def test_the_package_has_no_import_cycle_and_no_upward_import():
     graph = import_graph()
     assert "lens_widget.log.model_log" in graph and graph.number_of_edges() > 20
     assert violations(graph) == []
+
+
+def test_the_log_methods_users_call_are_the_facade_and_it_is_used():
+    """Each method of the table exists on ModelLog and makes exactly its one import."""
+    from lens_widget.log.model_log import FACADE, ModelLog
+
+    assert set(FACADE) == {"graph", "rolled_graph", "save", "to_onnx", "to_pandas", "to_html"}
+    path = PACKAGE / "log" / "model_log.py"
+    made = {
+        f.scope.removeprefix("ModelLog."): f.target
+        for f in imported_modules(path, "lens_widget.log.model_log", set(import_graph()))
+        if f.scope
+    }
+    assert made == FACADE
+    assert all(hasattr(ModelLog, method) for method in FACADE)
 
 
 def test_no_module_of_the_package_imports_ctypes():
@@ -127,7 +198,16 @@ LAYOUT = {
     "capture/trace.py": "from lens_widget.log.model_log import ModelLog\n",
     "log/__init__.py": "",
     "log/records.py": "",
-    "log/model_log.py": "from lens_widget.graph.unrolled import build\n",
+    "log/model_log.py": (
+        "from lens_widget.log.records import OpRecord\n"
+        "FACADE = {'graph': 'lens_widget.graph.unrolled'}\n"
+        "class ModelLog:\n"
+        "    def graph(self):\n"
+        "        from lens_widget.graph.unrolled import build\n"
+        "        return build(self)\n"
+    ),
+    "store/__init__.py": "",
+    "store/save.py": "from lens_widget.log.records import OpRecord\n",
     "graph/__init__.py": "",
     "graph/unrolled.py": "from lens_widget.log.records import OpRecord\n",
     "widget/__init__.py": "",
@@ -149,12 +229,27 @@ def test_the_checker_accepts_the_intended_layout(tmp_path):
             "log/records.py",
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
             "    from lens_widget.capture.trace import x\n",
-            "the log must not import capture",
+            "log/ must not import capture/",
         ),
         ("graph/unrolled.py", "from ..log.model_log import ModelLog\n", "never the ModelLog"),
-        ("graph/unrolled.py", "import lens_widget.widget.view\n", "the graph must not"),
-        ("capture/trace.py", "from lens_widget.graph import unrolled\n", "capture must not"),
+        ("graph/unrolled.py", "import lens_widget.widget.view\n", "graph/ must not"),
+        ("capture/trace.py", "from lens_widget.graph import unrolled\n", "capture/ must not"),
         ("widget/view.py", "import lens_widget as lw\n", "package facade"),
+        # the log reaching up at module level, or in a function FACADE does not name
+        ("log/model_log.py", "from lens_widget.graph import unrolled\n", "log/ must not"),
+        ("log/records.py", "def f():\n    from lens_widget.store import save\n", "log/ must"),
+        (
+            "log/model_log.py",
+            "    def save(self):\n        from lens_widget.store import save\n",
+            "log/ must not import store/",
+        ),
+        # a facade method importing another module than the one FACADE names for it
+        (
+            "log/model_log.py",
+            "    def rolled(self):\n        from lens_widget.graph.unrolled import build\n",
+            "log/ must not import graph/",
+        ),
+        ("store/save.py", "from lens_widget.graph.unrolled import build\n", "store/ must not"),
     ],
 )
 def test_the_checker_catches_cycles_and_upward_imports(tmp_path, name, extra, expected):
