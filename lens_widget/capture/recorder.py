@@ -22,7 +22,7 @@ import sys
 import weakref
 from collections.abc import Callable
 from types import FrameType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -31,7 +31,7 @@ from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
 from lens_widget.capture.features import Feature, Steps
-from lens_widget.capture.func_facts import FACTS, FuncFacts
+from lens_widget.capture.func_facts import FACTS, FuncFacts, may_write
 from lens_widget.capture.links import Layer
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_outputs import ModuleOutputs
@@ -49,6 +49,9 @@ from lens_widget.capture.transforms import QuietInTransform, transform_running
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import ReplayCall, tensor_leaves
 
+if TYPE_CHECKING:
+    from lens_widget.capture.backward_capture import BackwardCapture
+
 Tensor = torch.Tensor
 
 _NO_KWARGS: dict[str, Any] = {}  # read only
@@ -58,31 +61,6 @@ _FLOPS_UNSET = next(f.default for f in dataclasses.fields(OpRecord) if f.name ==
 _new_record = object.__new__
 _any_autocast = torch._C._is_any_autocast_enabled
 _mode_stack_depth = torch._C._len_torch_function_stack
-
-
-def _may_write(facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
-    """An `out=` or `inplace=True` argument (F.relu(x, inplace=True), torch.add(a, b, out=c)),
-    or a norm updating its running statistics (batch_norm in training)."""
-    if kwargs and ("out" in kwargs or kwargs.get("inplace") is True):
-        return True
-    position = facts.inplace_position
-    if position is not None and len(args) > position and args[position] is True:
-        return True
-    rule = facts.mutation
-    return rule.running_stats is not None and bool(rule.targets(args, kwargs or _NO_KWARGS))
-
-
-class BackwardRunner(Protocol):
-    """Runs the backward calls of a trace that keeps gradients (backward_capture.py)."""
-
-    def run(
-        self,
-        facts: FuncFacts,
-        func: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
-        frame: Any,
-    ) -> Any: ...
 
 
 class Recorder(TorchFunctionMode):
@@ -166,7 +144,7 @@ class Recorder(TorchFunctionMode):
         # A torch.func transform is running: its ops take the careful path (transforms.py)
         self.in_transform = False
         # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
-        self.backward_capture: BackwardRunner | None = None
+        self.backward_capture: BackwardCapture | None = None
         self.features: list[Feature] = []  # in the order attached: their hooks run so
         self._bind(Steps(book, ()))
 
@@ -216,7 +194,7 @@ class Recorder(TorchFunctionMode):
             facts.special
             or _mode_stack_depth()
             or self.careful
-            or ((kwargs or facts.writes_by_flag) and _may_write(facts, args, kwargs))
+            or ((kwargs or facts.writes_by_flag) and may_write(facts, args, kwargs))
         ):
             return self._call_quietly(facts, func, args, kwargs, frame)
         # Inputs are resolved before the call: an in-place op changes their versions.
