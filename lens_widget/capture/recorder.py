@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 Tensor = torch.Tensor
 
 _NO_KWARGS: dict[str, Any] = {}  # read only
-_UNLINKED: tuple[()] = ()  # parents and parent_args of a record until fill_details
+# parents and parent_args of a record until fill_details makes its lists (read only)
+_UNLINKED: Any = ()
 # OpRecord's "not computed yet" for the metric fields (log/records.py)
 _FLOPS_UNSET = next(f.default for f in dataclasses.fields(OpRecord) if f.name == "_flops")
 _new_record = object.__new__
@@ -84,6 +85,8 @@ class Recorder(TorchFunctionMode):
        Then the RNG state of a random call and the autocast state are kept (call_state.py);
        on the careful path, saved values about to be overwritten are copied (`_before_call`).
     5. **call**: the torch call itself. Features: ``call`` (timing), careful path only.
+       If it raises, the op is recorded as failed (`_record_failure`) and the error goes
+       on to the user's code.
     6. **record** (`record`): the OpRecord, fields set by name; its layer key from the
        module tracker's path (``tracker``, module_tracker.py) and the call site
        (call_site.py); label, links, source line and output metadata are filled after the
@@ -405,8 +408,8 @@ class Recorder(TorchFunctionMode):
         node.requires_grad = grad
         node.shapes = shapes
         node.params = params
-        node.parents = _UNLINKED  # type: ignore[assignment]  # parents, parent_args: by fill_details
-        node.parent_args = _UNLINKED  # type: ignore[assignment]
+        node.parents = _UNLINKED
+        node.parent_args = _UNLINKED
         node.children = []
         node.from_input = False
         node.feeds_output = False
