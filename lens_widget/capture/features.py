@@ -34,10 +34,11 @@ function (read attributes such as ``requires_grad``, ``grad_fn``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import torch
 
+from lens_widget.capture.func_facts import FuncFacts
 from lens_widget.capture.tensor_book import Inputs, TensorBook
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves
@@ -97,6 +98,20 @@ class Feature:
     def module_output(self, address: str, pass_index: int, output: Any) -> Any:
         """What the module call's caller gets (the call did not raise)."""
         return output
+
+
+class BackwardRunner(Protocol):
+    """Runs the backward calls of a trace that keeps gradients (backward_capture.py): the
+    recorder hands it each one (not a Feature hook: it replaces the recording of the call)."""
+
+    def run(
+        self,
+        facts: FuncFacts,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        frame: Any,
+    ) -> Any: ...
 
 
 def _hooks(features: Sequence[Feature], name: str) -> tuple[Callable[..., Any], ...]:

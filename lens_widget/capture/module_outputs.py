@@ -9,18 +9,15 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
-from lens_widget.capture.func_facts import IDENTITY_FACTS, identity
+from lens_widget.capture.func_facts import IDENTITY_FACTS, FuncFacts, identity
 from lens_widget.capture.module_tracker import RAISED
-from lens_widget.capture.tensor_book import TensorBook
+from lens_widget.capture.tensor_book import Inputs, TensorBook
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves
-
-if TYPE_CHECKING:
-    from lens_widget.capture.recorder import Recorder
 
 Tensor = torch.Tensor
 # What a feature may do with a module call's output: (address, pass, output) -> the output
@@ -28,11 +25,27 @@ Tensor = torch.Tensor
 ModuleOutputHook = Callable[[str, int, Any], Any]
 
 
+class OpRecorder(Protocol):
+    """What recording an identity op takes of the recorder (recorder.py)."""
+
+    def resolve_inputs(self, func: Any, args: tuple[Any, ...], kwargs: Any) -> Inputs: ...
+
+    def record(
+        self,
+        facts: FuncFacts,
+        inputs: Inputs,
+        outputs: tuple[Tensor, ...],
+        writes: Any,
+        frame: Any,
+        outside_path: bool = False,
+    ) -> OpRecord: ...
+
+
 class ModuleOutputs:
     """The nodes each module call returned, read from the book's producers; an identity op
     is recorded through the recorder (weakly held: the recorder holds this)."""
 
-    def __init__(self, book: TensorBook, recorder: Recorder) -> None:
+    def __init__(self, book: TensorBook, recorder: OpRecorder) -> None:
         self._producers = book._producers
         self._book = book
         self._recorder = weakref.proxy(recorder)

@@ -22,7 +22,7 @@ import sys
 import weakref
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -30,7 +30,7 @@ from torch.overrides import TorchFunctionMode
 from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
-from lens_widget.capture.features import Feature, Steps
+from lens_widget.capture.features import BackwardRunner, Feature, Steps
 from lens_widget.capture.func_facts import FACTS, FuncFacts, may_write
 from lens_widget.capture.links import Layer
 from lens_widget.capture.model_names import ModelNames
@@ -48,9 +48,6 @@ from lens_widget.capture.tensor_book import (
 from lens_widget.capture.transforms import QuietInTransform, transform_running
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import ReplayCall, tensor_leaves
-
-if TYPE_CHECKING:
-    from lens_widget.capture.backward_capture import BackwardCapture
 
 Tensor = torch.Tensor
 
@@ -147,7 +144,7 @@ class Recorder(TorchFunctionMode):
         # A torch.func transform is running: its ops take the careful path (transforms.py)
         self.in_transform = False
         # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
-        self.backward_capture: BackwardCapture | None = None
+        self.backward_capture: BackwardRunner | None = None
         self.features: list[Feature] = []  # in the order attached: their hooks run so
         self._bind(Steps(book, ()))
 
