@@ -25,10 +25,13 @@ only). Each is one more Feature attached in session.py, not a recorder subclass.
 A feature holds the recorder and its book weakly (``weakref.proxy``): they hold its
 hooks, and a cycle would keep a trace's saved values alive until the cyclic collector runs.
 
-Every hook runs inside the recorder's bookkeeping: torch functions are disabled (nothing a
-hook calls is recorded or reaches a user's mode), except `inputs_read` and
-`outputs_noted` on the fast path, which see only plain tensors and must call no torch
-function (read attributes such as ``requires_grad``, ``grad_fn``).
+Where hooks run: on the careful path inside the recorder's bookkeeping, with torch
+functions disabled (nothing a hook calls is recorded or reaches a user's mode). On the fast
+path `inputs_read`, `source_added` and `outputs_noted` run without that, seeing only plain
+tensors: they may read attributes (``requires_grad``, ``grad_fn``) but call no torch
+function. `module_output` runs at the user's level, where the mode is active: a hook that
+calls torch functions disables them first (``torch._C.DisableTorchFunction()``, as
+intervening.py does).
 """
 
 from __future__ import annotations
