@@ -28,13 +28,13 @@ PATCHES: list[tuple[str, str, str]] = [
         "capture/recorder.py",
         """            return self._call_quietly(facts, func, args, kwargs, frame)
         # Inputs are resolved before the call: an in-place op changes their versions.
-        inputs = self._resolve_plain_inputs(func, args, kwargs)""",
+        inputs = self._resolve_plain(func, args, kwargs)""",
         """            PH["handler: entry checks"] += _ns() - _t0
             return self._call_quietly(facts, func, args, kwargs, frame)
         # Inputs are resolved before the call: an in-place op changes their versions.
         _t1 = _ns()
         PH["handler: entry checks"] += _t1 - _t0
-        inputs = self._resolve_plain_inputs(func, args, kwargs)
+        inputs = self._resolve_plain(func, args, kwargs)
         _t2 = _ns()
         PH["resolve inputs"] += _t2 - _t1""",
     ),
@@ -49,7 +49,7 @@ PATCHES: list[tuple[str, str, str]] = [
         if type(out) is not Tensor:
             with self.quiet:
                 return self._record_result(facts, inputs, (), args, kwargs, out, frame)
-        self._record(facts, inputs, (out,), (), frame)
+        self.record(facts, inputs, (out,), (), frame)
         return out""",
         """        _t3 = _ns()
         PH["handler: rng / autocast checks"] += _t3 - _t2
@@ -66,7 +66,7 @@ PATCHES: list[tuple[str, str, str]] = [
                 _r = self._record_result(facts, inputs, (), args, kwargs, out, frame)
             PH["record: several outputs (whole)"] += _ns() - _t4
             return _r
-        self._record(facts, inputs, (out,), (), frame)
+        self.record(facts, inputs, (out,), (), frame)
         return out""",
     ),
     (
@@ -87,9 +87,13 @@ PATCHES: list[tuple[str, str, str]] = [
                 self._record_failure(facts, inputs, writes, err, frame)
             raise
         with quiet:
-            out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
+            if self._wraps_result:
+                out = self._record_result_hooked(facts, inputs, writes, args, kwargs, out, frame)
+            else:
+                out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
             if self.in_transform and not transform_running():
-                self.in_transform = False  # back to the fast path
+                self.in_transform = False  # back to the fast path, unless a feature says
+                self.careful = self._steps.careful
             return out""",
         """        _c1 = _ns()
         PH["careful path: before the call (inputs, writes)"] += _c1 - _c0
@@ -102,9 +106,13 @@ PATCHES: list[tuple[str, str, str]] = [
         _c2 = _ns()
         PH["[kernel]"] += _c2 - _c1
         with quiet:
-            out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
+            if self._wraps_result:
+                out = self._record_result_hooked(facts, inputs, writes, args, kwargs, out, frame)
+            else:
+                out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
             if self.in_transform and not transform_running():
-                self.in_transform = False  # back to the fast path
+                self.in_transform = False  # back to the fast path, unless a feature says
+                self.careful = self._steps.careful
         PH["careful path: record (whole)"] += _ns() - _c2
         return out""",
     ),
@@ -134,12 +142,13 @@ PATCHES: list[tuple[str, str, str]] = [
     (
         "capture/recorder.py",
         """
-        node = OpRecord(
-            "", "op",""",
-        """        _r3 = _ns()
+        book = self.book
+        nodes = book.nodes""",
+        """
+        _r3 = _ns()
         PH["record: output metadata"] += _r3 - _r2
-        node = OpRecord(
-            "", "op",""",
+        book = self.book
+        nodes = book.nodes""",
     ),
     (
         "capture/recorder.py",
@@ -166,9 +175,11 @@ PATCHES: list[tuple[str, str, str]] = [
     ),
     (
         "capture/tensor_book.py",
-        """            self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
+        """        for hook in self.source_hooks:
+            hook(tensor, node)
         return node""",
-        """            self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
+        """        for hook in self.source_hooks:
+            hook(tensor, node)
         PH["(of which: source nodes of params and inputs)"] += _ns() - _a0
         return node""",
     ),
@@ -228,10 +239,9 @@ PATCHES: list[tuple[str, str, str]] = [
     ("capture/build_log.py", "import warnings\n", "import warnings\n<clock>"),
     (
         "capture/build_log.py",
-        """        fill_details(recorder, recorder.pending)  # before any link names the ops' """
-        """labels""",
+        """        fill_details(book, book.pending)  # before any link names the ops' labels""",
         """        _f0 = _ns()
-        fill_details(recorder, recorder.pending)
+        fill_details(book, book.pending)
         PH["(of which: filling records after the pass)"] += _ns() - _f0""",
     ),
 ]

@@ -1,7 +1,8 @@
 """Backward passes run while a section is recorded: per-op gradients, leaves, the nodes.
 
-Attached to a recorder (``recorder.backward_capture``; the recorder must note its outputs,
-see grad_recorder.py), it runs each ``Tensor.backward`` / ``torch.autograd.backward`` /
+A Feature of the recorder (features.py: it notes the tensors each op reads, the outputs
+that require grad and the autograd leaves among the sources) and its backward runner
+(``recorder.backward_capture``), it runs each ``Tensor.backward`` / ``torch.autograd.backward`` /
 ``torch.autograd.grad`` call the recorder sees as one backward pass:
 
 - before the call, every autograd node reachable from the call's roots gets a pre-hook
@@ -27,7 +28,7 @@ after its log was dropped (memory grew by the size of a step's activations per t
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
@@ -37,6 +38,7 @@ from torch.autograd.graph import Node, get_gradient_edge
 from lens_widget.capture.autograd_calls import BackwardCall, describe_call, reachable_nodes
 from lens_widget.capture.backward_log import CaptureState, LeafState, PassState, fill_log
 from lens_widget.capture.call_site import find_call_site
+from lens_widget.capture.features import Feature
 from lens_widget.capture.module_tracker import swap_tracker
 from lens_widget.capture.recompute import PathTracker, RecomputeMatcher, RecomputeWatcher
 from lens_widget.capture.transforms import transform_running
@@ -46,24 +48,46 @@ from lens_widget.log.records import OpRecord
 if TYPE_CHECKING:
     from lens_widget.capture.func_facts import FuncFacts
     from lens_widget.capture.recorder import Recorder
+    from lens_widget.capture.tensor_book import TensorBook
 
 Tensor = torch.Tensor
 _ACCUMULATE_GRAD = type(get_gradient_edge(torch.zeros(1, requires_grad=True)).node)
 _push_mode = torch._C._push_on_torch_function_stack
 
 
-class BackwardCapture:
+class BackwardCapture(Feature):
     """Records the backward passes run while `recorder` records (see the module doc)."""
 
     def __init__(self, recorder: Recorder) -> None:
         # Weak: the recorder holds this capture (see the module doc).
         self._recorder = cast("Recorder", weakref.proxy(recorder))
+        # Weak too: the book holds this capture's source hook.
+        self._book = cast("TensorBook", weakref.proxy(recorder.book))
+        # A backward call is running: the recorder records its calls as any others
+        self._running = False
         self.state = CaptureState()
         self._pass: PassState | None = None
         self._matcher: RecomputeMatcher | None = None
         self._watcher: RecomputeWatcher | None = None
 
-    # ---- while forward runs (called by the recorder's bookkeeping) --------------------
+    # ---- the feature's hooks (features.py): while forward runs ------------------------
+
+    def inputs_read(self, tensors: Sequence[Tensor]) -> None:
+        if not self._running:
+            self.note_inputs(tensors)
+
+    def outputs_noted(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
+        if not self._running:
+            for tensor in outputs:
+                if tensor.requires_grad:
+                    self.note(node, outputs)
+                    break
+
+    def source_added(self, tensor: Tensor, node: OpRecord) -> None:
+        if not self._running and tensor.requires_grad and tensor.grad_fn is None:
+            self.leaf(tensor, source=node)
+
+    # ---- while forward runs (called by the hooks) -------------------------------------
 
     def note(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
         """An op produced `outputs` (some requiring grad): remember their autograd nodes."""
@@ -93,7 +117,7 @@ class BackwardCapture:
             grad_fn = tensor.grad_fn
             if grad_fn is None or grad_fn in state.forward_op:
                 continue
-            produced = self._recorder.producer_of(tensor)
+            produced = self._book.producer_of(tensor)
             if produced is None:
                 continue
             node, index = produced
@@ -150,19 +174,20 @@ class BackwardCapture:
                 len(self.state.passes) + 1,
                 call.kind,
                 call.retain_graph,
-                recorder.source_text(site)[0],
+                recorder.book.source_text(site)[0],
                 in_transform=call.batched or transform_running(),
             )
         self.state.passes.append(pass_state)
         paths = PathTracker(recorder.tracker)
         self._pass = pass_state
-        self._matcher = RecomputeMatcher(recorder._layers, paths)
+        self._matcher = RecomputeMatcher(recorder.book.layers.by_key, paths)
         self._watcher = RecomputeWatcher(
-            self._matcher, self.run_nested, self.note_recomputed, recorder.values.before_write
+            self._matcher, self.run_nested, self.note_recomputed, self._book.values.before_write
         )
         handles: list[Any] = []
         swap_tracker(recorder.tracker, paths)
         recorder.backward_capture = None  # the recorder records the call as it always does
+        self._running = True
         try:
             with recorder.quiet:
                 self._hook(call.roots, handles)
@@ -180,6 +205,7 @@ class BackwardCapture:
             return result
         finally:
             recorder.backward_capture = self
+            self._running = False
             swap_tracker(paths, recorder.tracker)
             for handle in handles:
                 handle.remove()
@@ -228,7 +254,7 @@ class BackwardCapture:
                 if existing is not None:
                     # The engine adds into it in place (zero_grad(set_to_none=False)): saved
                     # values sharing it are copied first, as before any recorded write.
-                    self._recorder.values.before_write([existing])
+                    self._book.values.before_write([existing])
             matcher.new_run()
         # Until the engine restores its thread state after this node: see recompute.py.
         _push_mode(self._watcher)
@@ -261,7 +287,7 @@ class BackwardCapture:
             if tensor.grad_fn is None:
                 self.leaf(tensor).grads[index] = grad
                 continue
-            produced = self._recorder.producer_of(tensor)
+            produced = self._book.producer_of(tensor)
             if produced is not None and produced[1] == 0 and produced[0].activations is not None:
                 self.state.op_grads.setdefault(produced[0], {}).setdefault(index, grad)
 

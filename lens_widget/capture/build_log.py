@@ -46,16 +46,17 @@ def build_log(
     nothing is known to be unused) and a top level whether or not its root module ran.
     `stacklevel`: of the user's code, counted from the caller.
     """
-    nodes = recorder.nodes
-    if recorder.pending:
-        fill_details(recorder, recorder.pending)  # before any link names the ops' labels
-    recorder.labels_later = False  # sources made from here on are labelled at once
+    book = recorder.book
+    nodes = book.nodes
+    if book.pending:
+        fill_details(book, book.pending)  # before any link names the ops' labels
+    book.labels_later = False  # sources made from here on are labelled at once
     sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
-    if recorder.pending:  # sources of outputs no op made
-        fill_details(recorder, recorder.pending)
-    if recorder.saw_meta:
+    if book.pending:  # sources of outputs no op made
+        fill_details(book, book.pending)
+    if book.saw_meta:
         _drop_meta_values(nodes)
-    by_label = recorder.by_label  # for the relabelling and the log
+    by_label = book.by_label  # for the relabelling and the log
     relabel_first_passes(recorder.repeated, by_label)
     partial = error is not None or section is not None
     # An op that raised inside a call that caught it does not end the pass.
@@ -65,7 +66,7 @@ def build_log(
     if section is not None and "" not in modules:
         top = ModuleInfo("", section.class_name, None, n_passes=1)
         modules = recorder.tracker.modules = {"": top, **modules}
-    for address, pass_index, producers in recorder.module_outputs:
+    for address, pass_index, producers in recorder.module_outputs.calls:
         modules[address].outputs[pass_index] = list(map(_label_of, producers))
     if "" in modules:
         modules[""].n_ops = len(recorder.ops)
@@ -93,26 +94,28 @@ def build_log(
 
 
 def _add_output_sinks(recorder: Recorder, output: Any) -> list[OpRecord]:
-    nodes = recorder.nodes
+    nodes = recorder.book.nodes
     sinks = []
     for name, tensor in named_tensor_leaves(output, "output"):
-        produced = recorder.producer_of(tensor)
-        parent = produced[0] if produced is not None else recorder.add_source(tensor, "const", name)
-        label = recorder.unique_label(name)
+        produced = recorder.book.producer_of(tensor)
+        parent = (
+            produced[0] if produced is not None else recorder.book.add_source(tensor, "const", name)
+        )
+        label = recorder.book.unique_label(name)
         parent_refs = [("0", parent, produced[1] if produced else 0)]
         parents, parent_args, from_input = link_parents(label, parent_refs)
         sink = OpRecord(
             label=label, kind="output", func=name, index=len(nodes), layer=label,
             # the tensor's own: a parent with several outputs (topk) describes its first
-            shape=tuple(tensor.shape), dtype=recorder.dtype_name(tensor.dtype),
-            device=recorder.device_name(tensor.device),
+            shape=tuple(tensor.shape), dtype=recorder.book.dtype_name(tensor.dtype),
+            device=recorder.book.device_name(tensor.device),
             nbytes=tensor.numel() * tensor.element_size(), shapes=(tuple(tensor.shape),),
             parents=parents, parent_args=parent_args, from_input=from_input,
-            activations=None if recorder.keeps_nothing else (tensor.detach(),),
+            activations=None if recorder.book.keeps_nothing else (tensor.detach(),),
             replay=(None, parent_refs),
         )  # fmt: skip
         nodes.append(sink)
-        recorder.by_label[label] = sink
+        recorder.book.by_label[label] = sink
         sinks.append(sink)
     return sinks
 
@@ -155,7 +158,7 @@ def _drop_meta_values(nodes: list[OpRecord]) -> None:
 
 def _warn_on_unseen_writes(recorder: Recorder, stacklevel: int) -> None:
     """A saved reference whose version moved was overwritten by a call we could not see."""
-    changed = sorted({n.label for n in recorder.values.overwritten_unseen()})
+    changed = sorted({n.label for n in recorder.book.values.overwritten_unseen()})
     if changed:
         warnings.warn(
             f"lens_widget: saved activations of {', '.join(changed[:5])}"

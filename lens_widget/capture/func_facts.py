@@ -193,3 +193,18 @@ class _FactsCache(dict):  # type: ignore[type-arg]
 
 FACTS: dict[Any, FuncFacts] = _FactsCache()
 IDENTITY_FACTS = FuncFacts(identity)
+
+
+_NO_KWARGS: dict[str, Any] = {}  # read only
+
+
+def may_write(facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
+    """An `out=` or `inplace=True` argument (F.relu(x, inplace=True), torch.add(a, b, out=c)),
+    or a norm updating its running statistics (batch_norm in training)."""
+    if kwargs and ("out" in kwargs or kwargs.get("inplace") is True):
+        return True
+    position = facts.inplace_position
+    if position is not None and len(args) > position and args[position] is True:
+        return True
+    rule = facts.mutation
+    return rule.running_stats is not None and bool(rule.targets(args, kwargs or _NO_KWARGS))

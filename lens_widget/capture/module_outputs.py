@@ -1,46 +1,72 @@
-"""What each module call returned: the nodes that produced its outputs (the recorder's
-second half, kept apart for size). A tensor a module returns untouched gets an "identity"
-op inside the module, so the module is a node of the graph.
+"""What each module call returned: the nodes that produced its outputs. A tensor a module
+returns untouched gets an "identity" op inside the module, so the module is a node of the
+graph. The recorder's member `module_outputs`; the module tracker calls `on_output` as each
+module call returns.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+import weakref
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import torch
 
 from lens_widget.capture.func_facts import IDENTITY_FACTS, FuncFacts, identity
-from lens_widget.capture.module_tracker import ModuleTracker
+from lens_widget.capture.module_tracker import RAISED
+from lens_widget.capture.tensor_book import Inputs, TensorBook
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves
 
 Tensor = torch.Tensor
+# What a feature may do with a module call's output: (address, pass, output) -> the output
+# the module's caller gets (features.py)
+ModuleOutputHook = Callable[[str, int, Any], Any]
+
+
+class OpRecorder(Protocol):
+    """What recording an identity op takes of the recorder (recorder.py)."""
+
+    def resolve_inputs(self, func: Any, args: tuple[Any, ...], kwargs: Any) -> Inputs: ...
+
+    def record(
+        self,
+        facts: FuncFacts,
+        inputs: Inputs,
+        outputs: tuple[Tensor, ...],
+        writes: Any,
+        frame: Any,
+        outside_path: bool = False,
+    ) -> OpRecord: ...
 
 
 class ModuleOutputs:
-    """Mixed into the Recorder: its producers, tracker, input resolution and records."""
+    """The nodes each module call returned, read from the book's producers; an identity op
+    is recorded through the recorder (weakly held: the recorder holds this)."""
 
-    _producers: dict[int, tuple[Any, OpRecord, int, int]]
-    tracker: ModuleTracker
-    # (module address, pass, the nodes that produced that module call's output tensors)
-    module_outputs: list[tuple[str, int, list[OpRecord]]]
+    def __init__(self, book: TensorBook, recorder: OpRecorder) -> None:
+        self._producers = book._producers
+        self._book = book
+        self._recorder = weakref.proxy(recorder)
+        # (module address, pass, the nodes that produced that module call's output tensors)
+        self.calls: list[tuple[str, int, list[OpRecord]]] = []
+        # The features' module-output hooks, in the order they were attached (features.py)
+        self.hooks: tuple[ModuleOutputHook, ...] = ()
 
-    if TYPE_CHECKING:  # the Recorder's and TensorBook's
+    def on_output_with_hooks(
+        self, address: str, pass_index: int, output: Any, entry: tuple[str, int] | None
+    ) -> Any:
+        """`on_output`, then the features' hooks (the tracker calls this instead when a
+        feature has one): the output the module's caller gets, which a hook may replace."""
+        output = self.on_output(address, pass_index, output, entry)
+        if output is RAISED:
+            return output
+        for hook in self.hooks:
+            output = hook(address, pass_index, output)
+        return output
 
-        def _resolve_inputs(self, func: Any, args: tuple[Any, ...], kwargs: Any) -> Any: ...
-
-        def _record(
-            self,
-            facts: FuncFacts,
-            inputs: Any,
-            outputs: tuple[Tensor, ...],
-            writes: Any,
-            frame: Any,
-            outside_path: bool = False,
-        ) -> OpRecord: ...
-
-    def _on_module_output(
+    def on_output(
         self, address: str, pass_index: int, output: Any, entry: tuple[str, int] | None
     ) -> Any:
         """Note which nodes a module call returned. A tensor it returns untouched (an
@@ -54,23 +80,23 @@ class ModuleOutputs:
             if entry is not None and produced is not None and produced[0]() is output:
                 # Made by an op inside this very call (its stack holds `entry`): no loop.
                 node = produced[1]
-                depth = len(self.tracker.stack)
+                depth = len(self._book.tracker.stack)
                 stack = node.module_stack
                 if len(stack) >= depth and stack[depth - 1] is entry:
-                    self.module_outputs.append((address, pass_index, [node]))
+                    self.calls.append((address, pass_index, [node]))
                     return output
-            nodes = self._module_output_nodes((output,), entry)
+            nodes = self._nodes((output,), entry)
         else:
             # A container's flattening could call torch functions. (Fresh context objects
             # here: one entered twice would not restore the state it found.)
             with torch._C.DisableTorchFunction():
-                nodes = self._module_output_nodes(tensor_leaves(output), entry)
-        self.module_outputs.append((address, pass_index, nodes))
+                nodes = self._nodes(tensor_leaves(output), entry)
+        self.calls.append((address, pass_index, nodes))
         return output
 
-    def _module_output_nodes(self, tensors: Any, entry: tuple[str, int] | None) -> list[OpRecord]:
+    def _nodes(self, tensors: Any, entry: tuple[str, int] | None) -> list[OpRecord]:
         nodes = []
-        depth = len(self.tracker.stack)
+        depth = len(self._book.tracker.stack)
         for tensor in tensors:
             produced = self._producers.get(id(tensor))
             node = produced[1] if produced is not None and produced[0]() is tensor else None
@@ -82,10 +108,11 @@ class ModuleOutputs:
                 # Runs at the user's level, where this mode is active: describing the tensor
                 # must not be recorded.
                 with torch._C.DisableTorchFunction():
-                    inputs = self._resolve_inputs(identity, (tensor,), None)
+                    recorder = self._recorder
+                    inputs = recorder.resolve_inputs(identity, (tensor,), None)
                     # Named after the line that called the module, outside the module's body.
                     frame = sys._getframe(0)
-                    node = self._record(IDENTITY_FACTS, inputs, (tensor,), (), frame, True)
+                    node = recorder.record(IDENTITY_FACTS, inputs, (tensor,), (), frame, True)
             if node is not None:
                 nodes.append(node)
         return nodes

@@ -171,7 +171,8 @@ class ModuleTracker:
         self._eager: list[tuple[nn.Module, Any]] = []
         # address -> the module outside the traced ones that has it (see _address)
         self._unreached: dict[str, weakref.ref[torch.nn.Module]] = {}
-        self._on_module_output = on_module_output
+        # The recorder's module outputs (module_outputs.py); rebound when a feature hooks them
+        self.on_module_output = on_module_output
         self._ops = ops  # the ops recorded so far: a module's n_ops is how many its calls add
         self.modules: dict[str, ModuleInfo] = {}
         self.stack: ModuleStack = ()
@@ -204,9 +205,10 @@ class ModuleTracker:
         self._eager.clear()
         _THREAD.trackers = tuple(t for t in _THREAD.trackers if t is not self)
         _uninstall()
-        # The callbacks are bound methods of the recorder, which holds this tracker: drop
-        # them, so the log's tensors are freed as soon as the log is, not at the next gc run.
-        self._on_module_output = _ignore_output
+        # The callbacks are bound methods of the recorder's parts, which the recorder holds
+        # with this tracker: drop them, so the log's tensors are freed as soon as the log
+        # is, not at the next gc run.
+        self.on_module_output = _ignore_output
         self._on_outer_call = None
 
     def _address(self, module: torch.nn.Module) -> str:
@@ -267,7 +269,7 @@ class ModuleTracker:
         try:
             # `entry` is the stack's top while the module ran (None for the root): the ops
             # inside that call are those whose module_stack holds this very tuple.
-            return self._on_module_output(info.address, n_passes, output, entry)
+            return self.on_module_output(info.address, n_passes, output, entry)
         finally:
             self._open.pop()
             self.stack, self.path = stack, path

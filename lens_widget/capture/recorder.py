@@ -4,10 +4,9 @@ A mode (rather than only a Tensor subclass) also sees factory calls such as
 ``torch.arange`` that take no tensor, and never changes the type of the user's tensors.
 
 Everything here runs once per op, so it is written for speed: per-function facts are
-cached, a call site is an int, records are built positionally and complete (labels, links,
-source text; only the first pass of a repeating layer is renamed afterwards, links.py),
-and saving a value appends to a list. Which node made each tensor: tensor_book.py; what
-each module call returned: module_outputs.py.
+cached, a call site is an int, a record is made without its __init__ (its fields set by
+name), its links, source text and metadata are filled after the pass (op_details.py), and
+saving a value appends to a list. The map of one op's path is Recorder's docstring.
 
 A user's own mode or Tensor subclass around the trace sees exactly the calls of a plain
 forward: the bookkeeping runs with torch functions disabled, except on the fast path, where
@@ -18,11 +17,12 @@ Nothing here reads a tensor's values (no device synchronisation).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import weakref
 from collections.abc import Callable
 from types import FrameType
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -30,8 +30,9 @@ from torch.overrides import TorchFunctionMode
 from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
-from lens_widget.capture.func_facts import FACTS, FuncFacts
-from lens_widget.capture.links import Layer, ParentRefs
+from lens_widget.capture.features import BackwardRunner, Feature, Steps
+from lens_widget.capture.func_facts import FACTS, FuncFacts, may_write
+from lens_widget.capture.links import Layer
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_outputs import ModuleOutputs
 from lens_widget.capture.module_tracker import ModuleTracker
@@ -39,49 +40,68 @@ from lens_widget.capture.op_details import fill_details
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import (
+    Inputs,
     TensorBook,
     UninitializedInput,
     nested_tensor_error,
 )
 from lens_widget.capture.transforms import QuietInTransform, transform_running
-from lens_widget.log.records import OpRecord, ParamUse
+from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import ReplayCall, tensor_leaves
 
 Tensor = torch.Tensor
 
 _NO_KWARGS: dict[str, Any] = {}  # read only
-_UNLINKED: tuple[()] = ()  # parents and parent_args of a record until fill_details
+# parents and parent_args of a record until fill_details makes its lists (read only)
+_UNLINKED: Any = ()
+# OpRecord's "not computed yet" for the metric fields (log/records.py)
+_FLOPS_UNSET = next(f.default for f in dataclasses.fields(OpRecord) if f.name == "_flops")
+_new_record = object.__new__
 _any_autocast = torch._C._is_any_autocast_enabled
 _mode_stack_depth = torch._C._len_torch_function_stack
 
 
-def _may_write(facts: FuncFacts, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
-    """An `out=` or `inplace=True` argument (F.relu(x, inplace=True), torch.add(a, b, out=c)),
-    or a norm updating its running statistics (batch_norm in training)."""
-    if kwargs and ("out" in kwargs or kwargs.get("inplace") is True):
-        return True
-    position = facts.inplace_position
-    if position is not None and len(args) > position and args[position] is True:
-        return True
-    rule = facts.mutation
-    return rule.running_stats is not None and bool(rule.targets(args, kwargs or _NO_KWARGS))
+class Recorder(TorchFunctionMode):
+    """Records each torch call as an OpRecord; sources are created on first use.
 
+    What runs per op (``__torch_function__``), in order; the collaborators are members,
+    the optional features are attached by composition (`attach`, features.py):
 
-class BackwardRunner(Protocol):
-    """Runs the backward calls of a trace that keeps gradients (backward_capture.py)."""
+    1. **hook entry**: torch calls the mode with (func, types, args, kwargs).
+    2. **facts**: ``FACTS[func]`` (func_facts.py), the function's cached facts. A metadata
+       call (``Tensor.shape``, ``dim``...) is passed through, not recorded.
+    3. **path**: the *fast path* when no user mode is around the trace, no feature asks
+       every call careful (`careful`), no torch.func transform runs, nothing may be
+       written, and every argument is a plain tensor or a literal; else the *careful path*
+       (`_call_quietly`): the bookkeeping runs with torch functions disabled (`quiet`), and
+       a backward call goes to the backward capture (`backward_capture`).
+    4. **inputs resolved** (before the call: an in-place op moves versions): the book
+       (``book``, tensor_book.py) gives the replay template and each tensor argument's
+       producer, making source nodes on first use (`add_source`; features:
+       ``source_added``). Features: ``inputs_read`` (gradients).
+       Then the RNG state of a random call and the autocast state are kept (call_state.py);
+       on the careful path, saved values about to be overwritten are copied (`_before_call`).
+    5. **call**: the torch call itself. Features: ``call`` (timing), careful path only.
+       If it raises, the op is recorded as failed (`_record_failure`) and the error goes
+       on to the user's code.
+    6. **record** (`record`): the OpRecord, fields set by name; its layer key from the
+       module tracker's path (``tracker``, module_tracker.py) and the call site
+       (call_site.py); label, links, source line and output metadata are filled after the
+       pass, or at once when a save predicate reads records (op_details.py).
+    7. **outputs noted**: features ``replace_outputs`` (interventions, careful path), then
+       the book notes each output's producer and keeps the saved values (save_policy.py),
+       then features ``outputs_noted`` (gradients; the place for a monitor's per-op
+       statistics or an offload of saved values). On the careful path, features
+       ``result`` then see the value the user's code gets (timing, interventions).
+    8. **module outputs**: when a module call returns, the tracker calls
+       ``module_outputs`` (module_outputs.py), which notes the nodes it returned (an
+       untouched tensor gets an identity op, recorded through steps 4, 6 and 7). Features:
+       ``module_output`` (interventions).
 
-    def run(
-        self,
-        facts: FuncFacts,
-        func: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
-        frame: Any,
-    ) -> Any: ...
-
-
-class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
-    """Records each torch call as an OpRecord; sources are created on first use."""
+    A feature's hooks are bound once when it is attached: a step no feature hooks calls the
+    book's own method, so absent features cost nothing per op. The log is built from the
+    recorder after the pass (build_log.py).
+    """
 
     def __init__(
         self,
@@ -95,7 +115,8 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         several models or none. `section`: code around the modules is recorded too, and
         tensors it gets from before are named inputs (section_inputs.py)."""
         TorchFunctionMode.__init__(self)
-        TensorBook.__init__(self, names, save.keeps_nothing, track_versions, save.asks_predicate)
+        # Which node made each tensor, the saved values, the records made so far
+        self.book = book = TensorBook(names, save, track_versions)
         self.save = save
         self.names = names
         self.ops: list[OpRecord] = []  # the nodes of kind "op", in order
@@ -104,26 +125,53 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         self.top_frame: FrameType | None = None
         outer_call = None
         if section:
-            inputs = SectionInputs(self, names)
-            self.outside_input = inputs.free_input
+            inputs = SectionInputs(book, names)
+            book.outside_input = inputs.free_input
             outer_call = inputs.on_outer_call
-        self.tracker = ModuleTracker(root, names, self._on_module_output, self.ops, outer_call)
+        self.module_outputs = outputs = ModuleOutputs(book, self)
+        self.tracker = book.tracker = ModuleTracker(
+            root, names, outputs.on_output, self.ops, outer_call
+        )
         # Bookkeeping runs inside this: invisible to the user's modes and Tensor subclasses.
         # Entered only by the handler, which torch never re-enters while it is active.
         self.quiet = torch._C.DisableTorchFunction()
         self.quiet_in_transform = QuietInTransform(self.quiet)
-        # (module path, function, call path) -> its layer; layers that ran more than once
-        self._layers: dict[Any, Layer] = self.layers.by_key
-        self.repeated: list[Layer] = self.layers.repeated
-        # A plain recorder keeping all values or none: nothing reads a label during the
-        # pass, so layers and labels are given after it (op_details.py).
-        self.labels_later = type(self) is Recorder and (save.keeps_all or save.keeps_nothing)
-        # (module address, pass, the nodes that produced that module call's output tensors)
-        self.module_outputs: list[tuple[str, int, list[OpRecord]]] = []
-        # id(x.data) -> (weakref to it, weakref to x): a write through it changes x too.
-        self._aliases: dict[int, tuple[Any, Any]] = {}
+        # Layers that ran more than once (their first pass is renamed after the pass)
+        self.repeated: list[Layer] = book.layers.repeated
+        # A recorder without features keeping all values or none: nothing reads a label
+        # during the pass, so layers and labels are given after it (op_details.py).
+        book.labels_later = save.keeps_all or save.keeps_nothing
+        # A torch.func transform is running: its ops take the careful path (transforms.py)
+        self.in_transform = False
         # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
         self.backward_capture: BackwardRunner | None = None
+        self.features: list[Feature] = []  # in the order attached: their hooks run so
+        self._bind(Steps(book, ()))
+
+    def attach(self, feature: Feature) -> None:
+        """Plug `feature` into the per-op path (before the recording starts); its hooks run
+        after those of the features attached before it."""
+        self.features.append(feature)
+        self.book.labels_later = False  # a feature may read labels during the pass
+        self._bind(Steps(self.book, self.features))
+
+    def _bind(self, steps: Steps) -> None:
+        """The hookable steps: the book's own methods, or composed with the features'."""
+        book = self.book
+        self._steps = steps
+        hooked = steps.hooks_inputs
+        self._resolve_plain = steps.resolve_plain if hooked else book.resolve_plain_inputs
+        self._resolve_any = steps.resolve_any if hooked else book.resolve_any_inputs
+        self._note_outputs = steps.note_outputs if steps.hooks_outputs else book.note_outputs
+        self._call = steps.call
+        self._wraps_result = steps.wraps_result
+        # Every call careful: a feature asks it, or a transform runs (see _call_quietly)
+        self.careful = steps.careful or self.in_transform
+        book.source_hooks = steps.source_added
+        outputs = self.module_outputs
+        outputs.hooks = steps.module_output
+        hooked = outputs.on_output_with_hooks if steps.module_output else outputs.on_output
+        self.tracker.on_module_output = hooked
 
     # ---- the hook --------------------------------------------------------------------
 
@@ -139,21 +187,21 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
             return func(*args, **kwargs) if kwargs else func(*args)
         frame = sys._getframe(1)
         # The fast path: plain tensors and literals (scalars, shapes, dims, slices; see
-        # TensorBook._resolve_plain_inputs), no user mode around the trace.
+        # TensorBook.resolve_plain_inputs), no user mode around the trace.
         # Then no call made by the bookkeeping can reach a mode or a Tensor subclass, and it
         # runs without DisableTorchFunction.
         if (
             facts.special
             or _mode_stack_depth()
-            or self.in_transform
-            or ((kwargs or facts.writes_by_flag) and _may_write(facts, args, kwargs))
+            or self.careful
+            or ((kwargs or facts.writes_by_flag) and may_write(facts, args, kwargs))
         ):
             return self._call_quietly(facts, func, args, kwargs, frame)
         # Inputs are resolved before the call: an in-place op changes their versions.
-        inputs = self._resolve_plain_inputs(func, args, kwargs)
+        inputs = self._resolve_plain(func, args, kwargs)
         if inputs is None:
             return self._call_quietly(facts, func, args, kwargs, frame)
-        if facts.random and not self.keeps_nothing:
+        if facts.random and not self.book.keeps_nothing:
             keep_rng_state(facts, args, kwargs, inputs[0])
         if _any_autocast():
             inputs[0].autocast = autocast_state()
@@ -166,7 +214,7 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         if type(out) is not Tensor:
             with self.quiet:
                 return self._record_result(facts, inputs, (), args, kwargs, out, frame)
-        self._record(facts, inputs, (out,), (), frame)
+        self.record(facts, inputs, (out,), (), frame)
         return out
 
     def _call_quietly(
@@ -183,17 +231,17 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
             return self.backward_capture.run(facts, func, args, kwargs, frame)
         quiet = self.quiet
         if self.in_transform or transform_running():  # a torch.func transform (transforms.py)
-            self.in_transform = True
+            self.in_transform = self.careful = True
             quiet = self.quiet_in_transform
         try:
             with quiet:
                 # Inputs are resolved before the call: an in-place op changes their versions.
-                inputs = self._resolve_inputs(func, args, kwargs)
+                inputs = self.resolve_inputs(func, args, kwargs)
                 writes = self._before_call(facts, args, kwargs, inputs[0])
                 if _any_autocast():
                     inputs[0].autocast = autocast_state()
         except UninitializedInput:  # a lazy module's parameter gets its data
-            return self.materialize(func, args, kwargs)
+            return self.book.materialize(func, args, kwargs)
         try:
             out = self._call(func, args, kwargs)
         except BaseException as err:
@@ -201,24 +249,54 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
                 self._record_failure(facts, inputs, writes, err, frame)
             raise
         with quiet:
-            out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
+            if self._wraps_result:
+                out = self._record_result_hooked(facts, inputs, writes, args, kwargs, out, frame)
+            else:
+                out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
             if self.in_transform and not transform_running():
-                self.in_transform = False  # back to the fast path
+                self.in_transform = False  # back to the fast path, unless a feature says
+                self.careful = self._steps.careful
             return out
 
-    def _call(
+    def resolve_inputs(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> Any:
-        """The torch call itself, on the careful path (a timed trace times it)."""
-        return func(*args, **kwargs) if kwargs else func(*args)
+    ) -> Inputs:
+        """The call's replay template, its tensor arguments' producers, the params it reads
+        (the book's, with the features' `inputs_read`)."""
+        inputs = self._resolve_plain(func, args, kwargs)
+        return inputs if inputs is not None else self._resolve_any(func, args, kwargs)
 
     def _record_failure(
         self, facts: FuncFacts, inputs: Any, writes: Any, err: BaseException, frame: Any
     ) -> None:
-        node = self._record(facts, inputs, (), writes, frame)
+        node = self.record(facts, inputs, (), writes, frame)
         node.failed = True
         node.error = f"{type(err).__name__}: {err}"
         self.failed = node
+
+    def _record_result_hooked(
+        self,
+        facts: FuncFacts,
+        inputs: Any,
+        writes: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        out: Any,
+        frame: Any,
+    ) -> Any:
+        """_record_result with the features' `replace_outputs` (for these outputs only, not
+        a module's identity op) and `result` hooks."""
+        steps, ops = self._steps, self.ops
+        n_ops = len(ops)
+        steps.in_call = True
+        try:
+            out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
+        finally:
+            steps.in_call = False
+        node = ops[-1] if len(ops) > n_ops else None
+        for hook in steps.results:
+            out = hook(node, out)
+        return out
 
     def _record_result(
         self,
@@ -247,22 +325,13 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         else:
             outputs = ()
         if outputs:
-            node = self._record(facts, inputs, outputs, writes, frame)
+            node = self.record(facts, inputs, outputs, writes, frame)
+            book = self.book
             if facts.unversioned_alias and type(out) is Tensor:
-                self._aliases[id(out)] = (weakref.ref(out), weakref.ref(args[0]))
-            elif writes and self._aliases:
-                self._note_alias_writes(node, outputs, writes)
+                book.aliases[id(out)] = (weakref.ref(out), weakref.ref(args[0]))
+            elif writes and book.aliases:
+                book.note_alias_writes(node, outputs, writes)
         return out
-
-    def _note_alias_writes(self, node: OpRecord, outputs: Any, writes: list[Tensor]) -> None:
-        """A write through `x.data` changed x, which no version shows: x's value is now this
-        op's output, so later reads of x link here."""
-        for written in writes:
-            entry = self._aliases.get(id(written))
-            base = entry[1]() if entry is not None and entry[0]() is written else None
-            index = next((i for i, t in enumerate(outputs) if t is written), None)
-            if base is not None and index is not None:
-                self.point(base, node, index)
 
     def _before_call(
         self, facts: FuncFacts, args: tuple[Any, ...], kwargs: Any, replay: ReplayCall
@@ -270,16 +339,17 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         """For calls that may write or draw random numbers: copy saved values about to be
         overwritten, keep the RNG state; the tensors the call writes."""
         writes = facts.mutation.targets(args, kwargs or _NO_KWARGS)
-        if writes and not self.keeps_nothing:  # nothing saved: no copy, no version to keep
-            self.values.before_write(writes)
-        if facts.random and not self.keeps_nothing:
+        keeps_nothing = self.book.keeps_nothing
+        if writes and not keeps_nothing:  # nothing saved: no copy, no version to keep
+            self.book.values.before_write(writes)
+        if facts.random and not keeps_nothing:
             keep_rng_state(facts, args, kwargs, replay)
         return writes
 
-    def _record(
+    def record(
         self,
         facts: FuncFacts,
-        inputs: tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]],
+        inputs: Inputs,
         outputs: tuple[Tensor, ...],
         writes: Any,
         frame: Any,
@@ -287,8 +357,9 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
     ) -> OpRecord:
         """The op's record. Its links, source line and output metadata are filled after
         the pass (op_details.py), or at once when a save predicate reads each record; its
-        label too in a plain trace (labels_later); the ``:1`` of a first pass that repeats
-        later is added after the pass."""
+        label too when labels_later; the ``:1`` of a first pass that repeats later is added
+        after the pass. `outside_path`: named after the line that called the module (a
+        module's identity op)."""
         replay, parent_refs, params = inputs
         tracker = self.tracker
         site, source = find_call_site(frame, outside_path, self.top_frame)
@@ -313,60 +384,56 @@ class Recorder(TensorBook, ModuleOutputs, TorchFunctionMode):
         else:
             size, dtype, device, grad = None, None, None, False
 
-        node = OpRecord(
-            "", "op", facts.name, len(self.nodes), "", 0, 1,
-            stack[-1][0] if stack else "", stack, None, None, None, nbytes, grad, shapes,
-            params, _UNLINKED, _UNLINKED, [], False, False, "", "", bool(writes),  # type: ignore[arg-type]
-            False, None, None, False, None, (replay, parent_refs),
-        )  # fmt: skip
-        self.nodes.append(node)
+        book = self.book
+        nodes = book.nodes
+        # OpRecord's fields set by name without its __init__ (a keyword call costs ~1 µs
+        # more per op): every field, init=False ones too (test_records_by_name checks).
+        node = _new_record(OpRecord)
+        node.label = ""  # given by the layers (links.py), now or after the pass
+        node.kind = "op"
+        node.func = facts.name
+        node.index = len(nodes)
+        node.layer = ""
+        node.pass_index = 0
+        node.n_passes = 1
+        node.module = stack[-1][0] if stack else ""
+        node.module_stack = stack
+        node.shape = None  # shape, dtype, device: filled from the Pending entry
+        node.dtype = None
+        node.device = None
+        node.nbytes = nbytes
+        node.requires_grad = grad
+        node.shapes = shapes
+        node.params = params
+        node.parents = _UNLINKED
+        node.parent_args = _UNLINKED
+        node.children = []
+        node.from_input = False
+        node.feeds_output = False
+        node.source = ""
+        node.source_code = ""
+        node.inplace = bool(writes)
+        node.failed = False
+        node.error = None
+        node.time_ms = None
+        node.intervened = False
+        node.activations = None
+        node.replay = (replay, parent_refs)
+        node._flops = _FLOPS_UNSET
+        node._stats = None
+        node.grads = None
+        nodes.append(node)
         self.ops.append(node)
-        if self.labels_later:
-            self.pending.append((node, source, size, dtype, device, key))  # type: ignore[union-attr]
+        if book.labels_later:
+            book.pending.append((node, source, size, dtype, device, key))  # type: ignore[union-attr]
         else:
-            self.layers.place(node, key)
-            if self.pending is None:  # a save predicate will read the record: fill it now
-                fill_details(self, [(node, source, size, dtype, device, None)])
+            book.layers.place(node, key)
+            if book.pending is None:  # a save predicate will read the record: fill it now
+                fill_details(book, [(node, source, size, dtype, device, None)])
             else:
-                self.pending.append((node, source, size, dtype, device, None))
+                book.pending.append((node, source, size, dtype, device, None))
         if outputs:
             self._note_outputs(node, outputs, node.layer, node.pass_index)
             if self.in_transform:
-                self.note_transform_outputs(node, outputs)
+                book.note_transform_outputs(node, outputs)
         return node
-
-    def _note_outputs(
-        self, node: OpRecord, outputs: tuple[Tensor, ...], base: str, passes: int
-    ) -> None:
-        """Producers of the op's output tensors, and the outputs kept if the policy says so."""
-        if self.keeps_nothing:  # versions matter only to saved values
-            for i, tensor in enumerate(outputs):
-                self._producers[id(tensor)] = (weakref.ref(tensor), node, i, -1)
-            return
-        if len(outputs) == 1:  # the common case, without a loop
-            tensor = outputs[0]
-            try:
-                versions: Any = tensor._version if self.track_versions else -1
-            except RuntimeError:  # an inference tensor
-                versions = -1
-            if versions < 0:
-                versions = self.values.version(tensor)
-            self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, versions)
-        else:
-            versions = tuple([self._version(t) for t in outputs])
-            for i, tensor in enumerate(outputs):
-                self._producers[id(tensor)] = (weakref.ref(tensor), node, i, versions[i])
-        save = self.save
-        if save.keeps_all:
-            if len(outputs) == 1 and not tensor.requires_grad and type(tensor) is Tensor:
-                node.activations = outputs  # SavedValues.keep, inlined for the common case
-                self.values.saved.append((node, outputs, versions))
-            else:
-                self.values.keep(node, outputs, versions)
-        else:
-            # A name list or a predicate sees the label with its pass, also on a first pass.
-            label, node.label = node.label, f"{base}:{passes}"
-            keep = save.keeps(node)
-            node.label = label
-            if keep:
-                self.values.keep(node, outputs, versions)

@@ -19,8 +19,7 @@ import torch
 
 from lens_widget.capture.backward_capture import BackwardCapture
 from lens_widget.capture.build_log import SectionTop, build_log
-from lens_widget.capture.grad_recorder import grad_recorder
-from lens_widget.capture.instrumented_recorder import InstrumentedRecorder
+from lens_widget.capture.intervening import Intervening
 from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.named_leaves import named_arguments
@@ -29,6 +28,7 @@ from lens_widget.capture.old_generation import (
     collect_young_generations,
     promote_to_old_generation,
 )
+from lens_widget.capture.op_timing import Timing
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.recursion import recursion_headroom
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
@@ -74,30 +74,30 @@ class Session:
             self.interventions: Interventions | None = None
             if intervene is not None:
                 self.interventions = Interventions(intervene, names.modules.values())
-            # Keeping gradients takes recorder subclasses, so other traces pay nothing for it.
-            if timing or self.interventions is not None:
-                general = InstrumentedRecorder
-                self.recorder: Recorder = (grad_recorder(general) if grads else general)(  # type: ignore[call-arg]
-                    names, root, policy, track_versions, bool(timing), self.interventions,
-                    section is not None,
-                )  # fmt: skip
-            else:
-                plain = grad_recorder(Recorder) if grads else Recorder
-                self.recorder = plain(names, root, policy, track_versions, section is not None)
+            self.recorder = recorder = Recorder(
+                names, root, policy, track_versions, section is not None
+            )
+            # The optional features, in the order their hooks run (features.py); a trace
+            # without them pays nothing for them.
+            if timing:
+                recorder.attach(Timing())
+            if self.interventions is not None:
+                recorder.attach(Intervening(self.interventions, recorder.book))
             # Runs each backward call made while recording; fills the log's gradients.
             self.backward: BackwardCapture | None = None
             if grads:
-                self.backward = self.recorder.backward_capture = BackwardCapture(self.recorder)
+                self.backward = recorder.backward_capture = BackwardCapture(recorder)
+                recorder.attach(self.backward)
 
     def add_inputs(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """The traced call's arguments: sources ``input.0``, ``input.attention_mask``..."""
-        recorder = self.recorder
+        book = self.recorder.book
         with self._quiet:
             for name, tensor in named_arguments(args, dict(kwargs)):
                 if tensor.is_nested:  # before anything runs: nothing to put back
                     raise nested_tensor_error(tensor)
-                if recorder.producer_of(tensor) is None:  # passed twice: one input
-                    recorder.add_source(tensor, "input", name)
+                if book.producer_of(tensor) is None:  # passed twice: one input
+                    book.add_source(tensor, "input", name)
 
     def start(self, top_frame: FrameType | None = None) -> None:
         """From here on, this thread's torch calls and module calls are recorded.
@@ -109,7 +109,7 @@ class Session:
         try:
             self.recorder.top_frame = top_frame
             self._recording.enter_context(self.recorder.tracker)
-            self._recording.enter_context(ParameterWatch(self.recorder))
+            self._recording.enter_context(ParameterWatch(self.recorder.book))
             self._recording.enter_context(self.recorder)
         except BaseException:
             self._recording.close()
@@ -128,7 +128,7 @@ class Session:
                 self.recorder.top_frame = None  # holds the section's frame, and its locals
                 # A bound method of the section's inputs, which hold the recorder: a cycle
                 # that would keep the saved tensors until the cyclic collector runs.
-                self.recorder.outside_input = None
+                self.recorder.book.outside_input = None
             elapsed = time.perf_counter() - self._start
             with self._quiet:
                 self.log = log = build_log(

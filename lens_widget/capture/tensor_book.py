@@ -1,13 +1,14 @@
-"""Which node produced each tensor: sources made on first use, producers, the inputs of a
-call resolved to their producers, and the names of dtypes and devices.
+"""Which node produced each tensor: sources made on first use, the inputs of a call
+resolved to their producers, the producers (and saved values) of a call's outputs, and the
+names of dtypes and devices.
 
-The first half of the recorder (recorder.py), kept apart for size. Everything here runs
-inside the recorder's bookkeeping, where no torch function reaches a user's mode.
+The recorder's (recorder.py) member `book`: the per-op path asks it to resolve the inputs
+and to note the outputs of each call. Everything here runs inside the recorder's
+bookkeeping, where no torch function reaches a user's mode.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import weakref
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from lens_widget.capture.links import Layers, ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.op_details import SOURCE, Pending, dtype_name, fill_details
+from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.saved_values import SavedValues
 from lens_widget.capture.transforms import (
     inner_tensors,
@@ -40,22 +42,17 @@ from lens_widget.capture.transforms import (
 from lens_widget.log.records import NodeKind, OpRecord, ParamUse
 from lens_widget.log.replay import ReplayCall
 
+# What a source's node is noted with by the features that watch sources (features.py)
+SourceHook = Callable[[torch.Tensor, OpRecord], None]
+
 Tensor = torch.Tensor
+# A call's inputs: its replay template, its tensor arguments' producers, the params it reads
+Inputs = tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]
 Parameter = torch.nn.Parameter
 _NO_KWARGS: dict[str, Any] = {}  # the kwargs of every replay template without any: read only
 _new_object = object.__new__
 # What _resolve_tensor returns for a tensor of a torch.func transform (a dict: never literals)
 _NOT_PLAIN: Any = {}
-
-# Records are built with positional arguments (twice as fast as keywords): in this order.
-RECORD_FIELDS = (
-    "label", "kind", "func", "index", "layer", "pass_index", "n_passes", "module",
-    "module_stack", "shape", "dtype", "device", "nbytes", "requires_grad", "shapes", "params",
-    "parents", "parent_args", "children", "from_input", "feeds_output", "source",
-    "source_code", "inplace", "failed", "error", "time_ms", "intervened", "activations", "replay",
-)  # fmt: skip
-if tuple(f.name for f in dataclasses.fields(OpRecord) if f.init) != RECORD_FIELDS:
-    raise ImportError("lens_widget: OpRecord's fields changed; update RECORD_FIELDS")
 
 
 def nested_tensor_error(tensor: Tensor) -> TypeError:
@@ -78,12 +75,11 @@ class TensorBook:
 
     tracker: ModuleTracker  # set by the recorder: where sources are first used
 
-    def __init__(
-        self, names: ModelNames, keeps_nothing: bool, track_versions: bool, fill_now: bool
-    ) -> None:
-        """`fill_now`: every record is filled as it is made (a save predicate reads them),
-        not after the pass (op_details.py)."""
-        self.keeps_nothing = keeps_nothing
+    def __init__(self, names: ModelNames, save: SavePolicy, track_versions: bool) -> None:
+        """`save`: which outputs are kept; a save predicate reads every record as it is
+        made, so then records are filled at once, not after the pass (op_details.py)."""
+        self.save = save
+        self.keeps_nothing = save.keeps_nothing
         self.track_versions = track_versions
         self.values = SavedValues(track_versions)
         self.nodes: list[OpRecord] = []
@@ -94,12 +90,10 @@ class TensorBook:
         self.param_uses: dict[OpRecord, ParamUse] = {}
         # Records whose links, source line and output metadata are filled after the pass
         # (op_details.py); None when a save predicate reads each record as its op runs.
-        self.pending: list[Pending] | None = None if fill_now else []
+        self.pending: list[Pending] | None = None if save.asks_predicate else []
         self._n_consts = 0
         # Some tensor was on the meta device: its "value" is dropped at the end (build_log)
         self.saw_meta = False
-        # A torch.func transform is running: its ops take the careful path (transforms.py)
-        self.in_transform = False
         # label -> node, filled as nodes are made (while they are in the cache: an index
         # made after the pass would read every node again)
         self.by_label: dict[str, OpRecord] = {}
@@ -107,6 +101,10 @@ class TensorBook:
         # it (labels_later, set by the recorder; build_log ends it), else as nodes are made.
         self.layers = Layers(self.by_label)
         self.labels_later = False
+        # What add_source tells the features that watch sources (the recorder sets them)
+        self.source_hooks: tuple[SourceHook, ...] = ()
+        # id(x.data) -> (weakref to it, weakref to x): a write through it changes x too.
+        self.aliases: dict[int, tuple[Any, Any]] = {}
         self.device_names: dict[torch.device, str] = {}
         self.source_text = SourceTexts()
         self._texts = self.source_text.texts  # its cache: read directly on the hot path
@@ -129,11 +127,18 @@ class TensorBook:
         if not later and name in self.by_label:
             name = self.unique_label(name)
         stack = self.tracker.stack
+        # Fields left out keep OpRecord's defaults (shape and source: filled with the ops')
         node = OpRecord(
-            name, kind, name, len(self.nodes), name, 1, 1, stack[-1][0] if stack else "",
-            stack, None, None, None, 0, tensor.requires_grad, (), (), [], [], [],
-            kind == "input", False, "", "", False, False, None, None, False, None, None,
-        )  # fmt: skip
+            label=name,
+            kind=kind,
+            func=name,
+            index=len(self.nodes),
+            layer=name,
+            module=stack[-1][0] if stack else "",
+            module_stack=stack,
+            requires_grad=tensor.requires_grad,
+            from_input=kind == "input",
+        )
         entry = (node, source, tensor.shape, tensor.dtype, tensor.device, SOURCE if later else None)
         if self.pending is None:
             fill_details(self, [entry])
@@ -148,6 +153,8 @@ class TensorBook:
             version = self._version(tensor)
             self.values.keep_source(node, tensor, version, kind == "input")
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
+        for hook in self.source_hooks:
+            hook(tensor, node)
         return node
 
     def place(self, node: OpRecord, key: Any) -> None:
@@ -241,23 +248,64 @@ class TensorBook:
             if saved and saved[-1][0] is node:
                 saved.pop()
 
+    def note_outputs(
+        self, node: OpRecord, outputs: tuple[Tensor, ...], base: str, passes: int
+    ) -> None:
+        """Producers of the op's output tensors, and the outputs kept if the policy says so
+        (`base` and `passes`: the op's layer and pass, which a save name or predicate reads)."""
+        if self.keeps_nothing:  # versions matter only to saved values
+            for i, tensor in enumerate(outputs):
+                self._producers[id(tensor)] = (weakref.ref(tensor), node, i, -1)
+            return
+        if len(outputs) == 1:  # the common case, without a loop
+            tensor = outputs[0]
+            try:
+                versions: Any = tensor._version if self.track_versions else -1
+            except RuntimeError:  # an inference tensor
+                versions = -1
+            if versions < 0:
+                versions = self.values.version(tensor)
+            self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, versions)
+        else:
+            versions = tuple([self._version(t) for t in outputs])
+            for i, tensor in enumerate(outputs):
+                self._producers[id(tensor)] = (weakref.ref(tensor), node, i, versions[i])
+        save = self.save
+        if save.keeps_all:
+            if len(outputs) == 1 and not tensor.requires_grad and type(tensor) is Tensor:
+                node.activations = outputs  # SavedValues.keep, inlined for the common case
+                self.values.saved.append((node, outputs, versions))
+            else:
+                self.values.keep(node, outputs, versions)
+        else:
+            # A name list or a predicate sees the label with its pass, also on a first pass.
+            label, node.label = node.label, f"{base}:{passes}"
+            keep = save.keeps(node)
+            node.label = label
+            if keep:
+                self.values.keep(node, outputs, versions)
+
+    def note_alias_writes(self, node: OpRecord, outputs: Any, writes: list[Tensor]) -> None:
+        """A write through `x.data` changed x, which no version shows: x's value is now this
+        op's output, so later reads of x link here."""
+        for written in writes:
+            entry = self.aliases.get(id(written))
+            base = entry[1]() if entry is not None and entry[0]() is written else None
+            index = next((i for i, t in enumerate(outputs) if t is written), None)
+            if base is not None and index is not None:
+                self.point(base, node, index)
+
     def producer_of(self, tensor: Tensor) -> tuple[OpRecord, int] | None:
         entry = self._producers.get(id(tensor))
         if entry is not None and entry[0]() is tensor:
             return entry[1], entry[2]
         return None
 
-    def _resolve_inputs(
+    def resolve_plain_inputs(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]:
-        """The call's replay template, its tensor arguments' producers, the params it reads."""
-        inputs = self._resolve_plain_inputs(func, args, kwargs)
-        return inputs if inputs is not None else self._resolve_any_inputs(func, args, kwargs)
-
-    def _resolve_plain_inputs(
-        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]] | None:
-        """_resolve_inputs for plain tensors and literals (scalars, slices, flat tuples and
+    ) -> Inputs | None:
+        """The call's replay template, its tensor arguments' producers and the params it
+        reads (Inputs), for plain tensors and literals (scalars, slices, flat tuples and
         lists of them: shapes, dims, indices), positional or keyword (the hot path; torch's
         Python wrappers such as F.layer_norm pass tensors by keyword); None for any other
         call. One pass over the arguments resolves the tensors and makes the template."""
@@ -343,10 +391,10 @@ class TensorBook:
             parent_refs.append((position, parent, output_index))
         return literals
 
-    def _resolve_any_inputs(
+    def resolve_any_inputs(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]:
-        """_resolve_inputs for any call: nested containers, keywords, Tensor subclasses."""
+    ) -> Inputs:
+        """resolve_plain_inputs for any call: nested containers, keywords, Tensor subclasses."""
         args_template, kwargs_template, found = scan_call(args, kwargs)
         parent_refs: ParentRefs = []
         literals: dict[int, Tensor] | None = None

@@ -61,7 +61,10 @@ class ModuleInfo:
 
 
 # slots: one record per op is made while the model runs; slotted ones are built faster.
-@dataclass(eq=False, slots=True)
+# kw_only: built by name, so a field added or moved here cannot shift another (the per-op
+# builder, capture/recorder.py's `_record`, sets each field by name without __init__;
+# tests/python/test_records_by_name.py checks that it sets them all).
+@dataclass(eq=False, slots=True, kw_only=True)
 class OpRecord:
     """A node of the log. Operations have kind "op"; sources and sinks share the shape.
 
