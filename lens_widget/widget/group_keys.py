@@ -1,5 +1,6 @@
 """Addresses the `expanded` trait may hold besides module addresses: the frontend's own
-groups (js/src/graph/folds.ts), which a user can also open from Python.
+groups (js/src/graph/folds.ts), which a user can also open from Python. Both sides build
+keys alike: tests/js/fixtures/group_keys.json is read by the tests of each.
 
 - a repeated-block stack: its first block's address, "×", the number of blocks
   ("transformer.h.0×24");
@@ -23,13 +24,24 @@ def stack_address(group: list[str]) -> str:
     return f"{group[0]}×{len(group)}"
 
 
+def chunk_address(box: str, first: int, last: int) -> str:
+    """The address of children `first`..`last` (1-based) of the box at address `box`."""
+    return f"{box}#{first}-{last}"
+
+
+def output_kind(label: str) -> str | None:
+    """ "output.past_key_values" for "output.past_key_values.layers.0.keys"; None for
+    "output.logits" (an output of a kind of its own)."""
+    parts = label.split(".")
+    return f"output.{parts[1]}" if len(parts) >= 3 and parts[0] == "output" else None
+
+
 def output_groups(output_ids: Iterable[str]) -> set[str]:
     """ "output.<name>" for every name that two or more outputs share."""
     seen: dict[str, int] = {}
     for label in output_ids:
-        parts = label.split(".")
-        if len(parts) >= 3 and parts[0] == "output":
-            key = f"output.{parts[1]}"
+        key = output_kind(label)
+        if key is not None:
             seen[key] = seen.get(key, 0) + 1
     return {key for key, n in seen.items() if n >= 2}
 

@@ -21,15 +21,14 @@ from lens_widget.capture.trace import trace
 from lens_widget.compare.comparison import LogComparison, OpDiff, compare
 from lens_widget.log.attention import has_attention_map
 from lens_widget.log.model_log import DEFAULT_HTML_BYTES, ModelLog
-from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.records import OpRecord
-from lens_widget.widget import html_export, requests, wire
+from lens_widget.widget import html_export, protocol, requests, wire
 from lens_widget.widget.ablation import Ablation, ablation_request
 from lens_widget.widget.bundle import MISSING_ESM, bundle_text
 from lens_widget.widget.call_sites import keep_call_sites
 from lens_widget.widget.cell_gate import cell_gate
 from lens_widget.widget.dim_names import DimNames
-from lens_widget.widget.metric_values import MetricError, metric_values, side_outputs
+from lens_widget.widget.metric_values import MetricError, side_outputs
 from lens_widget.widget.payload import NO_MODEL, build_payload
 from lens_widget.widget.view_ids import ViewIds
 
@@ -348,20 +347,10 @@ class LensWidget(anywidget.AnyWidget):
         return requests.attention(self._records, params)
 
     def _metrics(self, params: object) -> requests.Answer:
-        metric = requests.metric_name(params)
-        try:
-            result, data = metric_values(self._model_log, metric, self._diffs)
-        except MetricError as e:
-            raise requests.RequestError(str(e)) from e
-        return result, [data]
+        return requests.metrics(self._model_log, params, self._diffs)
 
     def _first_nonfinite(self, params: object) -> requests.Answer:
-        requests.no_params(params)
-        try:
-            op = self._model_log.first_nonfinite()
-        except NotSavedError as e:
-            raise requests.RequestError(str(e)) from e
-        return {"id": op.label if op is not None else None}, []
+        return requests.first_nonfinite(self._model_log, params)
 
     def _rerun(self, params: object) -> requests.Answer:
         label = requests.rerun_target(self._records, params, self._view_ids.ids["rolled"])
@@ -384,14 +373,9 @@ class LensWidget(anywidget.AnyWidget):
         return {"ok": True}, []
 
     def _on_msg(self, _widget: object, content: object, _buffers: list[object]) -> None:
+        # one handler per kind of protocol.REQUEST_KINDS: "firstNonfinite" -> _first_nonfinite
         handlers: dict[str, requests.Handler] = {
-            "activation": self._activation,
-            "attention": self._attention,
-            "rerun": self._rerun,
-            "metrics": self._metrics,
-            "firstNonfinite": self._first_nonfinite,
-            "ablate": self._ablate,
-            "endAblation": self._end_ablation,
+            kind: getattr(self, requests.handler_name(kind)) for kind in protocol.REQUEST_KINDS
         }
 
         def answer() -> None:

@@ -1,6 +1,7 @@
-"""What a standalone page answers beside activations: every overlay metric and the first
-NaN/Inf, computed here from the log (at full precision, not from the page's pooled views)
-and embedded, so the page's color-by picker and "first NaN/Inf" work with no kernel.
+"""What a standalone page answers beside activations (the kinds protocol.REQUEST_KINDS marks
+`on_page`): every overlay metric and the first NaN/Inf, answered here by the widget's own
+request functions (at full precision, not from the page's pooled views) and embedded, so
+the page's color-by picker and "first NaN/Inf" work with no kernel.
 
 A metric the log cannot give (no comparison, no gradients, nothing saved) is embedded as
 the kernel's own error text: the page says the same thing the notebook would.
@@ -16,8 +17,8 @@ import torch
 
 from lens_widget.compare.comparison import OpDiff
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.nonfinite import NotSavedError
-from lens_widget.widget.metric_values import METRICS, MetricError, metric_values
+from lens_widget.widget import requests
+from lens_widget.widget.metric_values import METRICS
 
 
 @dataclass
@@ -43,10 +44,11 @@ def page_answers(log: ModelLog, diffs: Mapping[str, OpDiff] | None = None) -> Pa
     metrics: dict[str, int | str] = {}
     chunks: list[torch.Tensor] = []
     offset = 0
+    # Asked as the page's frontend would ask a kernel, through the widget's own answers.
     for name in METRICS:
         try:
-            _, data = metric_values(log, name, diffs)
-        except MetricError as err:
+            _, (data,) = requests.metrics(log, {"metric": name}, diffs)
+        except requests.RequestError as err:
             metrics[name] = str(err)
             continue
         values = torch.frombuffer(bytearray(data), dtype=torch.float32) if data else torch.zeros(0)
@@ -54,9 +56,8 @@ def page_answers(log: ModelLog, diffs: Mapping[str, OpDiff] | None = None) -> Pa
         chunks.append(values)
         offset += values.numel()
     try:
-        op = log.first_nonfinite()
-        first: dict[str, str | None] = {"id": op.label if op is not None else None}
-    except NotSavedError as err:
+        first: object = requests.first_nonfinite(log, {})[0]
+    except requests.RequestError as err:
         first = {"error": str(err)}
     meta = {"ids": [op.label for op in log.ops], "metrics": metrics, "firstNonfinite": first}
     values = torch.cat(chunks) if chunks else torch.zeros(0)

@@ -6,7 +6,7 @@ TypeScript and fails when a key, its optionality or its nullability differs betw
 Inline TypeScript object types (`params: { id: string }`) get a named TypedDict here.
 """
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 # typing's own TypedDict learns NotRequired only in 3.11; torch depends on typing_extensions.
 # No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
@@ -322,3 +322,35 @@ class WaitingMessage(TypedDict):
     type: Literal["waiting"]
     id: int
     reason: str
+
+
+# ---- the synced traits (widget/lens_widget.py's traitlets, as the frontend reads them) ---
+
+
+class WidgetTraits(TypedDict):
+    graph: GraphPayload  # kernel -> frontend only, as wire.py's compact bytes
+    selected: str
+    view: ViewName
+    expanded: list[str]
+    status: str
+
+
+# ---- the request kinds: one table, read by the widget, the page and the contract test ----
+
+
+class RequestKind(NamedTuple):
+    request: type  # the request's TypedDict (its `method` is the table's key)
+    result: type  # the `result` of its ok response
+    runs_model: bool  # re-traces the model: queued behind a running cell, refused by a page
+    on_page: bool  # a standalone HTML page answers it from what it embeds, with no kernel
+
+
+REQUEST_KINDS: dict[str, RequestKind] = {
+    "activation": RequestKind(ActivationRequest, ActivationResult, False, True),
+    "attention": RequestKind(AttentionRequest, AttentionResult, False, False),
+    "metrics": RequestKind(MetricsRequest, MetricsResult, False, True),
+    "firstNonfinite": RequestKind(FirstNonfiniteRequest, FirstNonfiniteResult, False, True),
+    "rerun": RequestKind(RerunRequest, RerunResult, True, False),
+    "ablate": RequestKind(AblateRequest, RerunResult, True, False),
+    "endAblation": RequestKind(EndAblationRequest, RerunResult, False, False),
+}

@@ -7,16 +7,21 @@ hostile message can neither crash the kernel nor reach anything but the lookups 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping
 
 import torch
 
+from lens_widget.compare.comparison import OpDiff
 from lens_widget.log.attention import AttentionUnavailable
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import protocol
 from lens_widget.widget.attention_view import attention_view
 from lens_widget.widget.checks import check_index, cut, quote, require_int
 from lens_widget.widget.dim_names import DimNames
+from lens_widget.widget.metric_values import MetricError, metric_values
 from lens_widget.widget.tensor_view import tensor_view
 
 # What a handler answers: the `result` of the response and its binary buffers.
@@ -38,7 +43,7 @@ _SIDES = ("a", "b", "diff")
 _VALUES = ("activation", "grad")
 
 # Requests that run the model: never while a cell runs (cell_gate.py); the others only read.
-RUNS_MODEL = frozenset({"rerun", "ablate"})
+RUNS_MODEL = frozenset(k for k, spec in protocol.REQUEST_KINDS.items() if spec.runs_model)
 WAITING = "waiting for the running cell"
 
 # The longest error reply (a failing re-run's message can be long, and may quote input).
@@ -191,6 +196,26 @@ def no_params(params: object) -> None:
     request_params(params, set(), set())
 
 
+def metrics(log: ModelLog, params: object, diffs: Mapping[str, OpDiff] | None = None) -> Answer:
+    """One overlay metric of every op (`diffs`: a comparison's, for its metrics)."""
+    metric = metric_name(params)
+    try:
+        result, data = metric_values(log, metric, diffs)
+    except MetricError as e:
+        raise RequestError(str(e)) from e
+    return result, [data]
+
+
+def first_nonfinite(log: ModelLog, params: object) -> Answer:
+    """The op that produced the first NaN/Inf (its id, or None)."""
+    no_params(params)
+    try:
+        op = log.first_nonfinite()
+    except NotSavedError as e:
+        raise RequestError(str(e)) from e
+    return {"id": op.label if op is not None else None}, []
+
+
 def rerun_target(
     records: Mapping[str, OpRecord], params: object, layers: Collection[str] = ()
 ) -> str:
@@ -245,3 +270,8 @@ def handle(content: object, handlers: Mapping[str, Handler]) -> Reply | None:
     except KeyboardInterrupt:  # the user interrupted the kernel during a re-run: say so,
         return _error(req_id, "interrupted")  # or the frontend waits out its timeout
     return {"type": "response", "id": req_id, "ok": True, "result": result}, buffers
+
+
+def handler_name(kind: str) -> str:
+    """The widget method that answers a request kind: "firstNonfinite" -> "_first_nonfinite"."""
+    return "_" + re.sub(r"[A-Z]", lambda m: "_" + m[0].lower(), kind)

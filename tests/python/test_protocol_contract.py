@@ -18,9 +18,6 @@ from lens_widget.widget import protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Interfaces that never cross the wire as a dict: the synced traits are traitlets.
-TS_ONLY = {"WidgetTraits"}
-
 
 def protocol_ts() -> Path:
     found = sorted((ROOT / "js" / "src").glob("**/protocol.ts"))
@@ -181,8 +178,6 @@ def contract_differences(ts_text: str) -> list[str]:
     interfaces, literals = parse_ts(ts_text)
     found, used = [], set()
     for name, ts in interfaces.items():
-        if name in TS_ONLY:
-            continue
         py = getattr(protocol, name, None)
         if not is_typed_dict(py):
             found.append(f"{name}: no TypedDict of that name in protocol.py")

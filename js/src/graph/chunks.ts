@@ -16,6 +16,11 @@ export const CHUNK_LIMIT = 200; // a box with more direct children than this is 
 export const CHUNK_SIZE = 100; // children per chunk (evened out: 201 children -> 3 chunks of 67)
 export const CHUNK_MARK = "#";
 
+/** "#101-200": what follows a box's address in the address of its children 101..200 (1-based). */
+export function chunkRange(lo: number, hi: number): string {
+  return `${CHUNK_MARK}${lo}-${hi}`;
+}
+
 export interface Chunk {
   key: string;
   address: string;
@@ -95,7 +100,7 @@ export function chunkNodes(
       const span = levels[l];
       const lo = Math.floor(pos / span) * span;
       const hi = Math.min(lo + span, total);
-      const range = `${CHUNK_MARK}${lo + 1}-${hi}`;
+      const range = chunkRange(lo + 1, hi);
       const key = box + range;
       if (key === prev) continue; // the last chunk of a level may hold one chunk of the next
       prev = key;

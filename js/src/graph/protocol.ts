@@ -232,6 +232,12 @@ export interface EndAblationRequest {
   params: {};
 }
 
+/** The result of a request that changes the graph (rerun, ablate, endAblation): the new
+ * graph arrives as a trait change. */
+export interface RerunResult {
+  ok: true;
+}
+
 export type Request =
   | AblateRequest
   | EndAblationRequest
@@ -240,6 +246,20 @@ export type Request =
   | RerunRequest
   | MetricsRequest
   | FirstNonfiniteRequest;
+
+/** Every request kind, once (lens_widget/widget/protocol.py REQUEST_KINDS, checked against it):
+ * whether it re-traces the model (the kernel queues it behind a running cell, a saved page
+ * refuses it) and whether a standalone page answers it from what it embeds (kernel/offline.ts).
+ * `satisfies`: a Request whose method has no entry here fails to compile. */
+export const REQUEST_KINDS = {
+  activation: { runsModel: false, onPage: true },
+  attention: { runsModel: false, onPage: false },
+  metrics: { runsModel: false, onPage: true },
+  firstNonfinite: { runsModel: false, onPage: true },
+  rerun: { runsModel: true, onPage: false },
+  ablate: { runsModel: true, onPage: false },
+  endAblation: { runsModel: false, onPage: false },
+} as const satisfies Record<Request["method"], { runsModel: boolean; onPage: boolean }>;
 
 export type PlotKind = "scalar" | "line" | "heatmap" | "images" | "sequence";
 
@@ -300,6 +320,6 @@ export interface ResponseMessage {
   type: "response";
   id: number | null; // null when the request's own id was not an integer
   ok: boolean;
-  result?: ActivationResult | AttentionResult | { ok: true } | MetricsResult | FirstNonfiniteResult;
+  result?: ActivationResult | AttentionResult | RerunResult | MetricsResult | FirstNonfiniteResult;
   error?: string;
 }

@@ -5,6 +5,7 @@
 // cannot answer is refused by its gate, which says why (left out to fit the page, or needs a
 // kernel).
 import type { ActivationRequest, ActivationResult, FirstNonfiniteResult, MetricName, MetricsResult, Request, WidgetTraits } from "../graph/protocol";
+import { REQUEST_KINDS } from "../graph/protocol";
 import type { RequestGate } from "./messages";
 import type { WidgetModel } from "./widgetModel";
 
@@ -119,7 +120,9 @@ export class ViewStore {
   /** The page's answer to `req`, as the kernel would give it, or why it has none. */
   answer(req: Request): Answer {
     const answers = this.meta.answers;
-    if (req.method === "rerun" || req.method === "ablate") return "this page has no kernel: re-running the model needs the notebook";
+    const kind = REQUEST_KINDS[req.method];
+    if (kind.runsModel) return "this page has no kernel: re-running the model needs the notebook";
+    if (!kind.onPage) return "this page has no kernel to ask";
     if (req.method === "activation") {
       const v = this.lookup(req.params);
       return typeof v === "string" ? v : { result: v.result, buffers: [this.buffer(v)] };
