@@ -36,7 +36,7 @@ JS_SOURCES := $(shell find js -type f 2>/dev/null) package.json tsconfig.json
 
 help:
 	@echo "make demo    install everything, start JupyterLab on 127.0.0.1 with notebooks/demo.ipynb"
-	@echo "make test    install everything, run ruff, tsc, vitest and pytest (python + browser)"
+	@echo "make test    install everything, run ruff, tsc, pyright, vitest and pytest (python + browser)"
 	@echo "make install .venv with torch (CPU) and lens_widget[test] (editable), built widget JS"
 	@echo "make build   bundle the frontend into $(WIDGET_JS)"
 	@echo "make wheel   build dist/lens_widget-*.whl and check it carries the widget JS"
@@ -123,8 +123,10 @@ test-lint:
 test-format:
 	$(VENV)/bin/ruff format --check $(PY_DIRS)
 
-test-types: $(STAMP_NODE)
+# tsc on js/ and tests/js; pyright on lens_widget/ against the venv's packages.
+test-types: $(STAMP_NODE) $(STAMP_PY)
 	npm run typecheck
+	npm run typecheck:py
 
 test-js: $(STAMP_NODE)
 	npm test

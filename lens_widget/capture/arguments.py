@@ -17,7 +17,7 @@ from lens_widget.log.replay import PytreeTemplate, TensorSlot
 Tensor = torch.Tensor
 
 
-class _Positions(dict):  # type: ignore[type-arg]
+class _Positions(dict):
     """ "0", "1", ...: argument positions as text, made once."""
 
     def __missing__(self, index: int) -> str:

@@ -244,13 +244,13 @@ class BackwardCapture(Feature):
             # A pass in a transform hands out wrapped gradients, meaningless outside it.
             grad = grad_outputs[0] if grad_outputs else None
             if type(node) is _ACCUMULATE_GRAD and grad is not None and not pass_state.in_transform:
-                leaf = self.leaf(node.variable)  # type: ignore[attr-defined]
+                leaf = self.leaf(node.variable)  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
                 grads, index = leaf.grads, pass_state.index
                 # Twice in one pass only through nested backwards (reentrant checkpoints):
                 # summed in the order .grad accumulates them.
                 earlier = grads.get(index)
                 grads[index] = grad if earlier is None else earlier + grad
-                existing = node.variable.grad  # type: ignore[attr-defined]
+                existing = node.variable.grad  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
                 if existing is not None:
                     # The engine adds into it in place (zero_grad(set_to_none=False)): saved
                     # values sharing it are copied first, as before any recorded write.

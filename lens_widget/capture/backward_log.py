@@ -183,7 +183,7 @@ def _graph(state: CaptureState, log: ModelLog) -> dict[Node, str]:
         op = state.forward_op.get(node)
         leaf = None
         if name == "AccumulateGrad":
-            found = state.leaves.get(id(node.variable))  # type: ignore[attr-defined]
+            found = state.leaves.get(id(node.variable))  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
             leaf = found.name if found is not None else None
         graph.add_node(
             node_id, grad_fn=name, forward_op=op.label if op is not None else None,

@@ -143,7 +143,7 @@ def _mark_feeds_output(
         node.feeds_output = True
     for node in chain(sinks, reversed(ops)):
         if node.feeds_output:
-            for _, parent, _ in node.replay[1]:  # type: ignore[index]
+            for _, parent, _ in node.replay[1]:  # pyright: ignore[reportOptionalSubscript]  # ops (and sinks) always have a replay
                 parent.feeds_output = True
 
 

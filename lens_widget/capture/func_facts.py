@@ -182,7 +182,7 @@ class FuncFacts:
         self.writes_by_flag = self.inplace_position is not None or rule.running_stats is not None
 
 
-class _FactsCache(dict):  # type: ignore[type-arg]
+class _FactsCache(dict):
     """Facts per torch function, kept across traces (reading a signature is slow):
     ``FACTS[func]`` works them out on the first call of a function."""
 

@@ -98,7 +98,7 @@ def relabel_first_passes(repeated: list[Layer], by_label: dict[str, OpRecord]) -
     n_passes on all passes of those layers."""
     for layer in repeated:
         first = layer.first
-        assert first is not None
+        assert first is not None and first.replay is not None  # a layer starts at an op
         old = first.label
         new = first.label = f"{layer.base}:1"
         del by_label[old]  # no other node has it: later passes are named `base:k`

@@ -28,7 +28,7 @@ class ModelNames:
         if isinstance(roots, torch.nn.Module):
             pending: list[tuple[str, torch.nn.Module]] = [("", roots)]
         else:
-            pending = list(reversed(roots.items()))
+            pending = list(roots.items())[::-1]
         modules, tensors, params = self.modules, self.tensors, self.params
         while pending:
             address, module = pending.pop()

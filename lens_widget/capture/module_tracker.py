@@ -120,7 +120,7 @@ def _install() -> None:
     with _PATCH_LOCK:
         if _Patch.active == 0:
             _Patch.original = nn.Module.__dict__["_call_impl"]
-            nn.Module._call_impl = _tracked_call_impl  # type: ignore[method-assign]
+            nn.Module._call_impl = _tracked_call_impl  # pyright: ignore[reportAttributeAccessIssue]  # the patch of Module._call_impl (module_tracker docstring)
         _Patch.active += 1
 
 
@@ -129,7 +129,7 @@ def _uninstall() -> None:
         _Patch.active -= 1
         if _Patch.active == 0:
             if nn.Module.__dict__["_call_impl"] is _tracked_call_impl:
-                nn.Module._call_impl = _Patch.original  # type: ignore[method-assign]
+                nn.Module._call_impl = _Patch.original
             _Patch.original = _TORCH_CALL_IMPL
 
 

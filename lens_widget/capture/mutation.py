@@ -108,7 +108,7 @@ class MutationRule:
     def _written_running_stats(
         self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> list[torch.Tensor]:
-        flag_name, flag_position, stat_positions = self.running_stats  # type: ignore[misc]
+        flag_name, flag_position, stat_positions = self.running_stats  # pyright: ignore[reportGeneralTypeIssues]  # only called when running_stats is set
         flag = argument(args, kwargs, flag_position, (flag_name,))
         if not flag:  # eval mode reads the statistics without writing them
             return []

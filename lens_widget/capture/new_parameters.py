@@ -70,7 +70,7 @@ class ParameterWatch:
         with _PATCH_LOCK:
             if _Patch.active == 0:
                 _Patch.original = nn.Parameter.__dict__["__new__"]
-                nn.Parameter.__new__ = _STAND_IN  # type: ignore[assignment]
+                nn.Parameter.__new__ = _STAND_IN
             _Patch.active += 1
         self._entered = True
         _THREAD.books = (*_THREAD.books, self._book)
@@ -85,5 +85,5 @@ class ParameterWatch:
             _Patch.active -= 1
             if _Patch.active == 0:
                 if nn.Parameter.__dict__["__new__"] is _STAND_IN:
-                    nn.Parameter.__new__ = _Patch.original  # type: ignore[method-assign]
+                    nn.Parameter.__new__ = _Patch.original
                 _Patch.original = None

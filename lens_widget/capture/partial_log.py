@@ -26,7 +26,7 @@ _RECENT_UNREFERENCEABLE: deque[tuple[BaseException, ModelLog]] = deque(maxlen=4)
 
 def attach_partial_log(error: BaseException, log: ModelLog) -> None:
     try:
-        error.lens_log = log  # type: ignore[attr-defined]
+        error.lens_log = log  # pyright: ignore[reportAttributeAccessIssue]  # the documented lens_log attribute on the user's exception
     except Exception:  # noqa: BLE001 - any refusal: a frozen dataclass, a custom __setattr__
         _remember(error, log)
         return

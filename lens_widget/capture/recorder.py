@@ -17,7 +17,6 @@ Nothing here reads a tensor's values (no device synchronisation).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import weakref
 from collections.abc import Callable
@@ -46,7 +45,7 @@ from lens_widget.capture.tensor_book import (
     nested_tensor_error,
 )
 from lens_widget.capture.transforms import QuietInTransform, transform_running
-from lens_widget.log.records import OpRecord
+from lens_widget.log.records import UNSET_FLOPS, OpRecord
 from lens_widget.log.replay import ReplayCall, tensor_leaves
 
 Tensor = torch.Tensor
@@ -55,7 +54,6 @@ _NO_KWARGS: dict[str, Any] = {}  # read only
 # parents and parent_args of a record until fill_details makes its lists (read only)
 _UNLINKED: Any = ()
 # OpRecord's "not computed yet" for the metric fields (log/records.py)
-_FLOPS_UNSET = next(f.default for f in dataclasses.fields(OpRecord) if f.name == "_flops")
 _new_record = object.__new__
 _any_autocast = torch._C._is_any_autocast_enabled
 _mode_stack_depth = torch._C._len_torch_function_stack
@@ -419,13 +417,13 @@ class Recorder(TorchFunctionMode):
         node.intervened = False
         node.activations = None
         node.replay = (replay, parent_refs)
-        node._flops = _FLOPS_UNSET
+        node._flops = UNSET_FLOPS
         node._stats = None
         node.grads = None
         nodes.append(node)
         self.ops.append(node)
         if book.labels_later:
-            book.pending.append((node, source, size, dtype, device, key))  # type: ignore[union-attr]
+            book.pending.append((node, source, size, dtype, device, key))  # pyright: ignore[reportOptionalMemberAccess]  # labels_later implies pending is a list
         else:
             book.layers.place(node, key)
             if book.pending is None:  # a save predicate will read the record: fill it now

@@ -27,7 +27,7 @@ class SavePolicy:
         self._names: frozenset[str] = frozenset()
         # (module address, pass) of names such as "blocks.0:2"
         self._module_passes: frozenset[tuple[str, int]] = frozenset()
-        if self.keeps_nothing or self.keeps_all:
+        if spec is None or self.keeps_all:  # (spec is None: keeps_nothing)
             return
         if callable(spec):
             self._predicate = spec

@@ -133,7 +133,7 @@ class SavedValues:
                 continue
             if type(versions) is int:
                 versions = (versions,)
-            for i, then in enumerate(versions):  # type: ignore[arg-type]
+            for i, then in enumerate(versions):  # pyright: ignore[reportArgumentType]  # an int was made a tuple just above
                 tensor = outputs[i]
                 if then >= 0 and now_saved[i] is tensor and self.version(tensor) != then:
                     changed.append(node)

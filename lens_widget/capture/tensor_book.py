@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.nn.parameter import UninitializedTensorMixin
+from torch.nn.parameter import is_lazy
 
 from lens_widget.capture.arguments import (
     ALL_SLOTS,
@@ -187,7 +187,7 @@ class TensorBook:
         """A lazy module's parameter gets its data (``weight.data = torch.empty(shape)``) on
         its first forward: not an op of the model, so not recorded. Saved values sharing its
         placeholder's memory keep their value; one made in the trace then reads as its data."""
-        lazy = [a for a in args if isinstance(a, UninitializedTensorMixin)]
+        lazy: list[Tensor] = [a for a in args if is_lazy(a)]
         with torch._C.DisableTorchFunction():
             if not self.keeps_nothing:
                 self.values.before_write(lazy)
@@ -203,7 +203,7 @@ class TensorBook:
 
     def _source_for(self, tensor: Tensor, func: Callable[..., Any]) -> tuple[OpRecord, int]:
         """The node (and which of its outputs) a tensor no recorded op returned comes from."""
-        if isinstance(tensor, UninitializedTensorMixin):
+        if is_lazy(tensor):
             raise UninitializedInput
         if is_wrapped(tensor):
             # Wrapped by a torch.func transform: the tensor inside it has a producer, or is
@@ -216,7 +216,7 @@ class TensorBook:
             tensor = inner
         known = self._params.get(id(tensor))
         if known is not None:
-            return self.add_source(tensor, known[1], known[0]), 0  # type: ignore[arg-type]
+            return self.add_source(tensor, known[1], known[0]), 0  # pyright: ignore[reportArgumentType]  # _params holds (name, kind) with kind a NodeKind
         outside_input = self.outside_input
         if outside_input is not None and not self.tracker.in_module_call:
             # A section's own code uses a tensor made before it: one of the section's inputs.
@@ -241,7 +241,7 @@ class TensorBook:
                     self.point(plain, node, i)
         if not wrapped:
             return
-        node.replay[0].in_transform = True  # type: ignore[index,union-attr]
+        node.replay[0].in_transform = True  # pyright: ignore[reportOptionalMemberAccess, reportOptionalSubscript]  # an op's replay is set before its outputs are noted
         if node.activations is not None:
             node.activations = None
             saved = self.values.saved
@@ -272,7 +272,7 @@ class TensorBook:
                 self._producers[id(tensor)] = (weakref.ref(tensor), node, i, versions[i])
         save = self.save
         if save.keeps_all:
-            if len(outputs) == 1 and not tensor.requires_grad and type(tensor) is Tensor:
+            if len(outputs) == 1 and not (out := outputs[0]).requires_grad and type(out) is Tensor:
                 node.activations = outputs  # SavedValues.keep, inlined for the common case
                 self.values.saved.append((node, outputs, versions))
             else:
@@ -385,7 +385,7 @@ class TensorBook:
                     literals = self._literal(literals, len(parent_refs), value)
             parent_refs.append((position, entry[1], entry[2]))
         elif is_wrapped(value) or transform_running():
-            return _NOT_PLAIN  # type: ignore[return-value]
+            return _NOT_PLAIN
         else:
             parent, output_index = self._source_for(value, func)
             parent_refs.append((position, parent, output_index))

@@ -94,7 +94,7 @@ class Tracing:
         top = SectionTop(type(root).__name__ if root is not None else SECTION)
         session = Session(
             ModelNames(roots), root, self.model_class,
-            section=top, grads=self.grads, **self._options,  # type: ignore[arg-type]
+            section=top, grads=self.grads, **self._options,
         )  # fmt: skip
         self._state = "recording"
         # The frame running the with block: its ops' call paths end there.

@@ -18,9 +18,10 @@ import torch
 
 Tensor = torch.Tensor
 
-is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
-_get_unwrapped = torch._C._functorch.get_unwrapped
-_current_level = torch._C._functorch.maybe_current_level
+_functorch: Any = getattr(torch._C, "_functorch")  # noqa: B009  # not in torch's type stubs
+is_wrapped = _functorch.is_functorch_wrapped_tensor
+_get_unwrapped = _functorch.get_unwrapped
+_current_level = _functorch.maybe_current_level
 
 
 def inner_tensors(tensor: Tensor) -> Iterator[Tensor]:

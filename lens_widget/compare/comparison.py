@@ -99,7 +99,7 @@ class LogComparison:
 
     def __contains__(self, key: object) -> bool:
         try:
-            self[key]  # type: ignore[index]
+            self[key]  # pyright: ignore[reportArgumentType]  # any key: __getitem__ raises KeyError for the wrong type
         except (KeyError, IndexError, TypeError):
             return False
         return True

@@ -30,15 +30,24 @@ from lens_widget.log.replay import TensorSlot, fill_template
 class Recorded(Protocol):
     """What FLOP counting reads of a node (OpRecord has it; records.py imports this file)."""
 
-    kind: str
-    failed: bool
-    requires_grad: bool
-    activations: tuple[torch.Tensor, ...] | None
-    dtype: str | None
-    device: str | None
-    shapes: tuple[tuple[int, ...], ...]
+    # read-only properties: a record's own fields, narrower typed, satisfy them
+    @property
+    def kind(self) -> str: ...
+    @property
+    def failed(self) -> bool: ...
+    @property
+    def requires_grad(self) -> bool: ...
+    @property
+    def activations(self) -> tuple[torch.Tensor, ...] | None: ...
+    @property
+    def dtype(self) -> str | None: ...
+    @property
+    def device(self) -> str | None: ...
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]: ...
     # (ReplayCall, [(position, producing node, output index)]) or None
-    replay: Any
+    @property
+    def replay(self) -> Any: ...
 
 
 # Logs a traceback for every op its meta kernel refuses (torch._grouped_mm on float32 CPU
@@ -84,11 +93,12 @@ def op_flops(node: Recorded) -> int | None:
     call, parent_refs = node.replay
     if not parent_refs:  # factories (arange, zeros...): no formula applies, nothing to run
         return None
-    specs = [
+    maybe = [
         _spec(parent, output_index, call.literals.get(slot))
         for slot, (_, parent, output_index) in enumerate(parent_refs)
     ]
-    if any(spec is None for spec in specs):
+    specs = [spec for spec in maybe if spec is not None]
+    if len(specs) < len(maybe):
         return None
     grad = node.requires_grad  # its output required grad: grad mode was on
     try:
@@ -98,7 +108,7 @@ def op_flops(node: Recorded) -> int | None:
         key = None
     found = _cache.get(key, _MISSING) if key is not None else _MISSING
     if found is not _MISSING:
-        return found  # type: ignore[return-value]
+        return found  # pyright: ignore[reportReturnType]  # not _MISSING: an int or None from the cache
     args = fill_template(call.args, specs)
     kwargs = fill_template(call.kwargs, specs)
     flops = _count(call.func, args, kwargs, grad)

@@ -25,7 +25,7 @@ from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.held_error import HeldError
 from lens_widget.log.nonfinite import first_nonfinite
-from lens_widget.log.records import ModuleInfo, OpRecord, index_by_label
+from lens_widget.log.records import ModuleInfo, NodeKind, OpRecord, index_by_label
 from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
 from lens_widget.log.summary import summarize
 from lens_widget.log.totals import ModuleTotals, module_totals
@@ -50,7 +50,7 @@ FACADE = {
 }
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, kw_only=True)
 class ModelLog:
     """Everything one forward pass did. ``print(log)`` summarises it.
 
@@ -63,7 +63,8 @@ class ModelLog:
     nodes: list[OpRecord]
     modules: dict[str, ModuleInfo]
     output: Any
-    error: BaseException | None = HeldError()  # type: ignore[assignment]  # held weakly
+    # A descriptor (held_error.py) holding the exception weakly; its __get__ gives this type.
+    error: BaseException | None = HeldError()  # pyright: ignore[reportAssignmentType]
     failed_op: str | None
     elapsed: float
     n_params: int
@@ -117,7 +118,7 @@ class ModelLog:
 
     def __contains__(self, key: object) -> bool:
         try:
-            self[key]  # type: ignore[index]
+            self[key]  # pyright: ignore[reportArgumentType]  # any key: __getitem__ raises KeyError for the wrong type
         except (KeyError, IndexError, TypeError):
             return False
         return True
@@ -253,7 +254,7 @@ class ModelLog:
     @cached_property
     def module_totals(self) -> dict[str, ModuleTotals]:
         """address -> FLOPs, parameters, bytes and time of the ops inside that module."""
-        kinds = {node.label: node.kind for node in self.nodes}
+        kinds: dict[str, NodeKind] = {node.label: node.kind for node in self.nodes}
         return module_totals(self.ops, self.modules, kinds)
 
     def compute_metrics(self) -> ModelLog:
@@ -327,7 +328,8 @@ class ModelLog:
         return write_log_html(self, path, max_bytes=max_bytes, weights=weights)
 
     def __str__(self) -> str:
-        return summarize(self)
+        # pyright matches no cached_property to a Protocol's property; the members are there.
+        return summarize(self)  # pyright: ignore[reportArgumentType]
 
     def __repr__(self) -> str:
         state = f", partial: {type(self.error).__name__}" if self.error is not None else ""

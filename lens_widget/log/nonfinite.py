@@ -27,7 +27,7 @@ def first_nonfinite(ops: Sequence[OpRecord], node: Callable[[str], OpRecord]) ->
             raise NotSavedError("first_nonfinite() needs values: this model ran on the meta device")
         reasons = {op.no_values for op in ops}
         if None not in reasons:  # saved as asked, but no op has values (inside a vmap)
-            reason = min(reasons)  # type: ignore[type-var]  # no None in it
+            reason = min(reasons)  # pyright: ignore[reportArgumentType]  # no None in it
             raise NotSavedError(f"first_nonfinite() needs values, and no op has any: {reason}")
         raise NotSavedError(
             "first_nonfinite() needs saved activations and this log kept none (save=None): "

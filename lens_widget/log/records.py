@@ -39,6 +39,9 @@ class _Unset(Enum):
     UNSET = 0
 
 
+UNSET_FLOPS = _Unset.UNSET  # what a record's flops are until first read
+
+
 class ParentArg(NamedTuple):
     """Where a parent's tensor sat among the op's arguments ("0", "1.2", "bias")."""
 

@@ -6,7 +6,7 @@ validate() fills the slots with copies of the saved activations and calls the fu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -75,7 +75,7 @@ class ReplayCall:
         self.func, self.args, self.kwargs = func, args, kwargs
 
 
-def fill_template(template: Any, tensors: list[Tensor]) -> Any:
+def fill_template(template: Any, tensors: Sequence[object]) -> Any:
     """The inverse of scanning a call: put tensors back into their slots."""
     kind = type(template)
     if kind is TensorSlot:

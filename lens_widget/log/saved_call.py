@@ -33,9 +33,9 @@ def saved_call(node: OpRecord, *, copy: bool) -> SavedCall:
     Raises InputNotSaved, or ValueError for a node without a callable recorded call (a
     loaded log's op whose function is not one a loaded log may call).
     """
-    if node.replay is None or node.replay[0] is None:
+    call, parent_refs = node.replay if node.replay is not None else (None, [])
+    if call is None:
         raise ValueError(f"no call was recorded for {node.label}")
-    call, parent_refs = node.replay
     if call.unavailable is not None:
         raise ValueError(call.unavailable)
     tensors: list[torch.Tensor] = []

@@ -54,7 +54,7 @@ class ActivationStats(Mapping[str, float]):
     def __getitem__(self, key: str) -> float:
         if key not in _NAMES:
             raise KeyError(f"{key!r} is not a statistic; there are {', '.join(_NAMES)}")
-        return getattr(self, key)  # type: ignore[no-any-return]
+        return getattr(self, key)
 
     def __iter__(self) -> Iterator[str]:
         return iter(_NAMES)

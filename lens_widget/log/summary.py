@@ -103,7 +103,7 @@ def summarize(log: Summarized) -> str:
     shown = (
         ops
         if len(ops) <= _MAX_OPS_LISTED
-        else ops[: _MAX_OPS_LISTED // 2] + ops[-_MAX_OPS_LISTED // 2 :]
+        else [*ops[: _MAX_OPS_LISTED // 2], *ops[-_MAX_OPS_LISTED // 2 :]]
     )
     for i, node in enumerate(shown):
         if len(ops) > _MAX_OPS_LISTED and i == _MAX_OPS_LISTED // 2:

@@ -18,7 +18,7 @@ import torch
 
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import TensorSlot
-from lens_widget.store.onnx_ops import LIST_ARG, OUTPUT_SHAPE, STANDARD_OPS, Call, Standard
+from lens_widget.store.onnx_ops import OUTPUT_SHAPE, STANDARD_OPS, Call, Standard, is_list_ref
 from lens_widget.store.optional import require
 from lens_widget.store.values_codec import dtype_from_name
 
@@ -193,12 +193,12 @@ class _GraphBuilder:
                     self._constant(f"{node.label}/shape", list(node.shape or ()), torch.int64)
                 )
                 continue
-            if item[0] == LIST_ARG:
+            if is_list_ref(item):
                 values = call.arg(*item[1])
                 if not isinstance(values, (list, tuple)) or not values:
                     return None
             else:
-                values = [call.arg(*item)]  # type: ignore[misc]
+                values = [call.arg(*item)]
             for value in values:
                 if isinstance(value, TensorSlot) and value.index < len(parents):
                     arg = parents[value.index]

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
+
+from typing_extensions import TypeIs
 
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import TensorSlot
@@ -43,9 +45,16 @@ class Call:
 # What feeds one ONNX input: a torch argument (index, keyword name), a list argument whose
 # tensors are all inputs, or the op's output shape as an int64 constant.
 ArgRef = tuple[int, str]
-LIST_ARG = "list"
-OUTPUT_SHAPE = "output_shape"
-InputSpec = ArgRef | tuple[str, ArgRef] | str
+LIST_ARG: Final = "list"
+OUTPUT_SHAPE: Final = "output_shape"
+ListRef = tuple[Literal["list"], ArgRef]
+InputSpec = ArgRef | ListRef | Literal["output_shape"]
+
+
+def is_list_ref(item: ArgRef | ListRef) -> TypeIs[ListRef]:
+    return item[0] == LIST_ARG
+
+
 Attributes = Callable[[Call], dict[str, Any] | None]
 
 

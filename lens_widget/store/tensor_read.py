@@ -118,7 +118,7 @@ def make_view(storages: list[torch.Tensor], view: dict[str, Any], where: str) ->
         typed = flat[:usable].clone().view(dtype)
     tensor = typed.as_strided(shape, stride, typed.storage_offset() + offset)
     if view.get("neg"):
-        tensor = torch._neg_view(tensor)
+        tensor = torch._neg_view(tensor)  # pyright: ignore[reportPrivateImportUsage]  # no public form
     if view.get("conj"):
         if not tensor.is_complex():
             raise fail(where, f"a conjugate view of {dtype}, which is not complex")

@@ -32,9 +32,10 @@ def _is_tracer_identity(func: Callable[..., Any]) -> bool:
 
 
 # torch namespaces whose public callables are ops (factory ops among them: torch.arange, ...).
+# (getattr: torch's type stubs do not list these C modules)
 _NAMESPACES: dict[str, Any] = {
-    "torch": torch._C._VariableFunctions,
-    "torch._C._nn": torch._C._nn,
+    "torch": getattr(torch._C, "_VariableFunctions"),  # noqa: B009
+    "torch._C._nn": getattr(torch._C, "_nn"),  # noqa: B009
 }
 # Tensor methods torch dispatches through __torch_function__ but does not list as overridable.
 _TENSOR_METHODS = (

@@ -57,7 +57,7 @@ def encode_value(value: Any, tensor_ref: Callable[[torch.Tensor], int] | None = 
         return value if math.isfinite(value) else {"$float": repr(value)}
     if kind is TensorSlot:
         return {"$slot": value.index}
-    if isinstance(value, torch.Tensor) and tensor_ref is not None:
+    if tensor_ref is not None and issubclass(kind, torch.Tensor):  # (kind: value stays Any)
         return {"$tensor": tensor_ref(value)}
     if kind is list:
         return [encode_value(v, tensor_ref) for v in value]
@@ -126,7 +126,7 @@ def _fields(value: Any) -> list[tuple[Any, Any]] | None:
 # ---- decoding ------------------------------------------------------------------------
 
 
-class SavedObject(dict):  # type: ignore[type-arg]
+class SavedObject(dict):
     """A container of the saved output (a ModelOutput, a cache): fields by key or attribute.
 
     `type_name` is the class it was when saved; the class itself is not recreated.

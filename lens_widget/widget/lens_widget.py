@@ -191,7 +191,7 @@ class LensWidget(anywidget.AnyWidget):
         self._model_log = log
         if self._plain is None or self._plain[0] is not log:
             self._plain = (log, dict(build_payload(log)))
-        self._payload = dict(self._plain[1])  # type: ignore[assignment]
+        self._payload = dict(self._plain[1])
         if self._comparison is not None:
             self._payload["compare"] = {
                 "onlyA": list(self._comparison.only_a),
@@ -364,7 +364,7 @@ class LensWidget(anywidget.AnyWidget):
             raise requests.RequestError(_NO_MODEL_TO_ABLATE)
         p = requests.request_params(params, {"id", "kind", "dim"}, {"id", "kind"})
         dim = p.get("dim")
-        self.ablate(p["id"], p["kind"], dim)  # type: ignore[arg-type]  # checked in ablate
+        self.ablate(p["id"], p["kind"], dim)  # pyright: ignore[reportArgumentType]  # checked in ablate
         return {"ok": True}, []
 
     def _end_ablation(self, params: object) -> requests.Answer:

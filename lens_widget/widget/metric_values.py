@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Mapping
+from typing import cast
 
 import torch
 
@@ -90,7 +91,8 @@ def metric_values(
         raise MetricError(_NONE_REASONS[metric])
     floats = [_NAN if v is None else float(v) for v in values]
     data = struct.pack(f"<{len(floats)}f", *floats)
-    return {"metric": metric, "ids": [op.label for op in ops]}, data
+    name = cast(protocol.MetricName, metric)  # one of METRICS: checked above
+    return {"metric": name, "ids": [op.label for op in ops]}, data
 
 
 def _wide(t: torch.Tensor) -> torch.Tensor:

@@ -189,7 +189,7 @@ def page_views(log: ModelLog, budget: float, *, weights: bool = False) -> PageVi
             dim_names=dim_names.of(label, index),
         )  # fmt: skip
         values = torch.frombuffer(bytearray(data), dtype=torch.float32) if data else torch.zeros(0)
-        rounded: protocol.ActivationResult = _rounded(result)  # type: ignore[assignment]
+        rounded: protocol.ActivationResult = _rounded(result)  # pyright: ignore[reportAssignmentType]  # _rounded keeps the keys of an ActivationResult
         digest = hashlib.blake2b(data + str(result["dataShape"]).encode(), digest_size=16)
         values = values.reshape(result["dataShape"])
         view = PageView(rounded, values, kind in _SOURCES, digest.digest())

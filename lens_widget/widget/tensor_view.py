@@ -160,7 +160,10 @@ def _pool(x: torch.Tensor, size: tuple[int, ...]) -> torch.Tensor:
     """torch's adaptive mean pooling of the last len(size) dims of `x`."""
     k = len(size)
     flat = x.reshape(-1, *x.shape[-k:])  # pooling takes (N, L) or (N, H, W)
-    pooled = F.adaptive_avg_pool1d(flat, size) if k == 1 else F.adaptive_avg_pool2d(flat, size)
+    if k == 1:
+        pooled = F.adaptive_avg_pool1d(flat, size)
+    else:
+        pooled = F.adaptive_avg_pool2d(flat, (size[0], size[1]))
     return pooled.reshape(*x.shape[:-k], *size)
 
 
@@ -293,7 +296,7 @@ def tensor_view(
         layout = str(x.layout).removeprefix("torch.")
         conv_note = "; ".join(filter(None, (f"{layout} shown dense", conv_note)))
         x = x.to_dense()
-    shape = tuple(int(s) for s in x.shape)
+    shape: tuple[int, ...] = tuple(int(s) for s in x.shape)
     stats, hist = stats_and_hist(x)
     kind = plot_kind(shape) if x.numel() else "line"
     given = list(dim_names) if len(dim_names) == len(shape) else [""] * len(shape)
@@ -332,10 +335,11 @@ def tensor_view(
         channels = {"start": channel_start, "count": count, "total": c}
     else:  # sequence: (B, T, F...) -> one batch item as tokens x features
         batch = check_index("batch", batch, shape[0])
-        item = x[batch].reshape(shape[1], -1) if len(shape) > 2 else x[batch].reshape(1, -1)
+        tokens = shape[1] if x.dim() > 2 else 1
+        item = x[batch].reshape(tokens, -1)
         if shape[0] > 1:
             notes.append(index_caption(dims[0], batch, shape[0]))
-        if len(shape) > 3:
+        if x.dim() > 3:
             notes.append(f"dims {'x'.join(map(str, shape[2:]))} flattened")
         data, note = pool_2d(item, MAX_HEATMAP, pooled)
         notes.append(note)
