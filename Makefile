@@ -128,7 +128,9 @@ test-types: $(STAMP_NODE) $(STAMP_PY)
 	npm run typecheck
 	npm run typecheck:py
 
+# biome: lint and format of js/ and tests/js (biome.jsonc says which rules are off and why)
 test-js: $(STAMP_NODE)
+	npm run lint
 	npm test
 
 test-py: $(STAMP_PY) $(WIDGET_JS)

@@ -2,11 +2,12 @@
 // The layout worker and plotly are bundled first, to text the main bundle turns into Blob URLs:
 // the worker runs from one; plotly (gzipped: the whole file travels to the notebook) is
 // import()ed from one only after first paint, so its ~1.5 MB is not evaluated while the widget loads.
-import * as esbuild from "esbuild";
+
 import { mkdirSync, statSync } from "node:fs";
-import { gzipSync } from "node:zlib";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import * as esbuild from "esbuild";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const outfile = join(root, "lens_widget", "static", "widget.js");
@@ -70,4 +71,6 @@ await esbuild.build({
   legalComments: "none",
   plugins: [textPlugin],
 });
-console.log(`built ${outfile} (${(statSync(outfile).size / 1024).toFixed(0)} KiB, worker ${(workerCode.length / 1024).toFixed(0)} KiB, plotly ${(plotlyCode.length / 1024).toFixed(0)} KiB, gzipped ${(plotlyGz.length / 1024).toFixed(0)} KiB)`);
+console.log(
+  `built ${outfile} (${(statSync(outfile).size / 1024).toFixed(0)} KiB, worker ${(workerCode.length / 1024).toFixed(0)} KiB, plotly ${(plotlyCode.length / 1024).toFixed(0)} KiB, gzipped ${(plotlyGz.length / 1024).toFixed(0)} KiB)`,
+);

@@ -10,19 +10,19 @@ import { keepKeysInControls } from "./controls/hostKeys";
 import { OverlayControl } from "./controls/overlayControl";
 import { Toolbar } from "./controls/toolbar";
 import { exposeDebug } from "./debugHook";
+import { expansionLevels } from "./graph/defaultExpansion";
+import { GraphViews } from "./graph/graphViews";
+import type { GraphPayload, ViewName } from "./graph/protocol";
+import { type SearchHit, search } from "./graph/search";
+import type { GraphModel } from "./graph/tree";
+import { allGroups, closedAbove, closedAround, computeVisible, toggledGroup, type Visible } from "./graph/visibility";
 import { type KernelLink, notebookLink } from "./kernel/kernelLink";
 import { RequestClient } from "./kernel/messages";
 import { type Origin, resolveSelection, selectionAfterSwitch, TraitSync } from "./kernel/traitSync";
 import type { WidgetModel } from "./kernel/widgetModel";
-import { DEFAULT_METRICS, measureMetrics, type Metrics } from "./layout/labels";
-import { heightFloor, SizeCache } from "./layout/scenePlan";
+import { DEFAULT_METRICS, type Metrics, measureMetrics } from "./layout/labels";
 import { type Laid, LayoutRunner } from "./layout/sceneLayout";
-import { expansionLevels } from "./graph/defaultExpansion";
-import { GraphViews } from "./graph/graphViews";
-import type { GraphPayload, ViewName } from "./graph/protocol";
-import { search, type SearchHit } from "./graph/search";
-import type { GraphModel } from "./graph/tree";
-import { allGroups, closedAbove, closedAround, computeVisible, toggledGroup, type Visible } from "./graph/visibility";
+import { heightFloor, SizeCache } from "./layout/scenePlan";
 import { Inspector } from "./panel/inspector";
 import { preloadPlots } from "./panel/plots";
 import { pickAnchor } from "./render/anchor";
@@ -107,7 +107,10 @@ export class LensApp {
       close: () => this.select("", {}),
       // in a comparison the overlay bar picks the side plotted: A, B or A−B
       fetchActivation: (p, onSlow) =>
-        this.requests.activation(this.overlay.inCompare && p.value !== "grad" ? { ...p, side: this.overlay.side } : p, onSlow),
+        this.requests.activation(
+          this.overlay.inCompare && p.value !== "grad" ? { ...p, side: this.overlay.side } : p,
+          onSlow,
+        ),
       fetchAttention: (p, onSlow) => this.requests.attention(p, onSlow),
       rerun: (id, onWaiting) => this.requests.rerun(id, onWaiting),
       noRerun: () => this.link.noRerun ?? this.views?.payload.noRerun ?? null,
@@ -128,7 +131,12 @@ export class LensApp {
     this.renderer.overlay = this.overlay;
     this.overlay.picker.el.insertBefore(this.grads.button, this.overlay.picker.legend.el);
     this.root.append(
-      this.toolbar.el, this.overlay.picker.el, this.banner.el, this.grads.banner.el, this.ablationBanner.el, main,
+      this.toolbar.el,
+      this.overlay.picker.el,
+      this.banner.el,
+      this.grads.banner.el,
+      this.ablationBanner.el,
+      main,
     );
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
     keepKeysInControls(this.root); // the listener goes with the root
@@ -145,34 +153,43 @@ export class LensApp {
     this.root.classList.toggle("lens-dark", this.theme.dark);
     this.unwatchTheme = watchTheme(el, (t) => this.setTheme(t));
 
-    this.sync = new TraitSync(model, () => ({ view: this.viewName, selected: this.selected, expanded: this.expanded }), {
-      graph: (payload, initial) => this.setGraph(payload, initial),
-      graphError: (message) => this.banner.showGraphError(message),
-      view: (view) => this.setView(view, "kernel"),
-      selected: (id) => this.select(id, { center: true, origin: "kernel" }),
-      expanded: (next) => {
-        this.expanded = next;
-        this.camPlan.search = null;
-        this.refresh();
+    this.sync = new TraitSync(
+      model,
+      () => ({ view: this.viewName, selected: this.selected, expanded: this.expanded }),
+      {
+        graph: (payload, initial) => this.setGraph(payload, initial),
+        graphError: (message) => this.banner.showGraphError(message),
+        view: (view) => this.setView(view, "kernel"),
+        selected: (id) => this.select(id, { center: true, origin: "kernel" }),
+        expanded: (next) => {
+          this.expanded = next;
+          this.camPlan.search = null;
+          this.refresh();
+        },
+        status: (text) => {
+          this.kernelStatus = text;
+          this.updateStatus();
+        },
       },
-      status: (text) => {
-        this.kernelStatus = text;
-        this.updateStatus();
-      },
-    });
+    );
     ({ view: this.viewName, expanded: this.expanded, selected: this.selected, status: this.kernelStatus } = this.sync);
     this.toolbar.showView(this.viewName);
     this.pane.fitCanvas({ w: 800, h: GRAPH_HEIGHT });
     void this.sync.deliverGraph(); // decoded off this call: setGraph(payload, initial) follows
 
-    exposeDebug([el, this.root], this.renderer, () => ({
-      layoutsRunning: this.layouts.busy,
-      layoutCount: this.layoutCount,
-      usesWorker: this.layouts.usesWorker,
-      view: this.viewName,
-      expanded: this.expanded,
-      selected: this.selected,
-    }), () => (this.pane.minimap.canvas.hidden ? null : this.pane.minimap.canvas));
+    exposeDebug(
+      [el, this.root],
+      this.renderer,
+      () => ({
+        layoutsRunning: this.layouts.busy,
+        layoutCount: this.layoutCount,
+        usesWorker: this.layouts.usesWorker,
+        view: this.viewName,
+        expanded: this.expanded,
+        selected: this.selected,
+      }),
+      () => (this.pane.minimap.canvas.hidden ? null : this.pane.minimap.canvas),
+    );
   }
 
   /** The host switched themes: recolour the graph, its legend and the inspector's plots. */
@@ -246,7 +263,8 @@ export class LensApp {
     const kernelInView = !!kernelSelected && !!this.getModel(view)?.nodes.has(kernelSelected);
     // the op inspected goes to the pass its inspector shows, not to the layer's first pass
     const shown = this.selected && this.selected === this.inspector.nodeId ? this.inspector.shownPass : null;
-    const mapSel = (id: string): string => (id === this.selected && shown && view === "unrolled" ? shown : this.mapId(id, from, view));
+    const mapSel = (id: string): string =>
+      id === this.selected && shown && view === "unrolled" ? shown : this.mapId(id, from, view);
     const sel = selectionAfterSwitch(mapSel(this.selected), kernelSelected, kernelInView, origin);
     this.viewName = view;
     this.toolbar.showView(view);

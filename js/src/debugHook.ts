@@ -1,9 +1,10 @@
 // The test-only debug hook: `el.__lens` on the widget's element and its root, read by
 // tests/browser and bench/widget_bench.py to wait for layouts and to find things on screen.
 // Its surface is a contract with those readers: add to it, do not change it.
+
+import type { ViewName } from "./graph/protocol";
 import { groupLines, nodeLines } from "./layout/labels";
 import type { Rect } from "./layout/scenePlan";
-import type { ViewName } from "./graph/protocol";
 import { LABEL_FONT, labelBoxes, traceEdge } from "./render/drawEdges";
 import type { Renderer } from "./render/renderer";
 
@@ -136,7 +137,15 @@ export function exposeDebug(
       ctx.font = LABEL_FONT;
       const boxes = labelBoxes(f, f.edges, r.showShapes, (t) => ctx.measureText(t).width, [...f.scene.titles.values()]);
       ctx.restore();
-      return boxes.map(({ edge, text, x, y, w, h }) => ({ source: edge.edge.source, target: edge.edge.target, text, x, y, w, h }));
+      return boxes.map(({ edge, text, x, y, w, h }) => ({
+        source: edge.edge.source,
+        target: edge.edge.target,
+        text,
+        x,
+        y,
+        w,
+        h,
+      }));
     },
     edgePaths: () =>
       (r.frame?.edges ?? []).map((e) => {

@@ -43,7 +43,13 @@ export function payload(nodes: NodeInfo[], edges: EdgeInfo[], modules: ModuleInf
       const a = g.replace(/:\d+$/, "");
       if (!seen.has(a)) {
         seen.add(a);
-        mods.push({ address: a, className: `Mod_${a}`, parent: a.includes(".") ? a.slice(0, a.lastIndexOf(".")) : "", nPasses: 1, nOps: 0 });
+        mods.push({
+          address: a,
+          className: `Mod_${a}`,
+          parent: a.includes(".") ? a.slice(0, a.lastIndexOf(".")) : "",
+          nPasses: 1,
+          nOps: 0,
+        });
       }
     }
   return {
@@ -119,7 +125,11 @@ export function gpt(n = 3): GraphPayload {
     ue.push(edge(x, `a_${k}`), edge(`a_${k}`, `b_${k}`));
     x = `b_${k}`;
   }
-  un.push(node("ln_1_9", ["t:1"]), node("head_1_10", ["head:1"]), node("output.logits", [], { kind: "output", func: "output.logits" }));
+  un.push(
+    node("ln_1_9", ["t:1"]),
+    node("head_1_10", ["head:1"]),
+    node("output.logits", [], { kind: "output", func: "output.logits" }),
+  );
   ue.push(edge(x, "ln_1_9"), edge("ln_1_9", "head_1_10"), edge("head_1_10", "output.logits"));
   for (let k = 0; k < n; k++) {
     un.push(node(`output.kv.${k}`, [], { kind: "output", func: `output.kv.${k}` }));
@@ -141,8 +151,18 @@ export function gpt(n = 3): GraphPayload {
   const re: EdgeInfo[] = [
     edge("input.0", "emb_1_1"),
     edge("emb_1_1", "a_0", [1]),
-    edge("a_0", "b_0", passes("a").map((_, i) => i + 1)),
-    edge("b_0", "a_0", passes("a").slice(1).map((_, i) => i + 2)),
+    edge(
+      "a_0",
+      "b_0",
+      passes("a").map((_, i) => i + 1),
+    ),
+    edge(
+      "b_0",
+      "a_0",
+      passes("a")
+        .slice(1)
+        .map((_, i) => i + 2),
+    ),
     edge("b_0", "ln_1_9", [n]),
     edge("ln_1_9", "head_1_10"),
     edge("head_1_10", "output.logits"),

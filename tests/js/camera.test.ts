@@ -3,7 +3,10 @@ import { firstCamera, fitCamera, READABLE_SCALE, topCenterX } from "../../js/src
 
 const W = 800;
 const H = 600;
-const screen = (cam: { scale: number; tx: number; ty: number }, x: number, y: number) => [x * cam.scale + cam.tx, y * cam.scale + cam.ty];
+const screen = (cam: { scale: number; tx: number; ty: number }, x: number, y: number) => [
+  x * cam.scale + cam.tx,
+  y * cam.scale + cam.ty,
+];
 
 describe("firstCamera", () => {
   it("shows a small graph whole, centred, at no more than 100%", () => {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_METRICS, groupLines } from "../../js/src/layout/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
-import { planLayout, SizeCache } from "../../js/src/layout/scenePlan";
 import { CHUNK_LIMIT, chunkSpans } from "../../js/src/graph/chunks";
 import { defaultExpansion } from "../../js/src/graph/defaultExpansion";
 import type { EdgeInfo, NodeInfo } from "../../js/src/graph/protocol";
 import { search } from "../../js/src/graph/search";
 import { buildModel, type GraphModel, ROOT } from "../../js/src/graph/tree";
 import { closedAround, computeVisible, countVisible } from "../../js/src/graph/visibility";
+import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
+import { DEFAULT_METRICS, groupLines } from "../../js/src/layout/labels";
+import { planLayout, SizeCache } from "../../js/src/layout/scenePlan";
 import { edge, node, payload } from "./builders";
 import { crossings, laidOut } from "./geometry";
 
@@ -104,7 +104,12 @@ describe("chunks of huge boxes", () => {
     expect(plan.jobs).toHaveLength(1);
 
     // any op: opening what encloses it shows it, with every job small
-    for (const [id, depth] of [["op_0", 2], ["op_54321", 2], ["op_99998", 2], ["output.0", 1]] as const) {
+    for (const [id, depth] of [
+      ["op_0", 2],
+      ["op_54321", 2],
+      ["op_99998", 2],
+      ["output.0", 1],
+    ] as const) {
       const need = closedAround(m, id, new Set(first));
       expect(need).toHaveLength(depth); // its chunk of chunks, then its chunk
       const { vis: shown } = layOut(m, [...first, ...need]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { pickAnchor, placeAnchor } from "../../js/src/render/anchor";
 import { DEFAULT_METRICS } from "../../js/src/layout/labels";
 import { heightFloor, SizeCache } from "../../js/src/layout/scenePlan";
+import { pickAnchor, placeAnchor } from "../../js/src/render/anchor";
 import { FIRST_MIN_SCALE, FitSearch, mayFitHeight, wholeScale } from "../../js/src/render/camera";
 import type { Frame } from "../../js/src/render/frame";
 import { miniFit, partlyOffScreen } from "../../js/src/render/minimap";
@@ -45,7 +45,10 @@ describe("FitSearch with a height floor", () => {
     const levels = [[], ["t"], ["t", "t.a"], ["t", "t.a", "t.b"]];
     const s = new FitSearch(levels, 0);
     const tried: string[][] = [];
-    const next = s.next({ x: 0, y: 0, w: 300, h: 3000 }, W, H, (e) => (tried.push(e), e.length === 0));
+    const next = s.next({ x: 0, y: 0, w: 300, h: 3000 }, W, H, (e) => {
+      tried.push(e);
+      return e.length === 0;
+    });
     expect(tried).toEqual([["t", "t.a"], ["t"], []]);
     expect(next).toEqual([]);
   });

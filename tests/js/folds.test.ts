@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { groupLines } from "../../js/src/layout/labels";
 import { expansionLevels } from "../../js/src/graph/defaultExpansion";
 import { allChains, outputKind, stackKey } from "../../js/src/graph/folds";
 import { GraphViews } from "../../js/src/graph/graphViews";
 import type { GraphPayload } from "../../js/src/graph/protocol";
 import { buildModel } from "../../js/src/graph/tree";
 import { allGroups, closedAround, computeVisible, groupIsOpen, toggledGroup } from "../../js/src/graph/visibility";
+import { groupLines } from "../../js/src/layout/labels";
 import { gpt, wide } from "./builders";
 
 const items = (p: GraphPayload, view: "rolled" | "unrolled", expanded: string[]) =>
@@ -42,7 +42,15 @@ describe("stacks of repeated blocks (unrolled)", () => {
 
   it("copies chains nested in a folded block into its other blocks", () => {
     const modules = new Set(["h.0", "h.1", "h.0.s.0", "h.0.s.1", "h.1.s.0", "h.1.s.1"]);
-    expect(allChains([["h.0", "h.1"], ["h.0.s.0", "h.0.s.1"]], modules)).toEqual([
+    expect(
+      allChains(
+        [
+          ["h.0", "h.1"],
+          ["h.0.s.0", "h.0.s.1"],
+        ],
+        modules,
+      ),
+    ).toEqual([
       ["h.0", "h.1"],
       ["h.0.s.0", "h.0.s.1"],
       ["h.1.s.0", "h.1.s.1"],

@@ -10,7 +10,7 @@ describe("format", () => {
     expect(fmtNum(null)).toBe("—");
   });
 
-  it("writes counts with thousands commas, as toLocaleString(\"en-US\") does", () => {
+  it('writes counts with thousands commas, as toLocaleString("en-US") does', () => {
     for (const n of [0, 7, 999, 1000, 12345, 100000, 1234567, -4321, 2 ** 53 - 1])
       expect(fmtCount(n)).toBe(n.toLocaleString("en-US"));
     expect(fmtCount(1.5)).toBe("1.5");

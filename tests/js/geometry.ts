@@ -1,12 +1,13 @@
 // Lays a payload out as the widget does, and checks the scene geometrically: does any edge
 // segment enter a box it does not connect?
-import { type EdgeGeom, edgeGeometry } from "../../js/src/layout/edges";
-import { DEFAULT_METRICS } from "../../js/src/layout/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
-import { composeScene, planLayout, type Rect, type Scene, SizeCache } from "../../js/src/layout/scenePlan";
+
 import type { GraphPayload, ViewName } from "../../js/src/graph/protocol";
 import { buildModel, type GraphModel } from "../../js/src/graph/tree";
 import { computeVisible, type Visible } from "../../js/src/graph/visibility";
+import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
+import { type EdgeGeom, edgeGeometry } from "../../js/src/layout/edges";
+import { DEFAULT_METRICS } from "../../js/src/layout/labels";
+import { composeScene, planLayout, type Rect, type Scene, SizeCache } from "../../js/src/layout/scenePlan";
 
 /** Every group's address of a view (what Expand all opens). */
 export function allGroups(p: GraphPayload, view: ViewName): string[] {
@@ -60,12 +61,12 @@ export function crossings(scene: Scene, edges: EdgeGeom[], vis: Visible, model: 
     const s = new Set<string>([id]);
     let box = vis.itemById.get(id)?.container ?? "";
     while (box) {
-      s.add("@" + box);
+      s.add(`@${box}`);
       box = model.groups.get(box)?.parent ?? "";
     }
     return s;
   };
-  const rects: [string, Rect][] = [...scene.items, ...[...scene.boxes].map(([k, r]): [string, Rect] => ["@" + k, r])];
+  const rects: [string, Rect][] = [...scene.items, ...[...scene.boxes].map(([k, r]): [string, Rect] => [`@${k}`, r])];
   const found: string[] = [];
   for (const g of edges) {
     if (g.curve) {

@@ -8,7 +8,16 @@ import { itemValues, metricInfo, offeredMetrics, starvedItems } from "../../js/s
 import { nested } from "./builders";
 
 function leaf(name: string, received: boolean, label: string | null = name): LeafInfo {
-  return { name, kind: "param", shape: [4, 4], dtype: "float32", label, source: "", received, passes: received ? [1] : [] };
+  return {
+    name,
+    kind: "param",
+    shape: [4, 4],
+    dtype: "float32",
+    label,
+    source: "",
+    received,
+    passes: received ? [1] : [],
+  };
 }
 
 function bw(
@@ -19,18 +28,54 @@ function bw(
   leafName: string | null = null,
   withinOp: string | null = null,
 ): BackwardNodeInfo {
-  return { id, gradFn: id.replace(/_\d+$/, ""), forwardOp, withinOp, order, passes: [1], gradShapes: ["1x4"], leaf: leafName, next };
+  return {
+    id,
+    gradFn: id.replace(/_\d+$/, ""),
+    forwardOp,
+    withinOp,
+    order,
+    passes: [1],
+    gradShapes: ["1x4"],
+    leaf: leafName,
+    next,
+  };
 }
 
 function info(): GradientInfo {
   return {
     passes: [
-      { index: 1, call: "backward", retainGraph: true, source: "t.py:3", nodes: ["MulBackward0_0", "AddmmBackward0_1", "AccumulateGrad_2"], error: null, errorOp: null, errorSource: null, freedBy: null, inTransform: false },
-      { index: 2, call: "backward", retainGraph: false, source: "t.py:4", nodes: [], error: "Trying to backward through the graph a second time", errorOp: "lin_1", errorSource: "m.py:1", freedBy: 1, inTransform: false },
+      {
+        index: 1,
+        call: "backward",
+        retainGraph: true,
+        source: "t.py:3",
+        nodes: ["MulBackward0_0", "AddmmBackward0_1", "AccumulateGrad_2"],
+        error: null,
+        errorOp: null,
+        errorSource: null,
+        freedBy: null,
+        inTransform: false,
+      },
+      {
+        index: 2,
+        call: "backward",
+        retainGraph: false,
+        source: "t.py:4",
+        nodes: [],
+        error: "Trying to backward through the graph a second time",
+        errorOp: "lin_1",
+        errorSource: "m.py:1",
+        freedBy: 1,
+        inTransform: false,
+      },
     ],
     leaves: [leaf("a.w", true), leaf("b.w", false), leaf("c.w", false, null)],
     noGrad: ["x_2", "b.w"],
-    backward: [bw("AccumulateGrad_2", 2, null, [], "a.w"), bw("MulBackward0_0", 0, "y_2", ["AddmmBackward0_1"]), bw("AddmmBackward0_1", 1, "lin_1", ["AccumulateGrad_2"])],
+    backward: [
+      bw("AccumulateGrad_2", 2, null, [], "a.w"),
+      bw("MulBackward0_0", 0, "y_2", ["AddmmBackward0_1"]),
+      bw("AddmmBackward0_1", 1, "lin_1", ["AccumulateGrad_2"]),
+    ],
   };
 }
 

@@ -8,13 +8,16 @@ function loop(): GraphPayload {
   const input = node("input.0", [], { kind: "input", func: "input.0" });
   const output = node("output.0", [], { kind: "output", func: "output.0" });
   const unrolled = [input, node("tanh_1_1:1", ["cell:1"]), node("tanh_1_1:2", ["cell:2"]), output];
-  const rolled = [
-    input,
-    node("tanh_1_1", ["cell"], { nPasses: 2, passes: ["tanh_1_1:1", "tanh_1_1:2"] }),
-    output,
-  ];
-  const p = payload(unrolled, [edge("input.0", "tanh_1_1:1"), edge("tanh_1_1:1", "tanh_1_1:2"), edge("tanh_1_1:2", "output.0")]);
-  return { ...p, rolled: { nodes: rolled, edges: [edge("input.0", "tanh_1_1", [1]), edge("tanh_1_1", "output.0", [2])] } };
+  const rolled = [input, node("tanh_1_1", ["cell"], { nPasses: 2, passes: ["tanh_1_1:1", "tanh_1_1:2"] }), output];
+  const p = payload(unrolled, [
+    edge("input.0", "tanh_1_1:1"),
+    edge("tanh_1_1:1", "tanh_1_1:2"),
+    edge("tanh_1_1:2", "output.0"),
+  ]);
+  return {
+    ...p,
+    rolled: { nodes: rolled, edges: [edge("input.0", "tanh_1_1", [1]), edge("tanh_1_1", "output.0", [2])] },
+  };
 }
 
 describe("GraphViews", () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_METRICS } from "../../js/src/layout/labels";
-import { boxSize, type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
-import { composeScene, planLayout, type Rect, SizeCache } from "../../js/src/layout/scenePlan";
 import { buildModel } from "../../js/src/graph/tree";
 import { computeVisible } from "../../js/src/graph/visibility";
+import { boxSize, type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
+import { DEFAULT_METRICS } from "../../js/src/layout/labels";
+import { composeScene, planLayout, type Rect, SizeCache } from "../../js/src/layout/scenePlan";
 import { nested, wide } from "./builders";
 
 const m = buildModel(nested(), "unrolled");
@@ -17,7 +17,8 @@ function layoutAll(expanded: string[], cache: Map<string, GroupLayout>) {
   return { v, plan };
 }
 
-const inside = (a: Rect, b: Rect) => a.x >= b.x - 1e-6 && a.y >= b.y - 1e-6 && a.x + a.w <= b.x + b.w + 1e-6 && a.y + a.h <= b.y + b.h + 1e-6;
+const inside = (a: Rect, b: Rect) =>
+  a.x >= b.x - 1e-6 && a.y >= b.y - 1e-6 && a.x + a.w <= b.x + b.w + 1e-6 && a.y + a.h <= b.y + b.h + 1e-6;
 const overlap = (a: Rect, b: Rect) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
 describe("planLayout", () => {
@@ -61,7 +62,8 @@ describe("runJobs + composeScene", () => {
     }
     expect(inside(scene.boxes.get("b.0:1")!, scene.boxes.get("b:1")!)).toBe(true);
     const rects = [...scene.items.values()];
-    for (let i = 0; i < rects.length; i++) for (let j = i + 1; j < rects.length; j++) expect(overlap(rects[i], rects[j])).toBe(false);
+    for (let i = 0; i < rects.length; i++)
+      for (let j = i + 1; j < rects.length; j++) expect(overlap(rects[i], rects[j])).toBe(false);
     expect(overlap(scene.boxes.get("a:1")!, scene.boxes.get("b:1")!)).toBe(false);
   });
 
@@ -98,7 +100,19 @@ describe("runJobs + composeScene", () => {
 
 describe("chain fast path", () => {
   it("stacks a chain in one column with straight edges", () => {
-    const job = { key: "k", items: [{ id: "a", w: 80, h: 30 }, { id: "b", w: 120, h: 30 }, { id: "c", w: 60, h: 40 }], edges: [["a", "b"], ["b", "c"]] as [string, string][], minW: 0 };
+    const job = {
+      key: "k",
+      items: [
+        { id: "a", w: 80, h: 30 },
+        { id: "b", w: 120, h: 30 },
+        { id: "c", w: 60, h: 40 },
+      ],
+      edges: [
+        ["a", "b"],
+        ["b", "c"],
+      ] as [string, string][],
+      minW: 0,
+    };
     const l = runJobs([job])[0];
     expect(l.w).toBe(120);
     expect(l.pos.a[0]).toBe(60);
@@ -109,7 +123,19 @@ describe("chain fast path", () => {
   });
 
   it("leaves branching boxes to dagre, side by side", () => {
-    const job = { key: "k", items: [{ id: "a", w: 80, h: 30 }, { id: "b", w: 80, h: 30 }, { id: "c", w: 80, h: 30 }], edges: [["a", "b"], ["a", "c"]] as [string, string][], minW: 0 };
+    const job = {
+      key: "k",
+      items: [
+        { id: "a", w: 80, h: 30 },
+        { id: "b", w: 80, h: 30 },
+        { id: "c", w: 80, h: 30 },
+      ],
+      edges: [
+        ["a", "b"],
+        ["a", "c"],
+      ] as [string, string][],
+      minW: 0,
+    };
     const l = runJobs([job])[0];
     expect(l.pos.b[1]).toBe(l.pos.c[1]);
     expect(l.pos.b[0]).not.toBe(l.pos.c[0]);
@@ -121,11 +147,16 @@ describe("shape memo", () => {
     const mk = (p: string) => ({
       key: p,
       items: ["a", "b", "c", "d"].map((x, i) => ({ id: p + x, w: 60 + i * 10, h: 30 })),
-      edges: [[p + "a", p + "b"], [p + "a", p + "c"], [p + "b", p + "d"], [p + "c", p + "d"]] as [string, string][],
+      edges: [
+        [`${p}a`, `${p}b`],
+        [`${p}a`, `${p}c`],
+        [`${p}b`, `${p}d`],
+        [`${p}c`, `${p}d`],
+      ] as [string, string][],
       minW: 0,
     });
     const [l1, l2] = runJobs([mk("x"), { ...mk("y"), minW: 1000 }]);
-    for (const k of ["a", "b", "c", "d"]) expect(l2.pos["y" + k][1]).toBe(l1.pos["x" + k][1]);
+    for (const k of ["a", "b", "c", "d"]) expect(l2.pos[`y${k}`][1]).toBe(l1.pos[`x${k}`][1]);
     // the wider header shifts the content to its centre
     expect(l2.w).toBe(1000);
     expect(l2.pos.ya[0] - l1.pos.xa[0]).toBeCloseTo((1000 - l1.w) / 2);

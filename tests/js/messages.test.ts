@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ActivationResult } from "../../js/src/graph/protocol";
 import { decodeActivation, decodeFloat32, RequestClient, RequestError } from "../../js/src/kernel/messages";
 import type { MessageChannel } from "../../js/src/kernel/widgetModel";
-import type { ActivationResult } from "../../js/src/graph/protocol";
 
 function f32Bytes(values: number[], offset: number): DataView {
   const raw = new ArrayBuffer(values.length * 4 + offset);
@@ -59,9 +59,11 @@ describe("decodeActivation", () => {
   });
 });
 
+// biome-ignore lint/suspicious/noExplicitAny: as @anywidget/types types its listeners
 type Handler = (...args: any[]) => void;
 
 class FakeModel implements MessageChannel {
+  // biome-ignore lint/suspicious/noExplicitAny: the tests read any field of what was sent
   sent: any[] = [];
   handlers: Handler[] = [];
   on(ev: string, cb: Handler): void {

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { noValueColor } from "../../js/src/panel/colorScale";
-import { countNonFinite, emptyMessage, lonePoints, nonFiniteMarks, nonFiniteMask, nonFiniteNote, nonFiniteText } from "../../js/src/panel/noValues";
+import {
+  countNonFinite,
+  emptyMessage,
+  lonePoints,
+  nonFiniteMarks,
+  nonFiniteMask,
+  nonFiniteNote,
+  nonFiniteText,
+} from "../../js/src/panel/noValues";
 import { DARK, LIGHT } from "../../js/src/render/theme";
 
 const rgb = (hex: string): number[] => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));

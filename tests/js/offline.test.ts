@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import type { ActivationResult, GraphPayload } from "../../js/src/graph/protocol";
 import { DISCONNECTED_CLASS, isDisconnected, needsKernel, notebookLink } from "../../js/src/kernel/kernelLink";
 import { decodeActivation, RequestClient, RequestError } from "../../js/src/kernel/messages";
 import { base64Bytes, type PageViews, readPage, ViewStore, withBuffers } from "../../js/src/kernel/offline";
-import type { ActivationResult, GraphPayload } from "../../js/src/graph/protocol";
 import { nested } from "./builders";
 
 function result(id: string, dataShape: number[], extra: Partial<ActivationResult> = {}): ActivationResult {
@@ -49,7 +49,9 @@ const json = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify
 
 /** A stand-in document holding the page's blocks, as html_export writes them. */
 function pageDoc(blocks: Record<string, string>): Document {
-  return { getElementById: (id: string) => (id in blocks ? { textContent: `\n${blocks[id]}\n` } : null) } as unknown as Document;
+  return {
+    getElementById: (id: string) => (id in blocks ? { textContent: `\n${blocks[id]}\n` } : null),
+  } as unknown as Document;
 }
 
 describe("ViewStore", () => {
@@ -63,10 +65,14 @@ describe("ViewStore", () => {
   });
 
   it("says plainly why the page has no view", () => {
-    expect(store.lookup({ id: "y_1" })).toBe("activation left out of this page to keep it under 2 MB (max_bytes): 2 of 5 are in it");
+    expect(store.lookup({ id: "y_1" })).toBe(
+      "activation left out of this page to keep it under 2 MB (max_bytes): 2 of 5 are in it",
+    );
     expect(store.lookup({ id: "x_1", batch: 1 })).toBe("this page holds batch item 1 of 2 only");
     expect(store.lookup({ id: "act_1", output: 1 })).toBe("output 1 of this op was left out of this page");
-    expect(store.lookup({ id: "a.w" })).toBe("parameter and buffer values are not in this page: write it with weights=True");
+    expect(store.lookup({ id: "a.w" })).toBe(
+      "parameter and buffer values are not in this page: write it with weights=True",
+    );
   });
 
   it("gates requests: views in the page go through, the rest never reach the model", () => {
@@ -96,7 +102,9 @@ describe("ViewStore answers", () => {
   });
 
   it("a page written before answers existed refuses metrics as before", () => {
-    expect(new ViewStore(META, VALUES.buffer).gate({ method: "metrics", params: { metric: "flops" } })).toMatch(/no kernel/);
+    expect(new ViewStore(META, VALUES.buffer).gate({ method: "metrics", params: { metric: "flops" } })).toMatch(
+      /no kernel/,
+    );
   });
 });
 
@@ -144,7 +152,8 @@ describe("readPage", () => {
 });
 
 describe("kernel link", () => {
-  const el = (classes: string[]): HTMLElement => ({ classList: { contains: (c: string) => classes.includes(c) } }) as unknown as HTMLElement;
+  const el = (classes: string[]): HTMLElement =>
+    ({ classList: { contains: (c: string) => classes.includes(c) } }) as unknown as HTMLElement;
 
   it("reads ipywidgets' disconnected mark and says what needs a kernel", () => {
     expect(isDisconnected(el([DISCONNECTED_CLASS]))).toBe(true);
@@ -152,7 +161,9 @@ describe("kernel link", () => {
     expect(needsKernel({ method: "activation" })).toBe("activations need a running kernel: re-run the cell");
     expect(needsKernel({ method: "rerun" })).toBe("re-running the model needs a running kernel: re-run the cell");
     // the inspector's gradient switch asks for an "activation" of value "grad"
-    expect(needsKernel({ method: "activation", params: { id: "x", value: "grad" } })).toBe("gradients need a running kernel: re-run the cell");
+    expect(needsKernel({ method: "activation", params: { id: "x", value: "grad" } })).toBe(
+      "gradients need a running kernel: re-run the cell",
+    );
   });
 
   it("after a send fails (a restarted kernel, not marked by ipywidgets) says so and sends nothing more", async () => {
@@ -191,7 +202,9 @@ describe("kernel link", () => {
 
     const live = notebookLink(el([]));
     expect(live.status()).toBe("");
-    new RequestClient(channel, live.gate).request({ method: "activation", params: { id: "x" } }, { timeoutMs: 1 }).catch(() => undefined);
+    new RequestClient(channel, live.gate)
+      .request({ method: "activation", params: { id: "x" } }, { timeoutMs: 1 })
+      .catch(() => undefined);
     expect(sent.length).toBe(1);
   });
 });

@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { buildModel } from "../../js/src/graph/tree";
 import { computeVisible } from "../../js/src/graph/visibility";
-import { aggregate, fmtMetric, itemValues, makeScale, rampColor, textOn, unrolledIdsOf } from "../../js/src/render/overlay";
+import {
+  aggregate,
+  fmtMetric,
+  itemValues,
+  makeScale,
+  rampColor,
+  textOn,
+  unrolledIdsOf,
+} from "../../js/src/render/overlay";
 import { edge, nested, node, payload } from "./builders";
 
 describe("aggregate", () => {

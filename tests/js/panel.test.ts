@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { wheelZoom } from "../../js/src/controls/canvasInput";
-import { clipStart, groupLines } from "../../js/src/layout/labels";
 import type { GroupNode } from "../../js/src/graph/tree";
+import { clipStart, groupLines } from "../../js/src/layout/labels";
 import { colorRange, finiteRange } from "../../js/src/panel/colorScale";
 import { indexCaption } from "../../js/src/panel/pickers";
 import { DARK, hostSaysDark, LIGHT } from "../../js/src/render/theme";
@@ -57,7 +57,8 @@ describe("labels", () => {
 });
 
 describe("host theme", () => {
-  const doc = (dataset: Record<string, string>, className = ""): Document => ({ body: { dataset, className } }) as unknown as Document;
+  const doc = (dataset: Record<string, string>, className = ""): Document =>
+    ({ body: { dataset, className } }) as unknown as Document;
 
   it("reads JupyterLab's and Notebook 7's data-jp-theme-light", () => {
     expect(hostSaysDark(doc({ jpThemeLight: "false" }))).toBe(true);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
+import type { EdgeInfo, GraphPayload, NodeInfo } from "../../js/src/graph/protocol";
 import { runJobs } from "../../js/src/layout/boxLayout";
 import { bandRoute, rankBands } from "../../js/src/layout/routes";
-import type { EdgeInfo, GraphPayload, NodeInfo } from "../../js/src/graph/protocol";
-import { crossings, laidOut, segmentHitsRect } from "./geometry";
 import { edge, nested, node, payload } from "./builders";
+import { crossings, laidOut, segmentHitsRect } from "./geometry";
 
 /** Two residual blocks: x -> ln -> a1 -> a2 -> a3 -> add(x) -> ln2 -> m1 -> m2 -> add2, KV outputs from a1. */
 function residual(blocks = 2): GraphPayload {
@@ -66,7 +66,10 @@ describe("bandRoute", () => {
     const route = bandRoute([50, 30, 80, 60, 100, 130], a, b, bands);
     // down from a's bottom, across below a's band, through the tall rank at the dummy's x
     expect(route).toEqual([50, 30, 80, 30, 80, 90, 100, 130]);
-    for (let i = 0; i + 3 < route.length; i += 2) expect(segmentHitsRect(route[i], route[i + 1], route[i + 2], route[i + 3], { x: 100, y: 30, w: 40, h: 60 })).toBe(false);
+    for (let i = 0; i + 3 < route.length; i += 2)
+      expect(segmentHitsRect(route[i], route[i + 1], route[i + 2], route[i + 3], { x: 100, y: 30, w: 40, h: 60 })).toBe(
+        false,
+      );
   });
 
   it("keeps dagre's points for an edge that goes up", () => {
@@ -113,7 +116,11 @@ describe("a chain with ports", () => {
     const job = {
       key: "stack",
       items,
-      edges: [["a", "b"], ["b", "c"], ["c", "d"]] as [string, string][],
+      edges: [
+        ["a", "b"],
+        ["b", "c"],
+        ["c", "d"],
+      ] as [string, string][],
       minW: 0,
       ports: { in: ["a", "c"], out: ["b", "c", "d"] },
     };
@@ -121,12 +128,18 @@ describe("a chain with ports", () => {
     expect(l.portIn && l.portOut).toBe(true);
     const xs = items.map((it) => l.pos[it.id][0]);
     expect(new Set(xs).size).toBe(1);
-    const rects = items.map((it) => ({ x: l.pos[it.id][0] - it.w / 2, y: l.pos[it.id][1] - it.h / 2, w: it.w, h: it.h }));
+    const rects = items.map((it) => ({
+      x: l.pos[it.id][0] - it.w / 2,
+      y: l.pos[it.id][1] - it.h / 2,
+      w: it.w,
+      h: it.h,
+    }));
     for (const [key, pts] of Object.entries(l.edgePoints)) {
       const [from, to] = key.split("\n");
       for (const [i, r] of rects.entries()) {
         if (items[i].id === from || items[i].id === to) continue;
-        for (let k = 0; k + 3 < pts.length; k += 2) expect(segmentHitsRect(pts[k], pts[k + 1], pts[k + 2], pts[k + 3], r)).toBe(false);
+        for (let k = 0; k + 3 < pts.length; k += 2)
+          expect(segmentHitsRect(pts[k], pts[k + 1], pts[k + 2], pts[k + 3], r)).toBe(false);
       }
       // every point inside the box's content
       for (let k = 0; k < pts.length; k += 2) {

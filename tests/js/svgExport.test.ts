@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
+import { buildModel } from "../../js/src/graph/tree";
+import { computeVisible } from "../../js/src/graph/visibility";
+import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
 import { edgeGeometry } from "../../js/src/layout/edges";
 import { DEFAULT_METRICS, nodeLines } from "../../js/src/layout/labels";
-import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
 import { composeScene, planLayout, SizeCache } from "../../js/src/layout/scenePlan";
 import { type Camera, fitCamera } from "../../js/src/render/camera";
 import type { Frame } from "../../js/src/render/frame";
 import { escapeXml, fontAttrs, SvgContext } from "../../js/src/render/svgContext";
 import { enlargement, frameToSvg, type SvgView } from "../../js/src/render/svgExport";
 import { LIGHT } from "../../js/src/render/theme";
-import { buildModel } from "../../js/src/graph/tree";
-import { computeVisible } from "../../js/src/graph/visibility";
 import { nested } from "./builders";
 
 const measure = (text: string, font: string): number => text.length * 0.6 * Number(/([\d.]+)px/.exec(font)![1]);
@@ -41,7 +41,13 @@ function elements(svg: string): { tag: string; attrs: Record<string, string>; te
   return out;
 }
 
-const unescape = (s: string): string => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, "&");
+const unescapeXml = (s: string): string =>
+  s
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&amp;/g, "&");
 
 describe("frameToSvg", () => {
   const f = frame(["a", "b", "b.0", "b.1"]);
@@ -55,7 +61,7 @@ describe("frameToSvg", () => {
     const tags = new Set(els.map((e) => e.tag));
     expect(tags.has("image") || tags.has("foreignObject")).toBe(false);
     expect(tags.has("path") && tags.has("text")).toBe(true);
-    const texts = els.filter((e) => e.tag === "text").map((e) => unescape(e.text));
+    const texts = els.filter((e) => e.tag === "text").map((e) => unescapeXml(e.text));
     for (const id of ["lin_1", "act_1", "x_1", "y_2"]) {
       const [func, shape] = nodeLines(f.model.nodes.get(id)!);
       expect(texts).toContain(func);
@@ -71,7 +77,9 @@ describe("frameToSvg", () => {
     // the camera shows only the area around lin_1, at 2x
     const cam: Camera = { scale: 2, tx: -(item.x - 10) * 2, ty: -(item.y - 10) * 2 };
     const svg = frameToSvg(view(f, cam, { width: (item.w + 20) * 2, height: (item.h + 20) * 2 }));
-    const texts = elements(svg).filter((e) => e.tag === "text").map((e) => e.text);
+    const texts = elements(svg)
+      .filter((e) => e.tag === "text")
+      .map((e) => e.text);
     expect(texts).toContain("lin");
     expect(texts).not.toContain("output.0");
     expect(svg).toContain('clip-path="url(#lens-viewport)"');

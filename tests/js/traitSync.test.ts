@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { ViewName, WidgetTraits } from "../../js/src/graph/protocol";
 import {
   type KernelChanges,
   kernelExpandedChange,
@@ -6,11 +7,10 @@ import {
   kernelViewChange,
   type LocalState,
   resolveSelection,
-  selectionAfterSwitch,
   type SyncModel,
+  selectionAfterSwitch,
   TraitSync,
 } from "../../js/src/kernel/traitSync";
-import type { ViewName, WidgetTraits } from "../../js/src/graph/protocol";
 import { nested } from "./builders";
 
 const local = (view: ViewName, selected: string, expanded: string[] = []): LocalState => ({
@@ -27,7 +27,9 @@ describe("rules for kernel changes", () => {
   });
 
   it("switches the view first when the kernel's view differs", () => {
-    expect(kernelSelectedChange(local("unrolled", "a"), { view: "rolled", selected: "b" })).toEqual({ switchView: "rolled" });
+    expect(kernelSelectedChange(local("unrolled", "a"), { view: "rolled", selected: "b" })).toEqual({
+      switchView: "rolled",
+    });
     expect(kernelSelectedChange(local("unrolled", "a"), { view: "sideways", selected: "b" })).toBeNull();
   });
 
@@ -66,11 +68,18 @@ describe("rules for selections", () => {
   });
 });
 
+// biome-ignore lint/suspicious/noExplicitAny: as @anywidget/types types its listeners
 type Listener = (...args: any[]) => void;
 
 /** Behaves like anywidget's model: set() stores and fires change events at once, to every listener. */
 class BackboneLikeModel implements SyncModel {
-  state: WidgetTraits = { graph: {} as WidgetTraits["graph"], selected: "", view: "unrolled", expanded: [], status: "" };
+  state: WidgetTraits = {
+    graph: {} as WidgetTraits["graph"],
+    selected: "",
+    view: "unrolled",
+    expanded: [],
+    status: "",
+  };
   sets: [string, unknown][] = [];
   saves = 0;
   private listeners = new Map<string, Listener[]>();
@@ -89,7 +98,11 @@ class BackboneLikeModel implements SyncModel {
     this.listeners.set(ev, [...(this.listeners.get(ev) ?? []), cb]);
   }
   off(ev?: string | null, cb?: unknown): void {
-    if (ev) this.listeners.set(ev, (this.listeners.get(ev) ?? []).filter((f) => f !== cb));
+    if (ev)
+      this.listeners.set(
+        ev,
+        (this.listeners.get(ev) ?? []).filter((f) => f !== cb),
+      );
   }
   /** A change made by the kernel: all traits stored first, then one event per changed trait. */
   kernelSet(patch: Partial<WidgetTraits>): void {

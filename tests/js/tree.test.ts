@@ -44,6 +44,8 @@ describe("parseGroupKey", () => {
     expect(parseGroupKey("h.0.attn:3", "unrolled")).toEqual(["h.0.attn", 3]);
     expect(parseGroupKey("h.0.attn", "rolled")).toEqual(["h.0.attn", null]);
     for (const key of ["a:b:12", "x:", ":7", "a:1x", "a", "a:1:b", "a\n:3", "m.0:0"])
-      expect(parseGroupKey(key, "unrolled")).toEqual(((m) => (m ? [m[1], Number(m[2])] : [key, null]))(/^(.*):(\d+)$/.exec(key)));
+      expect(parseGroupKey(key, "unrolled")).toEqual(
+        ((m) => (m ? [m[1], Number(m[2])] : [key, null]))(/^(.*):(\d+)$/.exec(key)),
+      );
   });
 });

@@ -2,11 +2,12 @@
 // (tests/python/wire_fixtures.py makes the fixtures), and TraitSync delivering them.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import type { GraphPayload, WidgetTraits } from "../../js/src/graph/protocol";
 import { type KernelChanges, readGraph, type SyncModel, TraitSync } from "../../js/src/kernel/traitSync";
 import { decodeRaw, decodeWire, inflate, WireError } from "../../js/src/kernel/wire";
-import type { GraphPayload, WidgetTraits } from "../../js/src/graph/protocol";
 
-const fixture = (name: string): Uint8Array => new Uint8Array(readFileSync(new URL(`./fixtures/${name}`, import.meta.url)));
+const fixture = (name: string): Uint8Array =>
+  new Uint8Array(readFileSync(new URL(`./fixtures/${name}`, import.meta.url)));
 const payloadJson = (): GraphPayload => JSON.parse(new TextDecoder().decode(fixture("wire_payload.json")));
 /** A DataView over a copy at an odd offset, as comm buffers may arrive. */
 function dataView(bytes: Uint8Array): DataView {
@@ -17,7 +18,12 @@ function dataView(bytes: Uint8Array): DataView {
 
 // tests/python/wire_fixtures.py EDGE_VALUE, spelled in TypeScript
 const thirdRow: Record<string, unknown> = { id: "é\u2603", n: 2 ** 40, f: -Infinity, opt: null, pair: ["", [1]] };
-Object.defineProperty(thirdRow, "__proto__", { value: "plain key", enumerable: true, writable: true, configurable: true });
+Object.defineProperty(thirdRow, "__proto__", {
+  value: "plain key",
+  enumerable: true,
+  writable: true,
+  configurable: true,
+});
 const EDGE = {
   rows: [
     { id: "a", n: 1, f: 0.5, opt: null, only: "first", pair: ["w", [3, 4]] },
@@ -113,6 +119,7 @@ function withHeader(raw: Uint8Array, edit: (root: Col) => void): Uint8Array {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: as @anywidget/types types its listeners
 type Listener = (...args: any[]) => void;
 
 /** anywidget's model as far as TraitSync uses it; a DataView trait changes when it is another DataView. */
@@ -130,7 +137,11 @@ class Model implements SyncModel {
     this.listeners.set(ev, [...(this.listeners.get(ev) ?? []), cb]);
   }
   off(ev?: string | null, cb?: unknown): void {
-    if (ev) this.listeners.set(ev, (this.listeners.get(ev) ?? []).filter((f) => f !== cb));
+    if (ev)
+      this.listeners.set(
+        ev,
+        (this.listeners.get(ev) ?? []).filter((f) => f !== cb),
+      );
   }
   kernelSetGraph(value: unknown): void {
     this.state.graph = value;

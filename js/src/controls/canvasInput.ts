@@ -38,7 +38,12 @@ function dispatchClick(hit: Hit, actions: CanvasActions): void {
   actions.select(hit.id);
 }
 
-export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, actions: CanvasActions, hint?: HTMLElement): () => void {
+export function bindCanvasInput(
+  canvas: HTMLCanvasElement,
+  renderer: Renderer,
+  actions: CanvasActions,
+  hint?: HTMLElement,
+): () => void {
   let engaged = false;
   const engage = (on: boolean): void => {
     engaged = on;
@@ -84,7 +89,12 @@ export function bindCanvasInput(canvas: HTMLCanvasElement, renderer: Renderer, a
     canvas.classList.toggle("lens-pointer", hit !== null);
     if (hid !== renderer.hover) {
       renderer.hover = hid;
-      canvas.title = hit?.type === "item" ? hit.id.replace(/^@/, "") : hit?.type === "header" ? `${hit.box} (click to collapse)` : "";
+      canvas.title =
+        hit?.type === "item"
+          ? hit.id.replace(/^@/, "")
+          : hit?.type === "header"
+            ? `${hit.box} (click to collapse)`
+            : "";
       renderer.request();
     }
   });

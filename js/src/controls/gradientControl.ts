@@ -3,8 +3,8 @@
 // raised. A log of a forward pass alone shows none of it.
 import { type Gradients, gradientsOf } from "../graph/gradients";
 import type { GraphPayload } from "../graph/protocol";
-import { h } from "../render/dom";
 import { GradientPanel } from "../panel/gradientPanel";
+import { h } from "../render/dom";
 import { BackwardBanner } from "./backwardBanner";
 
 /** How to select a node: as is, as a leaf (showing parameters if hidden), or plotting its gradient. */
@@ -19,7 +19,10 @@ export class GradientControl {
   gradients: Gradients | null = null;
 
   constructor(private select: SelectUnrolled) {
-    this.panel = new GradientPanel({ selectLeaf: (id) => select(id, "leaf"), inspectGradient: (id) => select(id, "gradient") });
+    this.panel = new GradientPanel({
+      selectLeaf: (id) => select(id, "leaf"),
+      inspectGradient: (id) => select(id, "gradient"),
+    });
     this.button.dataset.testid = "toggle-backward";
     this.button.title = "The autograd leaves (which got a gradient) and the backward nodes that ran";
     this.button.hidden = true;

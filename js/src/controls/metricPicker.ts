@@ -54,7 +54,16 @@ export class MetricPicker {
     this.sideBox.append("inspector shows ", this.side);
     this.sideBox.hidden = true;
     this.note.dataset.testid = "overlay-note";
-    this.el.append(h("span", "", "color by"), this.select, logLabel, h("span", "lens-sep"), nan, this.sideBox, this.note, this.legend.el);
+    this.el.append(
+      h("span", "", "color by"),
+      this.select,
+      logLabel,
+      h("span", "lens-sep"),
+      nan,
+      this.sideBox,
+      this.note,
+      this.legend.el,
+    );
   }
 
   /** Offers the difference metrics only in a comparison, the gradient ones only with gradients. */

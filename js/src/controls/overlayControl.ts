@@ -1,13 +1,22 @@
 // The metric overlay's state: the picked metric and scale, its per-op values fetched from the
 // kernel ("metrics" request), which ops output NaN/Inf, and in a comparison which ops ran in A
 // only and which side the inspector plots. The renderer asks it for each item's fill.
-import type { RequestClient } from "../kernel/messages";
-import { decodeFloat32 } from "../kernel/messages";
+
 import type { Gradients } from "../graph/gradients";
 import type { CompareSide, FirstNonfiniteResult, GraphPayload, MetricName, MetricsResult } from "../graph/protocol";
 import type { Visible } from "../graph/visibility";
+import type { RequestClient } from "../kernel/messages";
+import { decodeFloat32 } from "../kernel/messages";
 import type { NodeOverlay } from "../render/frame";
-import { itemValues, makeScale, metricInfo, rampColor, type ScaleMode, starvedItems, unrolledIdsOf } from "../render/overlay";
+import {
+  itemValues,
+  makeScale,
+  metricInfo,
+  rampColor,
+  type ScaleMode,
+  starvedItems,
+  unrolledIdsOf,
+} from "../render/overlay";
 import { NO_VALUE_COLOR, ONLY_A_COLOR } from "../render/overlayLegend";
 import type { Renderer } from "../render/renderer";
 import { MetricPicker } from "./metricPicker";
@@ -157,7 +166,9 @@ export class OverlayControl implements NodeOverlay {
   /** "No op made a NaN/Inf", as far as it was looked for: only saved ops have values. */
   private noneFound(): string {
     const { notSaved, ops } = this.saves;
-    return notSaved ? `no saved op produced a NaN/Inf (${notSaved} of ${ops} ops not saved)` : "no op produced a NaN/Inf";
+    return notSaved
+      ? `no saved op produced a NaN/Inf (${notSaved} of ${ops} ops not saved)`
+      : "no op produced a NaN/Inf";
   }
 
   private repaint(): void {
@@ -191,7 +202,8 @@ export class OverlayControl implements NodeOverlay {
     const { model, vis } = frame;
     const marked = (ids: ReadonlySet<string>): Set<string> => {
       const out = new Set<string>();
-      if (ids.size) for (const item of vis.items) if (unrolledIdsOf(model, item.id).some((id) => ids.has(id))) out.add(item.id);
+      if (ids.size)
+        for (const item of vis.items) if (unrolledIdsOf(model, item.id).some((id) => ids.has(id))) out.add(item.id);
       return out;
     };
     const flagged = marked(this.nonfinite);
@@ -222,6 +234,7 @@ export class OverlayControl implements NodeOverlay {
 
 function toMap(result: MetricsResult, buffer: Parameters<typeof decodeFloat32>[0] | undefined): Map<string, number> {
   const values = buffer ? decodeFloat32(buffer) : new Float32Array(0);
-  if (values.length !== result.ids.length) throw new Error(`metrics: ${values.length} values for ${result.ids.length} ids`);
+  if (values.length !== result.ids.length)
+    throw new Error(`metrics: ${values.length} values for ${result.ids.length} ids`);
   return new Map(result.ids.map((id, i) => [id, values[i]]));
 }

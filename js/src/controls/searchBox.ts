@@ -68,7 +68,10 @@ export class SearchBox {
       row.dataset.testid = "search-result";
       row.setAttribute("aria-selected", String(i === this.hitIndex));
       row.title = `${hit.label} — ${hit.detail}`;
-      row.append(h("span", "lens-mono", (hit.kind === "group" ? "▣ " : "") + hit.label), h("span", "lens-muted", hit.detail));
+      row.append(
+        h("span", "lens-mono", (hit.kind === "group" ? "▣ " : "") + hit.label),
+        h("span", "lens-muted", hit.detail),
+      );
       row.onmousedown = (ev) => {
         ev.preventDefault();
         this.choose(hit);

@@ -30,8 +30,12 @@ export class Toolbar {
     this.title.dataset.testid = "model-title";
     const seg = h("div", "lens-seg");
     this.viewBtns = {
-      unrolled: button("Unrolled", "view-unrolled", "Every call of a repeated layer on its own", () => actions.setView("unrolled")),
-      rolled: button("Rolled", "view-rolled", "Repeated calls of a layer folded into one node (×N)", () => actions.setView("rolled")),
+      unrolled: button("Unrolled", "view-unrolled", "Every call of a repeated layer on its own", () =>
+        actions.setView("unrolled"),
+      ),
+      rolled: button("Rolled", "view-rolled", "Repeated calls of a layer folded into one node (×N)", () =>
+        actions.setView("rolled"),
+      ),
     };
     seg.append(this.viewBtns.unrolled, this.viewBtns.rolled);
     this.status.dataset.testid = "status";
@@ -63,7 +67,8 @@ export class Toolbar {
   }
 
   showView(view: ViewName): void {
-    for (const v of ["unrolled", "rolled"] as ViewName[]) this.viewBtns[v].setAttribute("aria-pressed", String(v === view));
+    for (const v of ["unrolled", "rolled"] as ViewName[])
+      this.viewBtns[v].setAttribute("aria-pressed", String(v === view));
   }
 
   showTitle(modelClass: string | null, nOps: number): void {
@@ -89,7 +94,13 @@ function button(label: string, testid: string, title: string, onClick: () => voi
   return b;
 }
 
-function checkbox(label: string, testid: string, on: boolean, onChange: (on: boolean) => void, short: string): HTMLLabelElement {
+function checkbox(
+  label: string,
+  testid: string,
+  on: boolean,
+  onChange: (on: boolean) => void,
+  short: string,
+): HTMLLabelElement {
   const l = h("label", "lens-check");
   const c = document.createElement("input");
   c.type = "checkbox";

@@ -41,7 +41,7 @@ export function outputKind(id: string): string | null {
 }
 
 function within(address: string, block: string): boolean {
-  return address === block || address.startsWith(block + ".");
+  return address === block || address.startsWith(`${block}.`);
 }
 
 /**

@@ -198,6 +198,7 @@ export interface MetricsRequest {
 /** result FirstNonfiniteResult: the op that produced the first NaN/Inf (log.first_nonfinite()). */
 export interface FirstNonfiniteRequest {
   method: "firstNonfinite";
+  // biome-ignore lint/complexity/noBannedTypes: an empty object on the wire, as protocol.py types it
   params: {};
 }
 
@@ -229,6 +230,7 @@ export interface AblateRequest {
 /** Back from an ablation to the plain trace; result { ok: true }. */
 export interface EndAblationRequest {
   method: "endAblation";
+  // biome-ignore lint/complexity/noBannedTypes: an empty object on the wire, as protocol.py types it
   params: {};
 }
 

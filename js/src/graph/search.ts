@@ -43,7 +43,14 @@ export function search(model: GraphModel, query: string, limit = 30, showParams 
     const byModule = rank(n.module);
     const own = best(n.id, n.func);
     const s = own >= 0 ? own : byModule >= 0 ? byModule + 4 : -1;
-    if (s >= 0) hits.push({ kind: "node", id: n.id, label: n.id, detail: n.module ? `${n.func} in ${n.module}` : n.func, score: s });
+    if (s >= 0)
+      hits.push({
+        kind: "node",
+        id: n.id,
+        label: n.id,
+        detail: n.module ? `${n.func} in ${n.module}` : n.func,
+        score: s,
+      });
   }
   // stable: equal scores keep execution / tree order
   hits.sort((a, b) => a.score - b.score);

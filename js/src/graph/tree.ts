@@ -67,7 +67,7 @@ export function parseGroupKey(key: string, view: ViewName): [string, number | nu
 const NONE = Object.freeze([]) as unknown as string[];
 
 export function edgeKey(source: string, target: string): string {
-  return source + "\n" + target;
+  return `${source}\n${target}`;
 }
 
 export function buildModel(payload: GraphPayload, viewName: ViewName): GraphModel {
@@ -83,10 +83,31 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
     const [address, pass] = key === ROOT ? ["", null] : parseGroupKey(key, viewName);
     const mod = modules.get(address);
     // what every group starts with; its contents are counted as nodes are placed below
-    const fresh = { key, parent, depth, order, childGroups: [], childNodes: [], nOps: 0, nNodes: 0, nSources: 0, outShape: null };
+    const fresh = {
+      key,
+      parent,
+      depth,
+      order,
+      childGroups: [],
+      childNodes: [],
+      nOps: 0,
+      nNodes: 0,
+      nSources: 0,
+      outShape: null,
+    };
     const chunk = chunks.get(key);
     if (chunk)
-      return { ...fresh, address: chunk.address, pass: null, className: "", nPasses: 1, kind: "chunk", members: NONE, aliases: NONE, chunk };
+      return {
+        ...fresh,
+        address: chunk.address,
+        pass: null,
+        className: "",
+        nPasses: 1,
+        kind: "chunk",
+        members: NONE,
+        aliases: NONE,
+        chunk,
+      };
     const added = folds.added.get(key);
     if (added)
       return {
@@ -205,7 +226,11 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
 }
 
 /** Nodes by id; one whose groups this view changed is a copy with them, made when first asked for. */
-function nodeLookup(list: readonly NodeInfo[], groupsOf: readonly (readonly string[])[], index: ReadonlyMap<string, number>): NodeLookup {
+function nodeLookup(
+  list: readonly NodeInfo[],
+  groupsOf: readonly (readonly string[])[],
+  index: ReadonlyMap<string, number>,
+): NodeLookup {
   const copies = new Map<number, NodeInfo>();
   return {
     get(id) {

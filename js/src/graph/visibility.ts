@@ -73,7 +73,12 @@ export function closedAbove(model: GraphModel, key: string, expanded: ReadonlySe
 
 /** The expanded set with group `key` opened, or closed under every address it goes by
  * (a folded block's twins too); null for an unknown group. */
-export function toggledGroup(model: GraphModel, key: string, expand: boolean, expanded: ReadonlySet<string>): Set<string> | null {
+export function toggledGroup(
+  model: GraphModel,
+  key: string,
+  expand: boolean,
+  expanded: ReadonlySet<string>,
+): Set<string> | null {
   const g = model.groups.get(key);
   if (!g) return null;
   const next = new Set(expanded);

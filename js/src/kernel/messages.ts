@@ -1,7 +1,7 @@
 // Request/response over anywidget custom messages, with our own timeouts (a kernel may
 // answer only between cells), and decoding of the float32 buffers that come back. A request
 // that runs the model, made while a cell runs, is first told it waits for that cell.
-import { needsKernel } from "./kernelLink";
+
 import type {
   AblateRequest,
   ActivationRequest,
@@ -12,6 +12,7 @@ import type {
   ResponseMessage,
   WaitingMessage,
 } from "../graph/protocol";
+import { needsKernel } from "./kernelLink";
 import type { MessageChannel } from "./widgetModel";
 
 export type BufferLike = DataView | ArrayBuffer | ArrayBufferView;
@@ -138,15 +139,15 @@ export class RequestClient {
 
   /** A node's activation (see ActivationRequest); `onSlow` fires when the kernel has not answered in a second. */
   activation(params: ActivationRequest["params"], onSlow: () => void): Promise<Activation> {
-    return this.request({ method: "activation", params }, { timeoutMs: 20000, slowMs: 1000, onSlow }).then(({ result, buffers }) =>
-      decodeActivation(result as ActivationResult, buffers),
+    return this.request({ method: "activation", params }, { timeoutMs: 20000, slowMs: 1000, onSlow }).then(
+      ({ result, buffers }) => decodeActivation(result as ActivationResult, buffers),
     );
   }
 
   /** One head's attention map of an attention op (see AttentionRequest). */
   attention(params: AttentionRequest["params"], onSlow: () => void): Promise<AttentionMap> {
-    return this.request({ method: "attention", params }, { timeoutMs: 20000, slowMs: 1000, onSlow }).then(({ result, buffers }) =>
-      decodeAttention(result as AttentionResult, buffers),
+    return this.request({ method: "attention", params }, { timeoutMs: 20000, slowMs: 1000, onSlow }).then(
+      ({ result, buffers }) => decodeAttention(result as AttentionResult, buffers),
     );
   }
 

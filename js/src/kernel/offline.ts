@@ -4,7 +4,15 @@
 // "firstNonfinite" from the answers computed with them (page_answers.py). A request the page
 // cannot answer is refused by its gate, which says why (left out to fit the page, or needs a
 // kernel).
-import type { ActivationRequest, ActivationResult, FirstNonfiniteResult, MetricName, MetricsResult, Request, WidgetTraits } from "../graph/protocol";
+import type {
+  ActivationRequest,
+  ActivationResult,
+  FirstNonfiniteResult,
+  MetricName,
+  MetricsResult,
+  Request,
+  WidgetTraits,
+} from "../graph/protocol";
 import { REQUEST_KINDS } from "../graph/protocol";
 import type { RequestGate } from "./messages";
 import type { WidgetModel } from "./widgetModel";
@@ -96,15 +104,18 @@ export class ViewStore {
   /** The view answering `params`, or why the page has none. */
   lookup(params: ActivationRequest["params"]): EmbeddedView | string {
     const m = this.meta;
-    if ((params.value ?? "activation") !== "activation") return "gradients are not in this page: show the log in a notebook";
-    if (this.noWeights.has(params.id)) return "parameter and buffer values are not in this page: write it with weights=True";
+    if ((params.value ?? "activation") !== "activation")
+      return "gradients are not in this page: show the log in a notebook";
+    if (this.noWeights.has(params.id))
+      return "parameter and buffer values are not in this page: write it with weights=True";
     if (!this.ids.has(params.id)) {
       return `activation left out of this page to keep it under ${fmtMB(m.maxBytes)} (max_bytes): ${this.size} of ${m.total} are in it`;
     }
     const v = this.byKey.get(`${params.id}\u0000${params.output ?? 0}`);
     if (!v) return `output ${params.output ?? 0} of this op was left out of this page`;
     const r = v.result;
-    if ((params.batch ?? 0) !== (r.batch?.index ?? 0)) return `this page holds batch item ${(r.batch?.index ?? 0) + 1} of ${r.batch?.size ?? 1} only`;
+    if ((params.batch ?? 0) !== (r.batch?.index ?? 0))
+      return `this page holds batch item ${(r.batch?.index ?? 0) + 1} of ${r.batch?.size ?? 1} only`;
     if ((params.channelStart ?? 0) !== (r.channels?.start ?? 0)) {
       const c = r.channels!;
       return `this page holds channels ${c.start}–${c.start + c.count - 1} of ${c.total} only`;
@@ -149,6 +160,7 @@ export class ViewStore {
 }
 
 // `any` as @anywidget/types has it: each event passes its own arguments.
+// biome-ignore lint/suspicious/noExplicitAny: as @anywidget/types types its listeners
 type Listener = (...args: any[]) => void;
 
 /** An anywidget model with no comm: traits kept here, requests answered from a ViewStore. */
@@ -185,7 +197,11 @@ export class OfflineModel implements WidgetModel {
   off(eventName?: string | null, callback?: Listener | null): void {
     if (!eventName) this.listeners.clear();
     else if (!callback) this.listeners.delete(eventName);
-    else this.listeners.set(eventName, (this.listeners.get(eventName) ?? []).filter((f) => f !== callback));
+    else
+      this.listeners.set(
+        eventName,
+        (this.listeners.get(eventName) ?? []).filter((f) => f !== callback),
+      );
   }
 
   send(content: unknown): void {
@@ -194,7 +210,8 @@ export class OfflineModel implements WidgetModel {
     const found = this.store.answer(msg);
     // answered later, as a kernel would be
     setTimeout(() => {
-      if (typeof found === "string") this.emit("msg:custom", { type: "response", id: msg.id, ok: false, error: found }, []);
+      if (typeof found === "string")
+        this.emit("msg:custom", { type: "response", id: msg.id, ok: false, error: found }, []);
       else this.emit("msg:custom", { type: "response", id: msg.id, ok: true, result: found.result }, found.buffers);
     }, 0);
   }
@@ -207,7 +224,9 @@ export class OfflineModel implements WidgetModel {
 /** The page's model and gate, from its embedded blocks. */
 export async function readPage(doc: Document): Promise<{ model: OfflineModel; store: ViewStore }> {
   const text = new TextDecoder();
-  const [state, views, values] = await Promise.all(["lens-state", "lens-views", "lens-values"].map((id) => readBlock(doc, id)));
+  const [state, views, values] = await Promise.all(
+    ["lens-state", "lens-views", "lens-values"].map((id) => readBlock(doc, id)),
+  );
   const store = new ViewStore(JSON.parse(text.decode(views)) as PageViews, values);
   const traits = withBuffers(JSON.parse(text.decode(state)) as PageState);
   return { model: new OfflineModel(traits, store), store };

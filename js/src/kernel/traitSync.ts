@@ -70,7 +70,12 @@ export function resolveSelection(id: string, inView: boolean, origin: Origin): {
  * The selection after a switch to another view: the current one carried over (`mapped`), or, when
  * the kernel switched the view, the kernel's own selection if the new view has that node.
  */
-export function selectionAfterSwitch(mapped: string, kernelSelected: string, kernelInView: boolean, origin: Origin): string {
+export function selectionAfterSwitch(
+  mapped: string,
+  kernelSelected: string,
+  kernelInView: boolean,
+  origin: Origin,
+): string {
   return origin === "kernel" && kernelSelected && kernelInView ? kernelSelected : mapped;
 }
 

@@ -72,7 +72,8 @@ export async function decodeWire(bytes: WireBytes): Promise<unknown> {
 
 /** Decodes inflated bytes (exported for tests). */
 export function decodeRaw(raw: Uint8Array): unknown {
-  if (raw.length < 8 || String.fromCharCode(...raw.subarray(0, 4)) !== MAGIC) fail("not a lens_widget graph (bad magic)");
+  if (raw.length < 8 || String.fromCharCode(...raw.subarray(0, 4)) !== MAGIC)
+    fail("not a lens_widget graph (bad magic)");
   const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
   const length = view.getUint32(4, true);
   if (8 + length > raw.length) fail("header runs past the end");
@@ -106,7 +107,8 @@ class Reader {
     const bytes = count * Ctor.BYTES_PER_ELEMENT;
     if (offset < 0 || start + bytes > this.raw.length) fail(`block ${ref} runs past the end`);
     const at = this.raw.byteOffset + start;
-    if (at % Ctor.BYTES_PER_ELEMENT === 0 && littleEndianHost) return new Ctor(this.raw.buffer as ArrayBuffer, at, count);
+    if (at % Ctor.BYTES_PER_ELEMENT === 0 && littleEndianHost)
+      return new Ctor(this.raw.buffer as ArrayBuffer, at, count);
     return readSlow(new DataView(this.raw.buffer, at, bytes), dtype as keyof typeof ARRAYS, count);
   }
 
@@ -127,7 +129,8 @@ class Reader {
       case "null":
         return;
       case "json":
-        if (!Array.isArray(col.v) || col.v.length !== n) fail(`json column of ${col.v?.length} values where ${n} are needed`);
+        if (!Array.isArray(col.v) || col.v.length !== n)
+          fail(`json column of ${col.v?.length} values where ${n} are needed`);
         return;
       case "opt":
         return this.check(col.v, count(this.data(col.m, n)));
@@ -138,7 +141,13 @@ class Reader {
         return col.v.forEach((c) => this.check(c, n));
       case "obj": {
         const { k: keys, v: subs, m: masks } = col;
-        if (!Array.isArray(keys) || !Array.isArray(subs) || !Array.isArray(masks) || keys.length !== subs.length || keys.length !== masks.length) {
+        if (
+          !Array.isArray(keys) ||
+          !Array.isArray(subs) ||
+          !Array.isArray(masks) ||
+          keys.length !== subs.length ||
+          keys.length !== masks.length
+        ) {
           fail("object column with mismatched keys");
         }
         subs.forEach((sub, j) => this.check(sub, masks[j] === null ? n : count(this.data(masks[j] as Data, n))));
@@ -178,7 +187,8 @@ class Reader {
       case "null":
         return new Array<null>(n).fill(null);
       case "json":
-        if (!Array.isArray(col.v) || col.v.length !== n) fail(`json column of ${col.v?.length} values where ${n} are needed`);
+        if (!Array.isArray(col.v) || col.v.length !== n)
+          fail(`json column of ${col.v?.length} values where ${n} are needed`);
         return col.v;
       case "opt": {
         const mask = this.data(col.m, n);
@@ -228,9 +238,18 @@ class Reader {
     // a parsed template keep one fast shape. JSON.parse of the key names only: no code is built.
     // (the leading keys up to the first one some rows lack, so keys keep their order)
     let lead = 0;
-    while (lead < keys.length && masks[lead] === null && keys[lead] !== "__proto__" && !(n === 1 && LAZY.has(subs[lead].c))) lead++;
+    while (
+      lead < keys.length &&
+      masks[lead] === null &&
+      keys[lead] !== "__proto__" &&
+      !(n === 1 && LAZY.has(subs[lead].c))
+    )
+      lead++;
     const common = keys.slice(0, lead);
-    const template = JSON.parse(JSON.stringify(Object.fromEntries(common.map((key) => [key, null])))) as Record<string, unknown>;
+    const template = JSON.parse(JSON.stringify(Object.fromEntries(common.map((key) => [key, null])))) as Record<
+      string,
+      unknown
+    >;
     for (let i = 0; i < n; i++) out[i] = { ...template };
     keys.forEach((key, j) => {
       const mask = masks[j] === null ? null : this.data(masks[j] as Data, n);

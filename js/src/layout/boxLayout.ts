@@ -5,9 +5,19 @@
 // a point node that dagre places above (in) or below (out) everything and routes from.
 import dagre from "@dagrejs/dagre";
 import { edgeKey } from "../graph/tree";
-import { chainLayout, isChain, LAYOUT_OPTS, lanesLayout, PORT_IN, PORT_OUT, PORT_SIZE, type Placed, type RawLayout } from "./chain";
+import {
+  chainLayout,
+  isChain,
+  LAYOUT_OPTS,
+  lanesLayout,
+  type Placed,
+  PORT_IN,
+  PORT_OUT,
+  PORT_SIZE,
+  type RawLayout,
+} from "./chain";
 import { BOX_HEADER, BOX_PAD } from "./labels";
-import { bandRoute, type Box, rankBands, reversePoints } from "./routes";
+import { type Box, bandRoute, rankBands, reversePoints } from "./routes";
 
 export interface LayoutItem {
   id: string;
@@ -142,7 +152,10 @@ function withPorts(job: LayoutJob, sizes: Map<string, [number, number]>, portIn:
   if (portOut) {
     items.push({ id: PORT_OUT, w: PORT_SIZE, h: PORT_SIZE });
     all.set(PORT_OUT, [PORT_SIZE, PORT_SIZE]);
-    const from = new Set([...(job.ports?.out ?? []), ...job.items.filter((it) => !hasOut.has(it.id)).map((it) => it.id)]);
+    const from = new Set([
+      ...(job.ports?.out ?? []),
+      ...job.items.filter((it) => !hasOut.has(it.id)).map((it) => it.id),
+    ]);
     for (const f of from) edges.push([f, PORT_OUT]);
   }
   return { items, sizes: all, edges };
@@ -204,7 +217,13 @@ function place(job: LayoutJob, sizes: Map<string, [number, number]>, portIn: boo
 }
 
 /** True when a vertical line from each item's centre up (or down) to the box's edge meets no other item. */
-function clear(l: GroupLayout, job: LayoutJob, sizes: Map<string, [number, number]>, ids: string[], up: boolean): boolean {
+function clear(
+  l: GroupLayout,
+  job: LayoutJob,
+  sizes: Map<string, [number, number]>,
+  ids: string[],
+  up: boolean,
+): boolean {
   for (const id of ids) {
     const [x, y] = l.pos[id];
     const h = sizes.get(id)![1];

@@ -6,11 +6,11 @@
 // it only crosses a box's own border.
 import { edgeKey, type GraphModel } from "../graph/tree";
 import { GROUP_PREFIX, type VisEdge, type Visible } from "../graph/visibility";
-import { enterBox } from "./headers";
 import { type GroupLayout, PORT_IN, PORT_OUT } from "./boxLayout";
-import type { Rect, Scene } from "./scenePlan";
+import { enterBox } from "./headers";
 import { boxesUpTo, itemOrder, loopsBack } from "./ports";
 import { dedupe, reversePoints } from "./routes";
+import type { Rect, Scene } from "./scenePlan";
 
 export interface EdgeGeom {
   edge: VisEdge;

@@ -5,8 +5,9 @@
 // scenePlan.ts, leaves ~15 px there), crosses the header band there, and turns to its item
 // in the padding below the header.
 // Edge labels are moved along their edge off any title.
-import type { GroupNode } from "../graph/tree";
+
 import type { ViewName } from "../graph/protocol";
+import type { GroupNode } from "../graph/tree";
 import { BOX_HEADER, BOX_PAD, FONT_PX, groupLines, type Metrics, SMALL_PX } from "./labels";
 import type { Rect } from "./scenePlan";
 
@@ -92,7 +93,13 @@ const TRIES = [0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9];
  * edge, `mid` first, else the first point along it (from the middle out) whose label covers
  * no title; `mid` when every one does.
  */
-export function labelAnchor(pts: readonly number[], mid: [number, number], w: number, h: number, titles: readonly Rect[]): [number, number] {
+export function labelAnchor(
+  pts: readonly number[],
+  mid: [number, number],
+  w: number,
+  h: number,
+  titles: readonly Rect[],
+): [number, number] {
   const clear = (p: [number, number]): boolean => {
     const r = { x: p[0] + 4, y: p[1] - h / 2, w, h };
     for (const t of titles) if (OVER(r, t)) return false;

@@ -34,12 +34,12 @@ export function shapeText(shape: number[] | null): string {
 }
 
 export function clip(s: string, n: number = MAX_CHARS): string {
-  return s.length > n ? s.slice(0, n - 1) + "…" : s;
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
 }
 
 /** A module address too long for its box keeps its end, the part that tells siblings apart. */
 export function clipStart(s: string, n: number = MAX_CHARS): string {
-  return s.length > n ? "…" + s.slice(s.length - n + 1) : s;
+  return s.length > n ? `…${s.slice(s.length - n + 1)}` : s;
 }
 
 export function nodeLines(n: NodeInfo): [string, string] {
@@ -49,16 +49,23 @@ export function nodeLines(n: NodeInfo): [string, string] {
 
 export function groupLines(g: GroupNode, view: ViewName): [string, string, string] {
   const shape = shapeText(g.outShape);
-  const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? " → " + shape : ""}`;
-  if (g.kind === "stack") return [clip(`${g.className} ×${g.members.length}`), clipStart(stackTitle(g.members)), clip(ops)];
+  const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
+  if (g.kind === "stack")
+    return [clip(`${g.className} ×${g.members.length}`), clipStart(stackTitle(g.members)), clip(ops)];
   if (g.chunk) {
     const c = g.chunk;
     const box = c.address.slice(0, c.address.lastIndexOf(CHUNK_MARK));
     const where = box === "" ? "the model" : clipStart(box, 20);
-    return [clip(c.first === c.last ? c.first : stackTitle([c.first, c.last])), clip(`${c.lo}–${c.hi} of ${c.total} in ${where}`), clip(ops)];
+    return [
+      clip(c.first === c.last ? c.first : stackTitle([c.first, c.last])),
+      clip(`${c.lo}–${c.hi} of ${c.total} in ${where}`),
+      clip(ops),
+    ];
   }
-  if (g.kind === "outputs") return [clip(`${g.className} ×${g.members.length}`), clipStart(g.address), `${g.members.length} outputs`];
-  const passes = view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
+  if (g.kind === "outputs")
+    return [clip(`${g.className} ×${g.members.length}`), clipStart(g.address), `${g.members.length} outputs`];
+  const passes =
+    view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
   return [clip(g.className + passes), clipStart(g.address), clip(ops)];
 }
 

@@ -3,10 +3,10 @@
 // request is delivered: a layout that finishes after a newer one was asked for is dropped.
 import type { GraphModel } from "../graph/tree";
 import type { Visible } from "../graph/visibility";
-import { type EdgeGeom, edgeGeometry } from "./edges";
-import { LayoutClient } from "./workerClient";
 import type { GroupLayout } from "./boxLayout";
+import { type EdgeGeom, edgeGeometry } from "./edges";
 import { composeScene, planLayout, type Scene, type SizeCache } from "./scenePlan";
+import { LayoutClient } from "./workerClient";
 
 export interface LayoutRequest {
   vis: Visible;
@@ -54,7 +54,10 @@ export class LayoutRunner {
     const seq = ++this.seq;
     const compose = (): Laid => {
       const scene = composeScene(req.vis, req.model, req.sizes, plan.keys, this.cache);
-      return { scene, edges: edgeGeometry(req.vis, req.model, scene, (box) => this.cache.get(plan.keys.get(box) ?? "")) };
+      return {
+        scene,
+        edges: edgeGeometry(req.vis, req.model, scene, (box) => this.cache.get(plan.keys.get(box) ?? "")),
+      };
     };
     if (plan.jobs.length === 0) {
       apply(compose());

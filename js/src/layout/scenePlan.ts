@@ -2,9 +2,9 @@
 // (bottom-up, children first), and composes cached per-box layouts into absolute rects.
 import { type GraphModel, ROOT } from "../graph/tree";
 import { GROUP_PREFIX, type Visible } from "../graph/visibility";
+import { boxSize, type GroupLayout, LAYOUT_OPTS, type LayoutItem, type LayoutJob } from "./boxLayout";
 import { titleRect, titleWidth } from "./headers";
 import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
-import { boxSize, type GroupLayout, LAYOUT_OPTS, type LayoutItem, type LayoutJob } from "./boxLayout";
 import { type BoxPorts, boxPorts, portsKey } from "./ports";
 
 export interface Rect {
@@ -29,7 +29,8 @@ export class SizeCache {
   of(id: string): [number, number] {
     let s = this.sizes.get(id);
     if (!s) {
-      if (id.startsWith(GROUP_PREFIX)) s = groupSize(this.model.groups.get(id.slice(1))!, this.model.viewName, this.metrics);
+      if (id.startsWith(GROUP_PREFIX))
+        s = groupSize(this.model.groups.get(id.slice(1))!, this.model.viewName, this.metrics);
       else s = nodeSize(this.model.nodes.get(id)!, this.metrics);
       this.sizes.set(id, s);
     }

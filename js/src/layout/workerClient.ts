@@ -1,7 +1,7 @@
 // Runs layout jobs in a Blob-URL Web Worker (nothing is fetched from the network);
 // falls back to the main thread where workers are not allowed.
 import workerCode from "lens:layout-worker";
-import { runJobs, type GroupLayout, type LayoutJob } from "./boxLayout";
+import { type GroupLayout, type LayoutJob, runJobs } from "./boxLayout";
 
 interface Reply {
   seq: number;

@@ -1,5 +1,5 @@
 // Web Worker entry: runs dagre layout jobs off the main thread.
-import { runJobs, type LayoutJob } from "./boxLayout";
+import { type LayoutJob, runJobs } from "./boxLayout";
 
 interface Req {
   seq: number;

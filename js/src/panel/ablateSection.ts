@@ -1,8 +1,9 @@
 // The inspector's "ablate" section: zero the op's output, or replace it by its mean over a
 // chosen dim, and see the comparison clean vs ablated in one click (the kernel re-traces the
 // model with `intervene=`). Errors (no model to re-run, a refused request) show here.
-import type { OnWaiting } from "../kernel/messages";
+
 import type { AblateRequest, ActivationResult, NodeInfo } from "../graph/protocol";
+import type { OnWaiting } from "../kernel/messages";
 import { h } from "../render/dom";
 
 export type AblateParams = AblateRequest["params"];

@@ -1,7 +1,8 @@
 // The inspector's "activation" section: one output of the node fetched from the kernel and
 // plotted, with pickers for the output, batch item and channel window, a histogram and stats.
-import type { Activation, OnWaiting } from "../kernel/messages";
+
 import type { ActivationRequest, ValueKind } from "../graph/protocol";
+import type { Activation, OnWaiting } from "../kernel/messages";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { noValueColor } from "./colorScale";
@@ -70,8 +71,15 @@ export class ActivationPanel {
     // `keepPicks`: the same op on another side, pass or value: its output stays picked (a
     // gradient is of output 0 only), and on the same tensor shape its batch and channels
     const old = this.params;
-    const kept = !keepPicks || this.choice ? {} : old.id === id ? { output: old.output, batch: old.batch, channelStart: old.channelStart } : { output: old.output };
-    this.params = this.choice ? { id, value: "grad", ...(this.choice.backwardPass ? { backwardPass: this.choice.backwardPass } : {}) } : { ...kept, id };
+    const kept =
+      !keepPicks || this.choice
+        ? {}
+        : old.id === id
+          ? { output: old.output, batch: old.batch, channelStart: old.channelStart }
+          : { output: old.output };
+    this.params = this.choice
+      ? { id, value: "grad", ...(this.choice.backwardPass ? { backwardPass: this.choice.backwardPass } : {}) }
+      : { ...kept, id };
     this.saved = saved;
     this.reload();
   }
@@ -123,9 +131,12 @@ export class ActivationPanel {
       controls.append(sel);
     }
     if (r.batch && r.batch.size > 1) {
-      controls.append(indexSlider(r.dims[0] ?? "batch", r.batch.index, r.batch.size, "batch-slider", (i) => this.pick({ batch: i })));
+      controls.append(
+        indexSlider(r.dims[0] ?? "batch", r.batch.index, r.batch.size, "batch-slider", (i) => this.pick({ batch: i })),
+      );
     }
-    if (r.channels && r.channels.total > r.channels.count) controls.append(this.channelWindow(r.channels, r.axes[0] ?? "channel"));
+    if (r.channels && r.channels.total > r.channels.count)
+      controls.append(this.channelWindow(r.channels, r.axes[0] ?? "channel"));
     this.noValuesEl.replaceChildren();
     if (r.stats.numel === 0) {
       // Nothing to plot or describe: say so, rather than a blank chart and stats of nothing.

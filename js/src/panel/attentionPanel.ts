@@ -1,8 +1,9 @@
 // The inspector's "attention weights" section for attention ops (SDPA, MHA): one head's
 // query × key map, recomputed by the kernel from the op's saved query, key and mask, with
 // pickers for the head and the batch item.
-import type { AttentionMap, OnWaiting } from "../kernel/messages";
+
 import type { AttentionRequest } from "../graph/protocol";
+import type { AttentionMap, OnWaiting } from "../kernel/messages";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { indexSlider } from "./pickers";
@@ -74,7 +75,9 @@ export class AttentionPanel {
     if (head.size < 2) heads.querySelector("input")!.disabled = true;
     controls.append(heads);
     if (batch.size > 1) {
-      controls.append(indexSlider("batch", batch.index, batch.size, "attention-batch-slider", (i) => this.pick({ batch: i })));
+      controls.append(
+        indexSlider("batch", batch.index, batch.size, "attention-batch-slider", (i) => this.pick({ batch: i })),
+      );
     }
     const what = h("div", "lens-muted", `${r.queries} query × ${r.keys} key tokens, softmax(QKᵀ·scale + mask)`);
     controls.append(what);

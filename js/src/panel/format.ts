@@ -17,8 +17,8 @@ export function fmtCount(n: number): string {
   const digits = String(Math.abs(n));
   const head = digits.length % 3 || 3;
   let out = digits.slice(0, head);
-  for (let i = head; i < digits.length; i += 3) out += "," + digits.slice(i, i + 3);
-  return n < 0 ? "-" + out : out;
+  for (let i = head; i < digits.length; i += 3) out += `,${digits.slice(i, i + 3)}`;
+  return n < 0 ? `-${out}` : out;
 }
 
 export function fmtBytes(n: number): string {
@@ -40,11 +40,15 @@ export function fmtShape(shape: number[] | null): string {
 /** ".../transformers/models/gpt2/modeling_gpt2.py:63" -> "gpt2/modeling_gpt2.py:63" */
 export function shortPath(source: string): string {
   const parts = source.split(/[\\/]/);
-  return parts.length > 3 ? "…/" + parts.slice(-2).join("/") : source;
+  return parts.length > 3 ? `…/${parts.slice(-2).join("/")}` : source;
 }
 
 /** What a gradient plot shows, in words: of one backward pass, or summed over `nPasses`. */
 export function gradientCaption(c: { backwardPass?: number; nPasses: number }): string {
-  const which = c.backwardPass ? `backward pass ${c.backwardPass}` : c.nPasses > 1 ? `summed over ${c.nPasses} backward passes` : "";
+  const which = c.backwardPass
+    ? `backward pass ${c.backwardPass}`
+    : c.nPasses > 1
+      ? `summed over ${c.nPasses} backward passes`
+      : "";
   return ["gradient of the loss w.r.t. this output", which].filter(Boolean).join(", ");
 }

@@ -73,7 +73,11 @@ export class GradientPanel {
     name.title = leaf.source ? `${leaf.name} (${leaf.source})` : leaf.name;
     if (leaf.label) name.onclick = () => this.deps.selectLeaf(leaf.label!);
     const passes = leaf.passes.length > 1 || this.grads!.passes.length > 1 ? ` (pass ${leaf.passes.join(", ")})` : "";
-    const status = h("span", leaf.received ? "lens-muted" : "lens-bad", leaf.received ? `gradient${passes}` : "no gradient");
+    const status = h(
+      "span",
+      leaf.received ? "lens-muted" : "lens-bad",
+      leaf.received ? `gradient${passes}` : "no gradient",
+    );
     status.dataset.testid = "leaf-status";
     row.append(name, h("span", "lens-muted", ` ${leaf.kind} ${fmtShape(leaf.shape)} `), status);
     return row;
@@ -142,5 +146,9 @@ export class GradientPanel {
 
 /** `name` as text with a line-break opportunity after each dot ("a.<wbr>b.<wbr>c"). */
 function breakAfterDots(name: string): Node[] {
-  return name.split(/(?<=\.)/).flatMap((part, i) => (i ? [document.createElement("wbr"), document.createTextNode(part)] : [document.createTextNode(part)]));
+  return name
+    .split(/(?<=\.)/)
+    .flatMap((part, i) =>
+      i ? [document.createElement("wbr"), document.createTextNode(part)] : [document.createTextNode(part)],
+    );
 }

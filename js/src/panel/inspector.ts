@@ -1,13 +1,13 @@
 // Side panel for the selected node: its facts, links to neighbours, and what the kernel
 // sends on demand: the attention weights of attention ops, and the node's activation.
-import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
-import type { ActivationResult } from "../graph/protocol";
+
 import type { Gradients } from "../graph/gradients";
-import type { NodeInfo } from "../graph/protocol";
+import type { ActivationResult, NodeInfo } from "../graph/protocol";
 import type { GraphModel } from "../graph/tree";
+import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
-import { AblateSection, type AblateParams } from "./ablateSection";
+import { type AblateParams, AblateSection } from "./ablateSection";
 import { ActivationPanel, type ActivationParams } from "./activationPanel";
 import { AttentionPanel, type AttentionParams } from "./attentionPanel";
 import { fmtBytes, fmtShape, shortPath } from "./format";
@@ -44,7 +44,8 @@ export class Inspector {
   private ablate: AblateSection;
   // the cells that describe one output: a multi-output op's follow the output plotted
   private factsEl: HTMLElement = h("table", "");
-  private facts: { output: HTMLTableRowElement; shape: HTMLElement; dtype: HTMLElement; size: HTMLElement } | null = null;
+  private facts: { output: HTMLTableRowElement; shape: HTMLElement; dtype: HTMLElement; size: HTMLElement } | null =
+    null;
   private ro: ResizeObserver;
   private width = 0;
 
@@ -124,9 +125,20 @@ export class Inspector {
     else this.attention.dispose();
     const g = this.deps.gradients();
     const v = this.valueSwitch;
-    const choice = g && { value: v.value, backwardPass: v.backwardPass, reached: !g.noGrad.has(id), nPasses: g.completedPasses.length };
+    const choice = g && {
+      value: v.value,
+      backwardPass: v.backwardPass,
+      reached: !g.noGrad.has(id),
+      nPasses: g.completedPasses.length,
+    };
     const node = this.nodeFor(id);
-    this.activation.load(id, node.saved, choice ?? undefined, node.noValues ?? this.deps.noSide(id) ?? undefined, keepPicks);
+    this.activation.load(
+      id,
+      node.saved,
+      choice ?? undefined,
+      node.noValues ?? this.deps.noSide(id) ?? undefined,
+      keepPicks,
+    );
   }
 
   /** Plots gradients from now on; replots now if unrolled node `id` is the one shown. */
@@ -157,7 +169,10 @@ export class Inspector {
     this.factsEl = this.factTable(n, g);
     this.body.append(this.factsEl);
 
-    this.body.append(this.links("inputs", m.parents.get(n.id) ?? []), this.links("outputs", m.children.get(n.id) ?? []));
+    this.body.append(
+      this.links("inputs", m.parents.get(n.id) ?? []),
+      this.links("outputs", m.children.get(n.id) ?? []),
+    );
     if (n.source) {
       const src = h("div", "lens-source");
       const where = h("div", "lens-muted lens-mono", shortPath(n.source));
@@ -204,7 +219,7 @@ export class Inspector {
       for (const [name, shape] of n.params) {
         const line = h("div", "lens-param");
         line.title = `${name} ${fmtShape(shape)}`;
-        line.append(h("span", "lens-mono", name), h("span", "lens-muted", " " + fmtShape(shape)));
+        line.append(h("span", "lens-mono", name), h("span", "lens-muted", ` ${fmtShape(shape)}`));
         ul.append(line);
       }
       rows.push(["params", ul]);

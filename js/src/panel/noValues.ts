@@ -27,7 +27,12 @@ export function nonFiniteText(v: number): string {
  * The `r`×`c` block at `offset` as an overlay: 1 where a value is not finite, null (a gap)
  * elsewhere, with the hover text of each; null when the whole block is finite.
  */
-export function nonFiniteMask(values: Float32Array, r: number, c: number, offset = 0): { z: (number | null)[][]; text: string[][] } | null {
+export function nonFiniteMask(
+  values: Float32Array,
+  r: number,
+  c: number,
+  offset = 0,
+): { z: (number | null)[][]; text: string[][] } | null {
   let any = false;
   const z: (number | null)[][] = [];
   const text: string[][] = [];

@@ -8,7 +8,13 @@ export function indexCaption(name: string, index: number, size: number): string 
 }
 
 /** A slider over [0, size) captioned with `indexCaption`; `onPick` fires on release. */
-export function indexSlider(name: string, index: number, size: number, testid: string, onPick: (i: number) => void): HTMLElement {
+export function indexSlider(
+  name: string,
+  index: number,
+  size: number,
+  testid: string,
+  onPick: (i: number) => void,
+): HTMLElement {
   const wrap = h("label", "lens-slider");
   const caption = h("span", "lens-mono", indexCaption(name, index, size));
   caption.dataset.testid = `${testid}-caption`;

@@ -7,7 +7,7 @@ import type { Activation, AttentionMap } from "../kernel/messages";
 import type { Theme } from "../render/theme";
 import { colorRange, finiteRange, noValueColor } from "./colorScale";
 import { lonePoints, nonFiniteMarks, nonFiniteMask } from "./noValues";
-import { loadPlotly, plotlyIfLoaded, preloadPlotly, type PlotlyApi } from "./plotlyLoader";
+import { loadPlotly, type PlotlyApi, plotlyIfLoaded, preloadPlotly } from "./plotlyLoader";
 
 /** Resolves once the plot functions below can draw. */
 export function ensurePlots(): Promise<void> {
@@ -77,7 +77,15 @@ const prod = (xs: number[]): number => xs.reduce((a, b) => a * b, 1);
 
 /** A grey heatmap over the non-finite cells of one block (Plotly would leave them as gaps,
  * the colour of 0); null when the block is all finite. */
-function noValueCells(values: Float32Array, r: number, c: number, offset: number, th: Theme, hover: string, extra: Layout = {}): Layout | null {
+function noValueCells(
+  values: Float32Array,
+  r: number,
+  c: number,
+  offset: number,
+  th: Theme,
+  hover: string,
+  extra: Layout = {},
+): Layout | null {
   const mask = nonFiniteMask(values, r, c, offset);
   if (!mask) return null;
   const grey = noValueColor(th);
@@ -86,7 +94,10 @@ function noValueCells(values: Float32Array, r: number, c: number, offset: number
     name: "no value",
     z: mask.z,
     text: mask.text,
-    colorscale: [[0, grey], [1, grey]],
+    colorscale: [
+      [0, grey],
+      [1, grey],
+    ],
     zmin: 0,
     zmax: 1,
     showscale: false,
@@ -197,18 +208,21 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
     traces.push({
       type: "heatmap",
       z: rows(values, h, w, i * h * w),
-      xaxis: "x" + ax,
-      yaxis: "y" + ax,
+      xaxis: `x${ax}`,
+      yaxis: `y${ax}`,
       ...range,
       showscale: i === 0,
       colorbar: colorbar(th, 8),
       hoverongaps: false,
       hovertemplate: `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}: %{z:.4g}<extra></extra>`,
     });
-    const grey = noValueCells(values, h, w, i * h * w, th, `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}`, { xaxis: "x" + ax, yaxis: "y" + ax });
+    const grey = noValueCells(values, h, w, i * h * w, th, `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}`, {
+      xaxis: `x${ax}`,
+      yaxis: `y${ax}`,
+    });
     if (grey) greys.push(grey); // drawn after every channel: trace i stays channel i
-    l["xaxis" + ax] = { visible: false };
-    l["yaxis" + ax] = { visible: false, autorange: "reversed", scaleanchor: "x" + ax };
+    l[`xaxis${ax}`] = { visible: false };
+    l[`yaxis${ax}`] = { visible: false, autorange: "reversed", scaleanchor: `x${ax}` };
     (l.annotations as unknown[]).push({
       text: titles.cells[i],
       xref: `x${ax} domain`,
@@ -324,7 +338,10 @@ export function gridTitles(g: GridTitles, width: number): { cells: string[]; cap
   const longest = Math.max(...whole.map((t) => t.length));
   if (!width || longest * TITLE_CHAR_PX <= pitch) return { cells: whole, caption: "" };
   const span = `${g.start}–${g.start + g.n - 1}`; // "channels 0–15", as the channel window says; "dim 1: 0–15"
-  return { cells: whole.map((_, i) => String(g.start + i)), caption: g.name.startsWith("dim ") ? `${g.name}: ${span}` : `${g.name}s ${span}` };
+  return {
+    cells: whole.map((_, i) => String(g.start + i)),
+    caption: g.name.startsWith("dim ") ? `${g.name}: ${span}` : `${g.name}s ${span}`,
+  };
 }
 
 export function purge(div: HTMLElement): void {

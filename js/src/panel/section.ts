@@ -2,7 +2,7 @@
 // a status line (loading, kernel busy, error with Retry, not saved with Re-run, a re-run
 // waiting for the running cell), controls, and whatever it plots. Only the latest request's
 // answer is shown.
-import { RequestError, type OnWaiting } from "../kernel/messages";
+import { type OnWaiting, RequestError } from "../kernel/messages";
 import { h } from "../render/dom";
 import { ensurePlots } from "./plots";
 
@@ -98,7 +98,10 @@ export class Section<T> {
         if (/not saved|re-run/.test(e.message) && !(e instanceof RequestError && e.timedOut)) {
           return this.offerRerun(token, e.message);
         }
-        const msg = e instanceof RequestError && e.timedOut ? `${e.message} — is the kernel busy or gone?` : `error: ${e.message}`;
+        const msg =
+          e instanceof RequestError && e.timedOut
+            ? `${e.message} — is the kernel busy or gone?`
+            : `error: ${e.message}`;
         this.setState("error", msg);
         const retry = h("button", "lens-btn", "Retry");
         retry.onclick = () => this.load(true, what);

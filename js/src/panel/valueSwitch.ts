@@ -62,7 +62,8 @@ export class ValueSwitch {
   }
 
   private show(): void {
-    for (const v of ["activation", "grad"] as ValueKind[]) this.buttons[v].setAttribute("aria-pressed", String(v === this.value));
+    for (const v of ["activation", "grad"] as ValueKind[])
+      this.buttons[v].setAttribute("aria-pressed", String(v === this.value));
     this.passPick.hidden = this.value !== "grad" || Number(this.passPick.dataset.n ?? 0) < 2;
   }
 }

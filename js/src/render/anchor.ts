@@ -1,7 +1,8 @@
 // What stays put when the view switches (unrolled <-> rolled): the selected op, or else the
 // item nearest the middle of the screen, keeps its place on screen and the zoom stays.
-import type { Rect } from "../layout/scenePlan";
+
 import { type GraphModel, ROOT } from "../graph/tree";
+import type { Rect } from "../layout/scenePlan";
 import type { Camera } from "./camera";
 import type { Frame } from "./frame";
 
@@ -28,7 +29,13 @@ export function firstNodeIn(model: GraphModel, key: string): string | null {
 const centre = (r: Rect): [number, number] => [r.x + r.w / 2, r.y + r.h / 2];
 
 /** The selected item when it is on screen, else the item whose centre is nearest the view's. */
-export function pickAnchor(frame: Frame, cam: Camera, width: number, height: number, selected: string | null): Anchor | null {
+export function pickAnchor(
+  frame: Frame,
+  cam: Camera,
+  width: number,
+  height: number,
+  selected: string | null,
+): Anchor | null {
   const screen = (r: Rect): [number, number] => {
     const [x, y] = centre(r);
     return [x * cam.scale + cam.tx, y * cam.scale + cam.ty];
@@ -54,7 +61,11 @@ export function pickAnchor(frame: Frame, cam: Camera, width: number, height: num
   }
   if (best === null) return null;
   const item = frame.vis.itemById.get(best);
-  const node = item?.node ? item.node.id : item?.group && item.group !== ROOT ? firstNodeIn(frame.model, item.group) : null;
+  const node = item?.node
+    ? item.node.id
+    : item?.group && item.group !== ROOT
+      ? firstNodeIn(frame.model, item.group)
+      : null;
   return node ? { node, sx: bestPos[0], sy: bestPos[1], scale: cam.scale } : null;
 }
 

@@ -91,7 +91,12 @@ export class FitSearch {
    * it. Levels `mayFit` rules out (a floor on their height, see `mayFitHeight`) are passed over
    * without a layout.
    */
-  next(bounds: Rect, width: number, height: number, mayFit: (expansion: string[]) => boolean = () => true): string[] | null {
+  next(
+    bounds: Rect,
+    width: number,
+    height: number,
+    mayFit: (expansion: string[]) => boolean = () => true,
+  ): string[] | null {
     if (this.settled) return null;
     if (wholeScale(bounds, width, height) >= FIRST_MIN_SCALE) {
       this.settled = true;

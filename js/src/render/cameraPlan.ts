@@ -1,7 +1,8 @@
 // Where the camera goes after a layout: the first view of a graph (the expansion that fits,
 // see FitSearch), the op kept in place across a view switch, or where the user left it.
-import type { Rect, Scene } from "../layout/scenePlan";
+
 import type { Visible } from "../graph/visibility";
+import type { Rect, Scene } from "../layout/scenePlan";
 import { type Anchor, placeAnchor } from "./anchor";
 import { type FitSearch, mayFitHeight } from "./camera";
 import type { Renderer } from "./renderer";

@@ -61,7 +61,13 @@ export interface LabelBox extends Rect {
 
 /** Where the labels of `edges` are drawn: beside each edge's middle, moved along it off the
  * module titles in `titles` (headers.ts). `measure` gives a text's width in LABEL_FONT. */
-export function labelBoxes(f: Frame, edges: readonly EdgeGeom[], showShapes: boolean, measure: (t: string) => number, titles: readonly Rect[]): LabelBox[] {
+export function labelBoxes(
+  f: Frame,
+  edges: readonly EdgeGeom[],
+  showShapes: boolean,
+  measure: (t: string) => number,
+  titles: readonly Rect[],
+): LabelBox[] {
   const out: LabelBox[] = [];
   for (const e of edges) {
     const text = edgeLabel(f, e, showShapes);
@@ -79,7 +85,7 @@ function edgeLabel(f: Frame, e: EdgeGeom, showShapes: boolean): string | null {
   if (f.model.viewName === "rolled" && e.edge.passes.length > 0) {
     const n = Math.max(nPassesOf(f, e.edge.source), nPassesOf(f, e.edge.target));
     // only when the edge is not there on every pass: that is what tells a loop apart
-    if (n > 1 && e.edge.passes.length < n) parts.push("pass " + compactRanges(e.edge.passes));
+    if (n > 1 && e.edge.passes.length < n) parts.push(`pass ${compactRanges(e.edge.passes)}`);
   }
   return parts.length ? parts.join("  ") : null;
 }

@@ -1,9 +1,10 @@
 // The module and node passes: expanded module boxes with their headers, then the nodes
 // (coloured by kind) and the collapsed modules, as much detail as the zoom allows.
+
+import type { NodeInfo } from "../graph/protocol";
 import { TITLE_X } from "../layout/headers";
 import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
-import type { NodeInfo } from "../graph/protocol";
 import type { Paint } from "./frame";
 import { textOn } from "./overlay";
 import { GRAD_NONFINITE_MARK, NO_GRAD_STROKE } from "./overlayLegend";
@@ -30,8 +31,8 @@ export function drawBoxes(p: Paint): void {
       ctx.fillStyle = th.text;
       ctx.textBaseline = "middle";
       ctx.textAlign = "left";
-      ctx.fillText("▾ " + cls, r.x + TITLE_X, r.y + BOX_HEADER / 2 + 0.5);
-      const w = ctx.measureText("▾ " + cls + "  ").width;
+      ctx.fillText(`▾ ${cls}`, r.x + TITLE_X, r.y + BOX_HEADER / 2 + 0.5);
+      const w = ctx.measureText(`▾ ${cls}  `).width;
       ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
       ctx.fillStyle = th.muted;
       ctx.fillText(addr, r.x + TITLE_X + w, r.y + BOX_HEADER / 2 + 0.5);
@@ -158,7 +159,7 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
 function drawCollapsed(p: Paint, key: string, r: Rect): void {
   const { ctx, theme: th, px } = p;
   const g = p.frame.model.groups.get(key)!;
-  const id = "@" + key;
+  const id = `@${key}`;
   // frames behind hint that the box opens: one for a module, a deck for a stack of blocks
   const outputs = g.kind === "outputs";
   const fill = outputs ? th.output : th.collapsed;

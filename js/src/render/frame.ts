@@ -1,8 +1,9 @@
 // What the renderer draws (a Frame: one laid-out view) and what each drawing pass is given.
-import type { EdgeGeom } from "../layout/edges";
-import type { Rect, Scene } from "../layout/scenePlan";
+
 import type { GraphModel } from "../graph/tree";
 import type { Visible } from "../graph/visibility";
+import type { EdgeGeom } from "../layout/edges";
+import type { Rect, Scene } from "../layout/scenePlan";
 import type { Theme } from "./theme";
 
 export interface Frame {

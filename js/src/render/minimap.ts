@@ -30,7 +30,12 @@ export function miniFit(bounds: Rect): MiniFit {
 /** True when some of `bounds` lies outside the view (a slack of a few pixels aside). */
 export function partlyOffScreen(bounds: Rect, view: Rect): boolean {
   const slack = 4;
-  return bounds.x < view.x - slack || bounds.y < view.y - slack || bounds.x + bounds.w > view.x + view.w + slack || bounds.y + bounds.h > view.y + view.h + slack;
+  return (
+    bounds.x < view.x - slack ||
+    bounds.y < view.y - slack ||
+    bounds.x + bounds.w > view.x + view.w + slack ||
+    bounds.y + bounds.h > view.y + view.h + slack
+  );
 }
 
 export class Minimap {
@@ -119,7 +124,14 @@ export class Minimap {
       const r = f.scene.items.get(it.id);
       if (!r) continue;
       const kind = it.node?.kind;
-      ctx.fillStyle = kind === "input" ? th.inputStroke : kind === "output" ? th.outputStroke : it.group ? th.collapsedStroke : th.nodeStroke;
+      ctx.fillStyle =
+        kind === "input"
+          ? th.inputStroke
+          : kind === "output"
+            ? th.outputStroke
+            : it.group
+              ? th.collapsedStroke
+              : th.nodeStroke;
       ctx.fillRect(...at(r));
     }
   }

@@ -64,7 +64,7 @@ export function unrolledIdsOf(model: GraphModel, itemId: string): string[] {
   const out: string[] = [];
   const addNode = (id: string): void => {
     const n = model.nodes.get(id);
-    if (!n || n.kind !== "op") return;
+    if (n?.kind !== "op") return;
     if (model.viewName === "rolled") out.push(...n.passes);
     else out.push(id);
   };
@@ -114,12 +114,23 @@ export function starvedItems(model: GraphModel, vis: Visible, starved: ReadonlyS
 }
 
 /** Item id -> its aggregated value, for every visible item that is an op or a module. */
-export function itemValues(model: GraphModel, vis: Visible, values: ReadonlyMap<string, number>, agg: Aggregate): Map<string, number> {
+export function itemValues(
+  model: GraphModel,
+  vis: Visible,
+  values: ReadonlyMap<string, number>,
+  agg: Aggregate,
+): Map<string, number> {
   const out = new Map<string, number>();
   for (const item of vis.items) {
     const ids = unrolledIdsOf(model, item.id);
     if (ids.length === 0) continue;
-    out.set(item.id, aggregate(agg, ids.map((id) => values.get(id) ?? NaN)));
+    out.set(
+      item.id,
+      aggregate(
+        agg,
+        ids.map((id) => values.get(id) ?? NaN),
+      ),
+    );
   }
   return out;
 }
@@ -199,7 +210,10 @@ export function fmtMetric(v: number): string {
     return `${v < 0 ? "-" : ""}${x.toPrecision(3).replace(/\.?0+$/, "")}${units[u]}`;
   }
   if (a < 1e-3) return v.toExponential(1);
-  return v.toPrecision(3).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
+  return v
+    .toPrecision(3)
+    .replace(/(\.\d*?)0+$/, "$1")
+    .replace(/\.$/, "");
 }
 
 /** Text color readable on an "rgb(r,g,b)" fill: white on dark, near-black on light. */

@@ -19,7 +19,13 @@ export class OverlayLegend {
 
   /** `drawn`: the marks on the graph now. Without a metric only those are explained (the
    * legend was hidden, leaving red corners and dashed outlines unexplained). */
-  show(metric: MetricInfo | null, scale: Scale | null, compare: boolean, grads = false, drawn: DrawnMarks = NO_MARKS): void {
+  show(
+    metric: MetricInfo | null,
+    scale: Scale | null,
+    compare: boolean,
+    grads = false,
+    drawn: DrawnMarks = NO_MARKS,
+  ): void {
     if (!metric || !scale) {
       const marks = [...(drawn.nonfinite ? [nonfiniteMark()] : []), ...gradientMarks(drawn)];
       this.el.hidden = !marks.length;
@@ -38,10 +44,20 @@ export class OverlayLegend {
     };
     const range = h("span", "");
     range.dataset.testid = "overlay-range";
-    range.append(`${metric.label} (${metric.agg}) ${fmtMetric(scale.min)} `, ramp, ` ${fmtMetric(scale.max)} · ${scale.mode}`);
+    range.append(
+      `${metric.label} (${metric.agg}) ${fmtMetric(scale.min)} `,
+      ramp,
+      ` ${fmtMetric(scale.max)} · ${scale.mode}`,
+    );
     this.el.hidden = false;
     const gradMarks = grads ? gradientMarks({ gradNonfinite: true, starved: true }) : [];
-    this.el.replaceChildren(range, swatch(NO_VALUE_COLOR, "no value"), ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []), nonfiniteMark(), ...gradMarks);
+    this.el.replaceChildren(
+      range,
+      swatch(NO_VALUE_COLOR, "no value"),
+      ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []),
+      nonfiniteMark(),
+      ...gradMarks,
+    );
   }
 }
 

@@ -1,6 +1,8 @@
 // The graph canvas: camera (pan, zoom, fit), redraws batched into one requestAnimationFrame,
 // each frame culled to the viewport and drawn in three passes (boxes, edges, nodes) with
 // labels dropped when zoomed out.
+
+import { GROUP_PREFIX } from "../graph/visibility";
 import type { Rect } from "../layout/scenePlan";
 import { type Camera, firstCamera, fitCamera, topCenterX } from "./camera";
 import { drawEdges } from "./drawEdges";
@@ -8,7 +10,6 @@ import { drawBoxes, drawItems } from "./drawNodes";
 import type { Frame, NodeOverlay, Paint } from "./frame";
 import { type Hit, hitTest } from "./hitTest";
 import type { Theme } from "./theme";
-import { GROUP_PREFIX } from "../graph/visibility";
 
 const LABEL_MIN_SCALE = 0.42;
 const DETAIL_MIN_SCALE = 0.2;

@@ -144,7 +144,10 @@ export class SvgContext {
     const flag = ccw ? 0 : 1;
     if (full) {
       const [mx, my] = at(start + (ccw ? -Math.PI : Math.PI));
-      this.d.push(`A${num(r)} ${num(r)} 0 1 ${flag} ${num(mx)} ${num(my)}`, `A${num(r)} ${num(r)} 0 1 ${flag} ${num(sx)} ${num(sy)}`);
+      this.d.push(
+        `A${num(r)} ${num(r)} 0 1 ${flag} ${num(mx)} ${num(my)}`,
+        `A${num(r)} ${num(r)} 0 1 ${flag} ${num(sx)} ${num(sy)}`,
+      );
       return;
     }
     const [ex, ey] = at(ccw ? start - sweep : start + sweep);
@@ -178,11 +181,15 @@ export class SvgContext {
   }
 
   fillRect(x: number, y: number, w: number, h: number): void {
-    this.emit(`<rect x="${num(x)}" y="${num(y)}" width="${num(w)}" height="${num(h)}" fill="${escapeXml(this.fillStyle)}"${this.alpha()}/>`);
+    this.emit(
+      `<rect x="${num(x)}" y="${num(y)}" width="${num(w)}" height="${num(h)}" fill="${escapeXml(this.fillStyle)}"${this.alpha()}/>`,
+    );
   }
 
   strokeRect(x: number, y: number, w: number, h: number): void {
-    this.emit(`<rect x="${num(x)}" y="${num(y)}" width="${num(w)}" height="${num(h)}" fill="none"${this.strokeAttrs()}${this.alpha()}/>`);
+    this.emit(
+      `<rect x="${num(x)}" y="${num(y)}" width="${num(w)}" height="${num(h)}" fill="none"${this.strokeAttrs()}${this.alpha()}/>`,
+    );
   }
 
   fillText(text: string, x: number, y: number): void {

@@ -6,8 +6,8 @@ import type { Camera } from "./camera";
 import { drawEdges } from "./drawEdges";
 import { drawBoxes, drawItems } from "./drawNodes";
 import type { Frame, NodeOverlay, Paint } from "./frame";
-import { escapeXml, type MeasureText, num, SvgContext } from "./svgContext";
 import type { Renderer } from "./renderer";
+import { escapeXml, type MeasureText, num, SvgContext } from "./svgContext";
 import type { Theme } from "./theme";
 
 /** Everything the SVG is made from: what the Renderer draws, and how to measure text. */
