@@ -1,6 +1,7 @@
-// The widget controller: owns the state (view, expansion, selection) and runs the pipeline
-// kernel traits -> model -> layout -> render, wiring the toolbar, search box, canvas input
-// and inspector to it. Trait sync rules live in kernel/traitSync.ts; whether a kernel can
+// The widget controller: composes the components and runs the pipeline kernel traits ->
+// model -> layout -> render. The view state (view, expansion, selection, camera intent) lives
+// in one store (state/viewStore.ts), changed only through its `update`; components subscribe
+// to what they show. Trait sync rules live in kernel/traitSync.ts; whether a kernel can
 // answer requests, in kernel/kernelLink.ts.
 import { AblationBanner } from "./controls/ablationBanner";
 import { Banner } from "./controls/banner";
@@ -27,13 +28,14 @@ import { Inspector } from "./panel/inspector";
 import { preloadPlots } from "./panel/plots";
 import { pickAnchor } from "./render/anchor";
 import { FitSearch } from "./render/camera";
-import { CameraPlan } from "./render/cameraPlan";
+import { nextExpansion, placeCamera } from "./render/cameraPlan";
 import { h } from "./render/dom";
 import { GraphPane } from "./render/graphPane";
 import type { Renderer } from "./render/renderer";
 import { injectStyles } from "./render/styles";
 import { downloadViewSvg } from "./render/svgExport";
 import { pickTheme, type Theme, watchTheme } from "./render/theme";
+import { FIT, KEEP, ViewStore } from "./state/viewStore";
 
 const GRAPH_HEIGHT = 620;
 
@@ -47,15 +49,11 @@ export class LensApp {
   private theme: Theme;
   private metrics: Metrics = DEFAULT_METRICS;
   private views: GraphViews | null = null;
-  private viewName: ViewName = "unrolled";
-  private expanded = new Set<string>();
-  private showParams = false;
-  private selected = "";
+  private readonly store = new ViewStore();
   private kernelStatus = "";
   private vis: Visible | null = null;
   private sizes: SizeCache | null = null;
   private layoutCount = 0;
-  private camPlan = new CameraPlan();
   private painted = false;
   private layouts = new LayoutRunner(
     () => this.updateStatus(),
@@ -89,7 +87,7 @@ export class LensApp {
       setView: (view) => this.setView(view, "user"),
       showShapes: (on) => this.pane.showShapes(on),
       showParams: (on) => {
-        this.showParams = on;
+        this.store.update({ showParams: on });
         this.refresh();
       },
       exportSvg: () => this.exportSvg(),
@@ -162,8 +160,8 @@ export class LensApp {
         view: (view) => this.setView(view, "kernel"),
         selected: (id) => this.select(id, { center: true, origin: "kernel" }),
         expanded: (next) => {
-          this.expanded = next;
-          this.camPlan.search = null;
+          // the kernel chose what is open: a first view's search for what fits is over
+          this.store.update({ expanded: next, camera: this.store.search ? FIT : this.store.state.camera });
           this.refresh();
         },
         status: (text) => {
@@ -172,8 +170,11 @@ export class LensApp {
         },
       },
     );
-    ({ view: this.viewName, expanded: this.expanded, selected: this.selected, status: this.kernelStatus } = this.sync);
+    const { view, expanded, selected, status } = this.sync;
+    this.store.update({ view, expanded, selected });
+    this.kernelStatus = status;
     this.toolbar.showView(this.viewName);
+    this.store.subscribe(["view"], (s) => this.toolbar.showView(s.view));
     this.pane.fitCanvas({ w: 800, h: GRAPH_HEIGHT });
     void this.sync.deliverGraph(); // decoded off this call: setGraph(payload, initial) follows
 
@@ -190,6 +191,23 @@ export class LensApp {
       }),
       () => (this.pane.minimap.canvas.hidden ? null : this.pane.minimap.canvas),
     );
+  }
+
+  // the view state, read from the store
+  private get viewName(): ViewName {
+    return this.store.state.view;
+  }
+
+  private get expanded(): ReadonlySet<string> {
+    return this.store.state.expanded;
+  }
+
+  private get selected(): string {
+    return this.store.state.selected;
+  }
+
+  private get showParams(): boolean {
+    return this.store.state.showParams;
   }
 
   /** The host switched themes: recolour the graph, its legend and the inspector's plots. */
@@ -229,17 +247,15 @@ export class LensApp {
       this.select(this.mapId(op, "unrolled", this.viewName), { center: true }),
     );
     const sel = this.selected && m.nodes.has(this.selected) ? this.selected : "";
-    this.camPlan.search = null;
+    this.store.update({ camera: FIT });
     if (initial && this.expanded.size === 0) {
       const { levels, lowest } = expansionLevels(m, this.showParams);
       // with a selection the view opens on it: no need to look for a whole view
-      if (!sel) this.camPlan.search = new FitSearch(levels, lowest);
-      this.expanded = new Set(levels[levels.length - 1]);
+      if (!sel) this.store.update({ camera: { kind: "search", search: new FitSearch(levels, lowest) } });
+      this.store.update({ expanded: new Set(levels[levels.length - 1]) });
       if (sel) this.sync.writeExpanded(this.expanded);
     }
-    this.camPlan.fitNext = true;
-    this.camPlan.anchor = null;
-    this.selected = "";
+    this.store.update({ selected: "" });
     if (sel) this.select(sel, { center: true, origin: "kernel" });
     else {
       this.inspector.show(m, null);
@@ -257,7 +273,7 @@ export class LensApp {
     if (view === this.viewName) return;
     const f = this.renderer.frame;
     const r = this.renderer;
-    const anchor = f && !this.camPlan.search ? pickAnchor(f, r.cam, r.width, r.height, r.selected) : null;
+    const anchor = f && !this.store.search ? pickAnchor(f, r.cam, r.width, r.height, r.selected) : null;
     const from = this.viewName;
     const kernelSelected = origin === "kernel" ? this.sync.selected : "";
     const kernelInView = !!kernelSelected && !!this.getModel(view)?.nodes.has(kernelSelected);
@@ -266,21 +282,28 @@ export class LensApp {
     const mapSel = (id: string): string =>
       id === this.selected && shown && view === "unrolled" ? shown : this.mapId(id, from, view);
     const sel = selectionAfterSwitch(mapSel(this.selected), kernelSelected, kernelInView, origin);
-    this.viewName = view;
-    this.toolbar.showView(view);
+    this.store.update({ view });
     if (origin === "user") this.sync.writeView(view);
     const m = this.current;
     if (!m) return;
     this.sizes = new SizeCache(m, this.metrics);
     // a block open in the rolled view shows in the unrolled one: open the stack that holds it
     const stacks = view === "unrolled" ? (this.views?.stacksToOpen(this.expanded) ?? []) : [];
-    if (stacks.length) this.sync.writeExpanded((this.expanded = new Set([...this.expanded, ...stacks])));
-    this.camPlan.anchor = anchor && { ...anchor, node: mapSel(anchor.node) };
-    this.camPlan.fitNext = !this.camPlan.anchor;
-    this.selected = "";
+    if (stacks.length) {
+      this.store.update({ expanded: new Set([...this.expanded, ...stacks]) });
+      this.sync.writeExpanded(this.expanded);
+    }
+    // a first view still looking for what fits goes on looking in the new view
+    if (!this.store.search) {
+      this.store.update({
+        camera: anchor ? { kind: "anchor", anchor: { ...anchor, node: mapSel(anchor.node) } } : FIT,
+      });
+    }
+    const anchored = this.store.state.camera.kind === "anchor";
+    this.store.update({ selected: "" });
     this.vis = null; // the other view's visible set: select() must lay out the new view
     // the switched-to selection is written even when the kernel switched: it may be a mapped id the kernel lacks
-    if (sel) this.select(sel, { center: !this.camPlan.anchor });
+    if (sel) this.select(sel, { center: !anchored });
     else {
       this.inspector.show(m, null);
       if (origin === "user") this.sync.writeSelected("");
@@ -291,7 +314,7 @@ export class LensApp {
   // ---- expansion and layout ----
 
   private setExpanded(next: Set<string>, after?: () => void): void {
-    this.expanded = next;
+    this.store.update({ expanded: next });
     this.sync.writeExpanded(next);
     this.refresh(after);
   }
@@ -304,13 +327,23 @@ export class LensApp {
 
   private expandAll(): void {
     if (!this.current) return;
-    this.camPlan.fitNext = true;
+    this.fitNext();
     this.setExpanded(allGroups(this.current));
   }
 
   private collapseAll(): void {
-    this.camPlan.fitNext = true;
+    this.fitNext();
     this.setExpanded(new Set());
+  }
+
+  /** The next layout fits the graph on screen (a first view's search already ends in a fit). */
+  private fitNext(): void {
+    if (!this.store.search) this.store.update({ camera: FIT });
+  }
+
+  /** The camera moved to what the user asked for: the next layout leaves it there. */
+  private keepCamera(): void {
+    if (this.store.state.camera.kind === "fit") this.store.update({ camera: KEEP });
   }
 
   /** Lays out what is visible now (in the worker, for the boxes not laid out before), then shows it. */
@@ -327,21 +360,23 @@ export class LensApp {
   }
 
   private apply(m: GraphModel, vis: Visible, laid: Laid, after?: () => void): void {
-    if (this.camPlan.search) {
+    const search = this.store.search;
+    if (search) {
       const floor = (e: string[]): number =>
         heightFloor(computeVisible(m, { expanded: new Set(e), showParams: this.showParams }), this.sizes!);
-      const next = this.camPlan.nextExpansion(laid.scene.bounds, this.renderer, floor);
+      const next = nextExpansion(search, laid.scene.bounds, this.renderer, floor);
       if (next) {
-        this.expanded = new Set(next);
+        this.store.update({ expanded: new Set(next) });
         return this.refresh(after);
       }
+      this.store.update({ camera: FIT }); // found: fit it
       this.sync.writeExpanded(this.expanded);
     }
     this.vis = vis;
     this.renderer.frame = { model: m, vis, ...laid };
     this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : null;
     this.layoutCount++;
-    this.camPlan.place(this.renderer, vis, laid.scene);
+    placeCamera(this.store.takeCamera(), this.renderer, vis, laid.scene);
     after?.();
     if (!this.painted) {
       // the first frame is drawn now, not on the next animation frame, so it can be timed
@@ -362,11 +397,11 @@ export class LensApp {
     const next = resolveSelection(id, m.nodes.has(id), opts.origin ?? "user");
     if (!next) return;
     id = next.id;
-    this.selected = id;
+    this.store.update({ selected: id });
     if (next.write) this.sync.writeSelected(id);
     this.inspector.show(m, id || null);
     const focus = (): void => {
-      if (this.renderer.focusNode(id, !!opts.center)) this.camPlan.fitNext = false;
+      if (this.renderer.focusNode(id, !!opts.center)) this.keepCamera();
     };
     const need = id ? closedAround(m, id, this.expanded) : [];
     if (need.length) this.setExpanded(new Set([...this.expanded, ...need]), focus);
@@ -386,7 +421,7 @@ export class LensApp {
     if (!m) return;
     const need = closedAbove(m, key, this.expanded);
     const focus = (): void => {
-      if (this.renderer.focusGroup(key)) this.camPlan.fitNext = false;
+      if (this.renderer.focusGroup(key)) this.keepCamera();
     };
     if (need.length) this.setExpanded(new Set([...this.expanded, ...need]), focus);
     else focus();
