@@ -122,7 +122,8 @@ export class LensApp {
     main.append(this.pane.el, this.inspector.el, this.grads.panel.el);
     this.overlay = new OverlayControl({
       requests: () => this.requests,
-      renderer: this.renderer,
+      frame: () => this.renderer.frame,
+      repaint: () => this.renderer.request(),
       selectUnrolled: (id) => this.selectUnrolled(id),
       sideChanged: () => this.current && this.selected && this.inspector.show(this.current, this.selected),
     });

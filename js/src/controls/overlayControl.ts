@@ -7,7 +7,7 @@ import type { CompareSide, FirstNonfiniteResult, GraphPayload, MetricName, Metri
 import type { Visible } from "../graph/visibility";
 import type { RequestClient } from "../kernel/messages";
 import { decodeFloat32 } from "../kernel/messages";
-import type { NodeOverlay } from "../render/frame";
+import type { Frame, NodeOverlay } from "../render/frame";
 import {
   itemValues,
   makeScale,
@@ -18,12 +18,12 @@ import {
   unrolledIdsOf,
 } from "../render/overlay";
 import { NO_VALUE_COLOR, ONLY_A_COLOR } from "../render/overlayLegend";
-import type { Renderer } from "../render/renderer";
 import { MetricPicker } from "./metricPicker";
 
 export interface OverlayDeps {
   requests: () => RequestClient;
-  renderer: Renderer;
+  frame(): Frame | null; // what is drawn now (the colours are for its visible items)
+  repaint(): void; // draw again, in the new colours
   selectUnrolled(id: string): void; // select an op by its unrolled id, in whatever view is shown
   sideChanged(): void; // the inspector must fetch the selected op again
 }
@@ -173,7 +173,7 @@ export class OverlayControl implements NodeOverlay {
 
   private repaint(): void {
     this.painted = null;
-    this.deps.renderer.request();
+    this.deps.repaint();
   }
 
   // ---- NodeOverlay: asked by the renderer for every item it draws ----
@@ -196,7 +196,7 @@ export class OverlayControl implements NodeOverlay {
 
   /** Colors and marks of the frame's visible items, computed once per layout and metric. */
   private paint(): Painted | null {
-    const frame = this.deps.renderer.frame;
+    const frame = this.deps.frame();
     if (!frame) return null;
     if (this.painted?.vis === frame.vis) return this.painted;
     const { model, vis } = frame;
