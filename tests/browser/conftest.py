@@ -18,6 +18,11 @@ sys.path.insert(0, str(HERE / "fixtures"))  # lens_harness, for test_widget_page
 ARTIFACTS = HERE / "artifacts"
 
 
+def _where(stack: str | None) -> str:
+    """The first frames of a page error's stack, on one line."""
+    return " ".join((stack or "").split())[:600]
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
@@ -37,7 +42,8 @@ def page(browser: object) -> Iterator[object]:
     context = browser.new_context(device_scale_factor=1)  # type: ignore[attr-defined]
     p = context.new_page()
     errors: list[str] = []
-    p.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    # with where it was thrown: a failure names the script, not only the message
+    p.on("pageerror", lambda e: errors.append(f"pageerror: {e} | {_where(e.stack)}"))
     p.on(
         "console",
         lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None,
