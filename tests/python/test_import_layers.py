@@ -208,6 +208,7 @@ LAYOUT = {
     ),
     "store/__init__.py": "",
     "store/save.py": "from lens_widget.log.records import OpRecord\n",
+    "gc_pause.py": "",
     "graph/__init__.py": "",
     "graph/unrolled.py": "from lens_widget.log.records import OpRecord\n",
     "widget/__init__.py": "",
@@ -250,6 +251,16 @@ def test_the_checker_accepts_the_intended_layout(tmp_path):
             "log/ must not import graph/",
         ),
         ("store/save.py", "from lens_widget.graph.unrolled import build\n", "store/ must not"),
+        ("store/save.py", "from lens_widget.capture import trace\n", "store/ must not"),
+        ("graph/unrolled.py", "from lens_widget.store import save\n", "graph/ must not"),
+        # a method FACADE does not name
+        (
+            "log/model_log.py",
+            "    def to_csv(self):\n        from lens_widget.store import table\n",
+            "log/ must not import store/",
+        ),
+        # a helper beside the package root, imported from below
+        ("log/records.py", "from lens_widget.gc_pause import gc_paused\n", "log/ must not"),
     ],
 )
 def test_the_checker_catches_cycles_and_upward_imports(tmp_path, name, extra, expected):
