@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from lens_widget.capture.features import Feature
+from lens_widget.capture.features import Feature, plain_call
 from lens_widget.log.records import OpRecord
 
 
@@ -30,7 +30,7 @@ class Timing(Feature):
         if sync:
             torch.cuda.synchronize()
         start = perf_counter()
-        out = func(*args, **kwargs) if kwargs else func(*args)
+        out = plain_call(func, args, kwargs)
         if sync:
             torch.cuda.synchronize()
         self._elapsed_ms = (perf_counter() - start) * 1000.0
