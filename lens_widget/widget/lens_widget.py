@@ -32,6 +32,10 @@ from lens_widget.widget.metric_values import MetricError, side_outputs
 from lens_widget.widget.payload import NO_MODEL, build_payload
 from lens_widget.widget.view_ids import ViewIds
 
+# The method answering each kind of protocol.REQUEST_KINDS ("firstNonfinite" ->
+# "_first_nonfinite"), named once rather than on every message.
+_HANDLER_NAMES = {kind: requests.handler_name(kind) for kind in protocol.REQUEST_KINDS}
+
 _NO_MODEL_TO_ABLATE = (
     "this widget was built from a log: there is no model to re-run with the ablation"
 )
@@ -373,9 +377,8 @@ class LensWidget(anywidget.AnyWidget):
         return {"ok": True}, []
 
     def _on_msg(self, _widget: object, content: object, _buffers: list[object]) -> None:
-        # one handler per kind of protocol.REQUEST_KINDS: "firstNonfinite" -> _first_nonfinite
         handlers: dict[str, requests.Handler] = {
-            kind: getattr(self, requests.handler_name(kind)) for kind in protocol.REQUEST_KINDS
+            kind: getattr(self, name) for kind, name in _HANDLER_NAMES.items()
         }
 
         def answer() -> None:
