@@ -8,6 +8,7 @@ from then on as new values are saved. A model without in-place writes never pays
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from itertools import compress
 from operator import ne
 from typing import TYPE_CHECKING
@@ -48,6 +49,10 @@ class SavedValues:
         self._by_storage: dict[int, list[tuple[OpRecord, int]]] = {}
         # storage pointer -> writes seen, for tensors without a version counter
         self._storage_writes: dict[int, int] = {}
+        # Called before a write with its targets (an offload writes pending values first)
+        self.write_guard: Callable[[list[Tensor]], None] | None = None
+        # Values written to disk after a write no call showed had changed them
+        self._changed_before_moved: list[OpRecord] = []
 
     def version(self, tensor: Tensor) -> int:
         """The tensor's write counter (>= 0), or where torch keeps none (inference tensors)
@@ -94,8 +99,36 @@ class SavedValues:
                         by_storage.setdefault(storage, []).append((node, i))
             self._n_indexed[which] = len(entries)
 
+    def locate(self, node: OpRecord) -> tuple[list[SavedEntry], int] | None:
+        """Where `node`'s entry is, right after it was kept (it is the last of its list)."""
+        for entries in (self.saved, self.unreported):
+            if entries and entries[-1][0] is node:
+                return entries, len(entries) - 1
+        return None
+
+    def replaced(self, where: tuple[list[SavedEntry], int], index: int, tensor: Tensor) -> None:
+        """Saved output `index` of the entry at `where`, `tensor`, now has a copy elsewhere
+        (on disk): the reference is dropped; a write no call showed since it was saved is
+        reported (for an op's or an input's value)."""
+        entries, k = where
+        node, _, versions = entries[k]
+        multi = type(versions) is not int
+        then: int = versions[index] if multi else versions  # pyright: ignore[reportIndexIssue, reportAssignmentType]  # a tuple when not an int
+        if then >= 0 and entries is self.saved and self.version(tensor) != then:
+            self._changed_before_moved.append(node)
+        # -1: not checked at the end (the value on disk is the one that counts)
+        versions = (*versions[:index], -1, *versions[index + 1 :]) if multi else -1  # pyright: ignore[reportIndexIssue]  # a tuple when not an int
+        entries[k] = (node, node.activations or (), versions)
+
+    def dropped(self, where: tuple[list[SavedEntry], int]) -> None:
+        """The entry's values are gone (an offload that failed): nothing to check."""
+        entries, k = where
+        entries[k] = (entries[k][0], (), -1)
+
     def before_write(self, targets: list[Tensor]) -> None:
         """Count the write; saved tensors sharing storage with a target get copied first."""
+        if self.write_guard is not None:
+            self.write_guard(targets)
         self._index_new()
         for target in targets:
             storage = storage_key(target)
@@ -105,8 +138,8 @@ class SavedValues:
             copies: dict[int, Tensor] = {}  # nodes saving the same tensor share one copy
             for node, i in self._by_storage.pop(storage, ()):
                 saved = node.activations
-                if saved is None:
-                    continue
+                if saved is None or storage_key(saved[i]) != storage:
+                    continue  # gone, or replaced since (by a copy, or by a value on disk)
                 copy = copies.get(id(saved[i]))
                 if copy is None:
                     with torch.no_grad():
@@ -121,12 +154,12 @@ class SavedValues:
             # Most entries are one output whose version did not move: those are ruled out
             # with comprehensions and C loops; the rest are checked one by one below.
             try:
-                now = [outputs[0]._version for _, outputs, _ in saved]
+                now = [outputs[0]._version if outputs else -1 for _, outputs, _ in saved]
             except RuntimeError:  # an inference tensor: check every entry
                 pass
             else:
                 saved = list(compress(saved, map(ne, now, [v for _, _, v in saved])))
-        changed = []
+        changed = list(self._changed_before_moved)
         for node, outputs, versions in saved:
             now_saved = node.activations
             if now_saved is None:

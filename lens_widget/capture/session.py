@@ -8,6 +8,7 @@ names that matched nothing and reports intervention targets that matched nothing
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from collections.abc import Mapping
@@ -24,11 +25,13 @@ from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.named_leaves import named_arguments
 from lens_widget.capture.new_parameters import ParameterWatch
+from lens_widget.capture.offload import Offload, OffloadSpec
 from lens_widget.capture.old_generation import (
     collect_young_generations,
     promote_to_old_generation,
 )
 from lens_widget.capture.op_timing import Timing
+from lens_widget.capture.partial_log import attach_partial_log
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.recursion import recursion_headroom
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
@@ -61,6 +64,7 @@ class Session:
         intervene: Mapping[str, InterventionFn] | None,
         section: SectionTop | None = None,
         grads: bool = False,
+        offload: OffloadSpec | None = None,
     ) -> None:
         self.model_class = model_class
         self.section = section
@@ -88,6 +92,11 @@ class Session:
             if grads:
                 self.backward = recorder.backward_capture = BackwardCapture(recorder)
                 recorder.attach(self.backward)
+            # Saved values past the memory budget go to disk (offload.py)
+            self.offload: Offload | None = None
+            if offload is not None and not policy.keeps_nothing:
+                self.offload = Offload(recorder.book, offload, set(names.tensors))
+                recorder.attach(self.offload)
 
     def add_inputs(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """The traced call's arguments: sources ``input.0``, ``input.attention_mask``..."""
@@ -130,6 +139,9 @@ class Session:
                 # that would keep the saved tensors until the cyclic collector runs.
                 self.recorder.book.outside_input = None
             elapsed = time.perf_counter() - self._start
+            offload_error = None
+            if self.offload is not None:
+                offload_error = self.offload.finish()  # the values written put in place
             with self._quiet:
                 self.log = log = build_log(
                     self.recorder, self.model_class, output, error, elapsed,
@@ -137,12 +149,21 @@ class Session:
                 )  # fmt: skip
                 if self.backward is not None:
                     self.backward.finish(log)  # and drops its references to the autograd graph
+            if self.offload is not None:
+                log.disk_values = self.offload.disk
             if error is None:  # a partial log may sit in a cycle with its error: leave it young
                 # Before the collector resumes: its first young collection would scan them.
                 promote_to_old_generation()
         finally:
             self._contexts.close()
         self._warn_on_unmatched_save_names(stacklevel + 1)
+        if offload_error is not None:
+            if error is not None:  # the forward's own error goes on, told of this one
+                with contextlib.suppress(Exception):  # a class that refuses notes
+                    error.add_note(f"lens_widget: {offload_error}")
+            else:
+                attach_partial_log(offload_error, log)
+                raise offload_error
         if error is None and self.interventions is not None:
             known = {n.label for n in log.ops} | {n.layer for n in log.ops} | set(log.modules)
             unmatched = self.interventions.unmatched_error(known)

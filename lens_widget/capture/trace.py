@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -9,6 +10,7 @@ import torch
 
 from lens_widget.capture.interventions import InterventionFn
 from lens_widget.capture.model_names import ModelNames
+from lens_widget.capture.offload import offload_spec
 from lens_widget.capture.partial_log import attach_partial_log
 from lens_widget.capture.save_policy import SaveSpec
 from lens_widget.capture.session import Session
@@ -24,6 +26,8 @@ def trace(
     timing: bool = False,
     intervene: Mapping[str, InterventionFn] | None = None,
     backward: Callable[[Any], Any] | None = None,
+    offload: str | os.PathLike[str] | None = None,
+    memory_budget: int | str | None = None,
 ) -> ModelLog:
     """Run ``model(*inputs, **kwargs)`` once and record every torch operation.
 
@@ -67,6 +71,15 @@ def trace(
     gets ``op.grads`` (one per pass) and ``op.grad``; ``log.leaves`` names each autograd
     leaf; ``log.backward_graph`` holds the autograd nodes that ran. The model's ``.grad``
     fields end as an untraced step leaves them.
+
+    ``offload=path`` writes saved values (and a traced backward's gradients) past
+    ``memory_budget`` bytes (an int, or "2GB", "512MiB"; default 0: all of them) into
+    safetensors shards under `path` while the pass runs; the log reads them back,
+    memory-mapped, when they are used, and ``log.save`` links the shards instead of copying
+    them. The model's own parameters and buffers stay references. A path that cannot be
+    written raises OffloadError before anything runs; a write that fails during the pass
+    (a full disk) raises OffloadError after it, naming the path, with the partial log at
+    ``err.lens_log`` (if the forward raised too, its exception is raised, with a note).
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(
@@ -87,9 +100,10 @@ def trace(
             f"got {type(backward).__name__}"
         )
     args = inputs if isinstance(inputs, tuple) else (inputs,)
+    spec = offload_spec(offload, memory_budget)
     session = Session(
-        ModelNames(model), model, type(model).__name__,
-        save=save, timing=timing, intervene=intervene, grads=backward is not None,
+        ModelNames(model), model, type(model).__name__, save=save, timing=timing,
+        intervene=intervene, grads=backward is not None, offload=spec,
     )  # fmt: skip
     session.add_inputs(args, kwargs)
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
+from lens_widget.log.disk_values import DiskValues
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.held_error import HeldError
@@ -79,6 +80,9 @@ class ModelLog:
     # Forward ops that gradient checkpointing ran again inside backward, in the order they
     # ran; they are not in ``ops`` (see gradients.Recomputation).
     recomputed: list[Recomputation] = field(default_factory=list)
+    # Saved values that live in safetensors files (``trace(..., offload=path)``, or a
+    # loaded log): which file holds which mapped storage (disk_values.py). None: all in memory.
+    disk_values: DiskValues | None = None
     _by_label: dict[str, OpRecord] = field(init=False, repr=False)
     # Every node by label, when the builder has one already (else it is made here).
     label_index: InitVar[dict[str, OpRecord] | None] = None

@@ -8,8 +8,9 @@ from __future__ import annotations
 FORMAT_NAME = "lens_widget.log"
 # Bumped when a reader of the previous version could misread a file or refuse it for an
 # unknown field. Readers refuse newer versions and read every older one. Version 2 adds a
-# traced backward (leaves, passes, the autograd graph) and each replay's autocast.
-FORMAT_VERSION = 2
+# traced backward (leaves, passes, the autograd graph) and each replay's autocast; version 3
+# values in more files than tensors.safetensors (`tensor_files`: an offloaded trace's shards).
+FORMAT_VERSION = 3
 JSON_FILE = "log.json"
 TENSOR_FILE = "tensors.safetensors"
 

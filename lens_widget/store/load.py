@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from lens_widget.log.disk_values import SHARD_FORMAT, DiskEntry, DiskValues, ShardFile
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord, ParamUse, ParentArg
 from lens_widget.log.replay import ReplayCall, TensorSlot
@@ -47,9 +48,7 @@ def load(path: str | os.PathLike[str]) -> ModelLog:
     if not json_path.is_file():
         raise fail(str(json_path), "missing; this directory is not a saved lens_widget log")
     document = parse_document(json_path.read_bytes(), JSON_FILE)
-    storages = open_storages(
-        directory / document["tensor_file"], document["storages"], document["save_id"]
-    )
+    storages, disk = _open_files(directory, document)
     tensors = _Tensors(storages, document["tensors"])
     modules = _modules(document["modules"])
     nodes_data = document["nodes"]
@@ -78,8 +77,49 @@ def load(path: str | os.PathLike[str]) -> ModelLog:
         backward_passes=step.backward_passes,
         backward_graph=step.backward_graph,
         recomputed=step.recomputed,
+        disk_values=disk,
         label_index=by_label,
     )
+
+
+def _open_files(
+    directory: Path, document: dict[str, Any]
+) -> tuple[list[torch.Tensor], DiskValues | None]:
+    """Every storage, mapped from the file that holds it: tensors.safetensors, or a file of
+    values (``tensor_files``: an offloaded trace's shards, linked by the save). The files
+    of values are remembered (DiskValues), so saving the loaded log links them again."""
+    entries = document["storages"]
+    files = document.get("tensor_files", [])
+    main: list[int] = []
+    by_file: dict[int, list[int]] = {}
+    for i, entry in enumerate(entries):
+        k = entry.get("file")
+        if k is None:
+            main.append(i)
+        elif k < len(files):
+            by_file.setdefault(k, []).append(i)
+        else:
+            raise fail(f"{JSON_FILE}: storages[{i}]", f"file {k}: log.json lists {len(files)}")
+    storages: list[torch.Tensor] = [torch.empty(0, dtype=torch.uint8)] * len(entries)
+    opened = open_storages(
+        directory / document["tensor_file"], [entries[i] for i in main], document["save_id"]
+    )
+    for i, storage in zip(main, opened, strict=True):
+        storages[i] = storage
+    disk = DiskValues(directory)
+    for k, members in by_file.items():
+        shard = ShardFile(directory / files[k]["name"], files[k]["id"])
+        disk.shards.append(shard)
+        listed = [entries[i] for i in members]
+        opened = open_storages(
+            shard.path, listed, shard.id, format_name=SHARD_FORMAT, all_listed=False
+        )
+        for i, entry, storage in zip(members, listed, opened, strict=True):
+            storages[i] = storage
+            disk.add(storage, DiskEntry(
+                shard, entry["name"], entry["dtype"], tuple(entry["shape"]), entry["nbytes"]
+            ))  # fmt: skip
+    return storages, disk if by_file else None
 
 
 def _where(i: int, label: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Protocol
@@ -14,6 +15,7 @@ import networkx as nx
 import torch
 from safetensors.torch import save_file
 
+from lens_widget.log.disk_values import DiskValues, ShardFile
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, JSON_FILE, TENSOR_FILE
@@ -41,13 +43,15 @@ class SavableLog(Protocol):
     backward_passes: list[BackwardPass]
     backward_graph: nx.DiGraph
     recomputed: list[Recomputation]
+    disk_values: DiskValues | None
 
 
 def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = True) -> Path:
     """Write `log` into the directory `path` (created; a previous save there is replaced)."""
     directory = Path(path)
-    _prepare(directory)
-    table = TensorTable()
+    disk = log.disk_values
+    _prepare(directory, {f.path.name for f in disk.shards} if disk is not None else set())
+    table = TensorTable(log.disk_values)
     document: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -81,8 +85,11 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     backward = encode_training_step(log, table)
     if backward is not None:
         document["backward"] = backward
-    to_write, document["storages"] = table.storages()
+    to_write, document["storages"], shards = table.storages()
     document["tensors"] = table.views
+    if shards:
+        document["tensor_files"] = [{"name": f.path.name, "id": f.id} for f in shards]
+    previous = _files_of_values(directory)
     metadata = {
         "format": FORMAT_NAME,
         "version": str(FORMAT_VERSION),
@@ -92,6 +99,8 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     tensor_tmp = directory / f".{TENSOR_FILE}.tmp"
     json_tmp = directory / f".{JSON_FILE}.tmp"
     try:
+        for shard in shards:
+            _link(shard, directory)
         save_file(to_write, str(tensor_tmp), metadata=metadata)
         json_tmp.write_text(json.dumps(document, separators=(",", ":"), allow_nan=False), "utf-8")
         os.replace(tensor_tmp, directory / TENSOR_FILE)
@@ -99,14 +108,44 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     finally:
         tensor_tmp.unlink(missing_ok=True)
         json_tmp.unlink(missing_ok=True)
+    for name in previous - {f.path.name for f in shards}:  # the replaced save's own files
+        (directory / name).unlink(missing_ok=True)
     return directory
 
 
-def _prepare(directory: Path) -> None:
+def _link(shard: ShardFile, directory: Path) -> None:
+    """The shard in `directory` under its own name: a hard link (no bytes copied), or a
+    copy where the file system refuses one (another device)."""
+    target = directory / shard.path.name
+    if target.exists() and os.path.samefile(target, shard.path):
+        return  # saved into the offload directory itself, or linked by an earlier save
+    partial = directory / f".{shard.path.name}.tmp"
+    partial.unlink(missing_ok=True)
+    try:
+        os.link(shard.path, partial)
+    except OSError:
+        shutil.copyfile(shard.path, partial)
+    os.replace(partial, target)
+
+
+def _files_of_values(directory: Path) -> set[str]:
+    """The files of values a previous save in `directory` named (replaced with it)."""
+    try:
+        document = json.loads((directory / JSON_FILE).read_bytes())
+        return {
+            str(f["name"]) for f in document.get("tensor_files", ()) if "/" not in str(f["name"])
+        }
+    except (OSError, ValueError, TypeError, KeyError):
+        return set()
+
+
+def _prepare(directory: Path, own_files: set[str]) -> None:
+    """Refuse a directory that holds anything but a previous save or the log's own files of
+    values (saved into its offload directory)."""
     if directory.exists() and not directory.is_dir():
         raise FileExistsError(f"{directory} is a file; a saved log is a directory")
     if directory.is_dir():
-        entries = {p.name for p in directory.iterdir()}
+        entries = {p.name for p in directory.iterdir()} - own_files
         if entries and JSON_FILE not in entries:
             raise FileExistsError(
                 f"{directory} exists and is not a saved lens_widget log; pick a new or empty "

@@ -1,4 +1,4 @@
-"""Parse log.json and check its shape (versions 1 and 2), field by field (docs/log-format.md).
+"""Parse log.json and check its shape (versions 1 to 3), field by field (docs/log-format.md).
 
 Small combinators: each check takes a JSON value and its path and raises LogFormatError
 naming the path and the problem. Checks test types, ranges and names only; references
@@ -251,8 +251,11 @@ def _tensor(value: Any, path: str) -> None:
 
 _STORAGE = record(
     {"name": string(r"s[0-9]{1,9}"), "dtype": TEXT, "shape": SHAPE, "nbytes": COUNT},
-    {"complex_as_real": boolean},
+    {"complex_as_real": boolean, "file": COUNT},
 )
+# A file of values beside tensors.safetensors (version 3): a name inside the directory
+SHARD_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,126}\.safetensors"
+_TENSOR_FILE = record({"name": string(SHARD_NAME), "id": string(r"[0-9a-f]{32}")})
 
 _LOG = record(
     {
@@ -334,7 +337,7 @@ DOCUMENT = record(
         "tensors": array(_tensor),
         "storages": array(_STORAGE),
     },
-    {"created_by": TEXT, "backward": _BACKWARD},
+    {"created_by": TEXT, "backward": _BACKWARD, "tensor_files": array(_TENSOR_FILE)},
 )
 
 

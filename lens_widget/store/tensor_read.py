@@ -10,61 +10,61 @@ of every tensor, which for a log of many small tensors reads most of the file.)
 
 from __future__ import annotations
 
-import json
-import mmap
-import struct
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors import safe_open
 
+from lens_widget.log.disk_values import map_safetensors
 from lens_widget.store.format import FORMAT_NAME, LogFormatError, fail
 from lens_widget.store.tensor_table import SAFETENSORS_CODES
 from lens_widget.store.values_codec import dtype_from_name
 
 
-def open_storages(path: Path, entries: list[dict[str, Any]], save_id: str) -> list[torch.Tensor]:
-    """Each storage of log.json as flat uint8 bytes mapped from the file (nothing read yet)."""
+def open_storages(
+    path: Path,
+    entries: list[dict[str, Any]],
+    save_id: str,
+    *,
+    format_name: str = FORMAT_NAME,
+    all_listed: bool = True,
+) -> list[torch.Tensor]:
+    """Each storage of log.json in the file `path` as flat uint8 bytes mapped from the file
+    (nothing read yet). `all_listed`: the file holds exactly the entries log.json lists (a
+    shard of an offloaded trace may hold more: values of nodes the save left out)."""
     where = path.name
     if not path.is_file():
         raise fail(where, "missing: a saved log is a directory with log.json and this file")
     try:
         with safe_open(str(path), framework="pt") as handle:
             metadata = handle.metadata() or {}
-            if metadata.get("format") != FORMAT_NAME:
-                raise fail(where, "not the tensor file of a lens_widget log")
+            if metadata.get("format") != format_name:
+                raise fail(where, "not a tensor file of a lens_widget log")
             if metadata.get("save_id") != save_id:
                 raise fail(where, "belongs to a different save than log.json (mixed files?)")
             names = set(handle.keys())
             expected = {entry["name"] for entry in entries}
-            if names != expected:
-                odd = sorted(names ^ expected)[:5]
+            if names != expected and (all_listed or not expected <= names):
+                odd = sorted(expected - names if not all_listed else names ^ expected)[:5]
                 raise fail(where, f"holds other tensors than log.json lists: {odd}")
             for entry in entries:
                 _check_entry(handle.get_slice(entry["name"]), entry, where)
-        with path.open("rb") as file:
-            offsets, data_start = _offsets(file)
-            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY)
+        mapped = map_safetensors(path)
     except LogFormatError:
         raise
     except Exception as err:  # safetensors' header checks: sizes, offsets, dtypes, JSON
         problem = f"{type(err).__name__}: {err}"
         raise fail(where, f"damaged or not a safetensors file ({problem})") from None
-    view = memoryview(mapped)
     storages = []
     for entry in entries:
-        begin, end = offsets[entry["name"]]
-        if end - begin != entry["nbytes"] or data_start + end > len(mapped):
+        flat = mapped[entry["name"]]
+        if flat.numel() != entry["nbytes"]:
             raise fail(
-                where, f"{entry['name']} holds {end - begin} bytes, log.json says {entry['nbytes']}"
+                where,
+                f"{entry['name']} holds {flat.numel()} bytes, log.json says {entry['nbytes']}",
             )
-        if begin == end:  # an empty storage of its own, as it was when saved
-            storages.append(torch.empty(0, dtype=torch.uint8))
-        else:
-            storages.append(
-                torch.frombuffer(view[data_start + begin : data_start + end], dtype=torch.uint8)
-            )
+        storages.append(flat)
     return storages
 
 
@@ -78,19 +78,6 @@ def _check_entry(tensor_slice: Any, entry: dict[str, Any], where: str) -> None:
             where,
             f"{name} is {tensor_slice.get_dtype()} {shape}, log.json says {dtype} {entry['shape']}",
         )
-
-
-def _offsets(file: Any) -> tuple[dict[str, tuple[int, int]], int]:
-    """name -> (begin, end) byte offsets after the header, and where the data starts
-    (the header safetensors has just checked)."""
-    (length,) = struct.unpack("<Q", file.read(8))
-    header = json.loads(file.read(length))
-    offsets = {
-        name: (int(info["data_offsets"][0]), int(info["data_offsets"][1]))
-        for name, info in header.items()
-        if name != "__metadata__"
-    }
-    return offsets, 8 + length
 
 
 def make_view(storages: list[torch.Tensor], view: dict[str, Any], where: str) -> torch.Tensor:

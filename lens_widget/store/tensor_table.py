@@ -4,6 +4,9 @@ Tensors that share memory (views, a saved reference to a parameter, the same ten
 two nodes) are found by their storage, and each distinct storage is written once, whole,
 into the safetensors file. Every tensor is then a view of one stored storage: dtype, shape,
 stride, offset (plus torch's lazy conjugate/negative bits), exactly as in memory.
+
+A storage that already lives in a file of values (an offloaded trace's shard, disk_values.py)
+is not written again: its entry names that file, which the save links into its directory.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 import torch
 
+from lens_widget.log.disk_values import DiskEntry, DiskValues, ShardFile
 from lens_widget.store.values_codec import dtype_name
 
 # dtypes the safetensors format stores as themselves, with its names for them; any other
@@ -49,7 +53,10 @@ def _check_savable(tensor: torch.Tensor, what: str) -> None:
 class TensorTable:
     """Tensors by position in the saved table; storages in the order first seen."""
 
-    def __init__(self) -> None:
+    def __init__(self, disk: DiskValues | None = None) -> None:
+        self._disk = disk
+        # storage index -> its entry in a file of values (not written: linked)
+        self._on_disk: dict[int, DiskEntry] = {}
         self.views: list[dict[str, Any]] = []
         self._ids: dict[int, int] = {}
         self._alive: list[torch.Tensor] = []  # keeps id() of a tensor unique while saving
@@ -69,6 +76,9 @@ class TensorTable:
         if storage is None:
             storage = self._storages[key] = len(self._members)
             self._members.append([])
+            entry = self._disk.entry_of(tensor) if self._disk is not None else None
+            if entry is not None:
+                self._on_disk[storage] = entry
         self._members[storage].append(tensor)
         view: dict[str, Any] = {
             "storage": storage,
@@ -104,11 +114,22 @@ class TensorTable:
         index = self._ids[id(tensor)] = len(self.views) - 1
         return index
 
-    def storages(self) -> tuple[dict[str, torch.Tensor], list[dict[str, Any]]]:
-        """(name -> contiguous CPU tensor to write, the JSON entry of each storage)."""
+    def storages(
+        self,
+    ) -> tuple[dict[str, torch.Tensor], list[dict[str, Any]], list[ShardFile]]:
+        """(name -> contiguous CPU tensor to write, the JSON entry of each storage, the
+        files of values its entries name: ``"file": k`` is the k-th)."""
         to_write: dict[str, torch.Tensor] = {}
         entries: list[dict[str, Any]] = []
+        files: dict[ShardFile, int] = {}
         for index, members in enumerate(self._members):
+            on_disk = self._on_disk.get(index)
+            if on_disk is not None:
+                entries.append({
+                    "name": on_disk.name, "dtype": on_disk.dtype, "shape": list(on_disk.shape),
+                    "nbytes": on_disk.nbytes, "file": files.setdefault(on_disk.shard, len(files)),
+                })  # fmt: skip
+                continue
             name = f"s{index}"
             base = _base(members)
             entry: dict[str, Any] = {"name": name}
@@ -121,7 +142,7 @@ class TensorTable:
             entry["nbytes"] = base.numel() * base.element_size()
             entries.append(entry)
             to_write[name] = base
-        return to_write, entries
+        return to_write, entries, list(files)
 
 
 def _whole_storage(tensor: torch.Tensor) -> torch.Tensor:
