@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lens_widget.capture.offload import OffloadError
 from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.trace import trace
 from lens_widget.capture.tracing import Tracing, tracing
@@ -20,6 +21,7 @@ __all__ = [
     "LogComparison",
     "ModelLog",
     "ModuleTotals",
+    "OffloadError",
     "OpDiff",
     "OpRecord",
     "ParamUse",

@@ -69,6 +69,8 @@ class BackwardCapture(Feature):
         self._pass: PassState | None = None
         self._matcher: RecomputeMatcher | None = None
         self._watcher: RecomputeWatcher | None = None
+        # Given each op gradient as kept (holder, key): an offload moves it to disk
+        self.keep_grad: Callable[[dict[int, Tensor], int], None] | None = None
 
     # ---- the feature's hooks (features.py): while forward runs ------------------------
 
@@ -268,11 +270,14 @@ class BackwardCapture(Feature):
         pass_state = self._pass
         if pass_state is None or pass_state.in_transform:
             return
-        op_grads = self.state.op_grads
+        op_grads, keep = self.state.op_grads, self.keep_grad
         for output_nr, op in entries:
             grad = grad_outputs[output_nr] if output_nr < len(grad_outputs) else None
             if grad is not None:
-                op_grads.setdefault(op, {})[pass_state.index] = grad
+                held = op_grads.setdefault(op, {})
+                held[pass_state.index] = grad
+                if keep is not None:
+                    keep(held, pass_state.index)
 
     def _note_returned(self, call: BackwardCall, result: Any) -> None:
         """autograd.grad hands back the gradients of its inputs instead of accumulating."""

@@ -20,14 +20,17 @@ import errno
 import os
 import re
 import uuid
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from lens_widget.capture.features import Feature
+from lens_widget.capture.saved_values import SavedValues
 from lens_widget.capture.shard_writer import ShardWriter
 from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.disk_values import DiskValues
@@ -49,12 +52,22 @@ class OffloadError(OSError):
 @dataclass(frozen=True)
 class OffloadSpec:
     """Where saved values go and how many bytes of them stay in memory; the writer's sizes
-    (a shard is written once this much waits; the pass waits while twice that does)."""
+    (a shard is written once `shard_bytes` wait; the pass waits while `pending_limit` do)."""
 
     directory: Path
-    budget: int = 0
+    keep_in_memory: int = 0  # bytes of saved values kept in memory
     shard_bytes: int = 32 << 20
     pending_limit: int = 64 << 20
+
+    @classmethod
+    def within(cls, directory: Path, budget: int) -> OffloadSpec:
+        """Values waiting to be written count in the budget: a quarter of it (4 MiB to
+        64 MiB) may wait, the rest holds values kept in memory. Budget 0: nothing is kept
+        in memory, and up to 64 MiB wait."""
+        if budget == 0:
+            return cls(directory)
+        pending = min(64 << 20, max(4 << 20, budget // 4))
+        return cls(directory, max(0, budget - pending), pending // 2, pending)
 
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -98,7 +111,7 @@ def offload_spec(
     directory = Path(offload)
     budget = 0 if memory_budget is None else parse_budget(memory_budget)
     check_writable(directory)
-    return OffloadSpec(directory, budget)
+    return OffloadSpec.within(directory, budget)
 
 
 def check_writable(directory: Path) -> None:
@@ -120,11 +133,12 @@ class Offload(Feature):
 
     def __init__(self, book: TensorBook, spec: OffloadSpec, model_tensors: set[int]) -> None:
         self.directory = directory = spec.directory
-        self.budget = spec.budget
+        self.budget = spec.keep_in_memory
         self.in_memory = 0  # bytes of the storages kept in memory
         self.saved_bytes = 0  # bytes of every distinct storage kept, in memory or not
         self._model_tensors = model_tensors  # ids of the model's parameters and buffers
-        self._values = book.values
+        # Weak: the values hold this feature's write guard (a cycle would keep them alive)
+        self._values = cast("SavedValues", weakref.proxy(book.values))
         self._writer = ShardWriter(
             directory, shard_bytes=spec.shard_bytes, pending_limit=spec.pending_limit
         )
@@ -132,9 +146,8 @@ class Offload(Feature):
         # storage pointer -> (weak reference to it, _MEMORY or its entry name); a pointer
         # whose storage is gone may be another storage's now (the reference says so).
         self._decided: dict[int, tuple[StorageWeakRef, str]] = {}
-        # entry name -> [(node, output index, the saved tensor, where SavedValues holds
-        # it)] waiting for its shard...
-        self._waiting: dict[str, list[tuple[OpRecord, int, Tensor, Any]]] = {}
+        # entry name -> [(the value, what takes its view on disk)] waiting for the shard...
+        self._waiting: dict[str, list[tuple[Tensor, OnDisk]]] = {}
         # ...and its mapped bytes once written (a later view of the same storage reads them)
         self._mapped: dict[str, Tensor] = {}
         book.values.write_guard = self._before_write
@@ -142,43 +155,52 @@ class Offload(Feature):
     # ---- hooks -------------------------------------------------------------------------
 
     def outputs_noted(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
-        saved = node.activations
-        if saved is not None:
-            self._place(node, saved)
+        if node.activations is not None:
+            self._place(node)
 
     def source_added(self, tensor: Tensor, node: OpRecord) -> None:
-        saved = node.activations
-        if saved is not None and id(tensor) not in self._model_tensors:
-            self._place(node, saved)
+        if node.activations is not None and id(tensor) not in self._model_tensors:
+            self._place(node)
 
     # ---- the values --------------------------------------------------------------------
 
-    def _place(self, node: OpRecord, saved: tuple[Tensor, ...]) -> None:
-        writer = self._writer
-        if writer.written:
-            self._take_written()
+    def _place(self, node: OpRecord) -> None:
+        """`node`'s saved outputs, each in memory or (once written) a view of its shard."""
         where = self._values.locate(node)
-        if where is None:
+        saved = node.activations
+        if where is None or saved is None:
             return
+        for i, tensor in enumerate(saved):
+            self.put(tensor, _ActivationOnDisk(self._values, node, i, tensor, where))
+
+    def put(self, tensor: Tensor, on_disk: OnDisk) -> None:
+        """Keep `tensor` in memory if it fits the budget; else write it, and `on_disk` gets
+        its view on the mapped shard once written (on this thread)."""
+        if self._writer.written:
+            self._take_written()
+        if tensor.layout != torch.strided or tensor.device.type == "meta":
+            return  # sparse and meta values stay as they are
         with torch._C.DisableTorchFunction():
-            for i, tensor in enumerate(saved):
-                if tensor.layout != torch.strided or tensor.device.type == "meta":
-                    continue  # sparse and meta values stay as they are
-                storage = tensor.untyped_storage()
-                key = storage.data_ptr()
-                known = self._decided.get(key)
-                if known is None or known[0].expired():
-                    decision = self._decide(storage, tensor, key)
-                    self._decided[key] = (StorageWeakRef(storage), decision)
-                else:
-                    decision = known[1]
-                if decision is _MEMORY:
-                    continue
-                mapped = self._mapped.get(decision)
-                if mapped is None:
-                    self._waiting.setdefault(decision, []).append((node, i, tensor, where))
-                else:
-                    self._replace(node, i, tensor, where, mapped)
+            storage = tensor.untyped_storage()
+            key = storage.data_ptr()
+            known = self._decided.get(key)
+            if known is None or known[0].expired():
+                decision = self._decide(storage, tensor, key)
+                self._decided[key] = (StorageWeakRef(storage), decision)
+            else:
+                decision = known[1]
+            if decision is _MEMORY:
+                return
+            mapped = self._mapped.get(decision)
+            if mapped is None:
+                self._waiting.setdefault(decision, []).append((tensor, on_disk))
+            else:
+                on_disk(_view_on(mapped, tensor))
+
+    def put_item(self, holder: dict[Any, Tensor], key: Any) -> None:
+        """`holder[key]` (a gradient of a traced backward) as `put` keeps it."""
+        tensor = holder[key]
+        self.put(tensor, _ItemOnDisk(holder, key, tensor))
 
     def _decide(self, storage: torch.UntypedStorage, tensor: Tensor, key: int) -> str:
         nbytes = storage.nbytes()
@@ -214,42 +236,33 @@ class Offload(Feature):
                 continue
         self._writer.wait_for(keys)
         self._take_written()
+        for key in keys:  # the storage will hold new values: a value saved later is new
+            self._decided.pop(key, None)
 
     def _take_written(self) -> None:
         """Views of the mapped shards in place of the values written so far."""
         written, waiting, disk = self._writer.written, self._waiting, self.disk
         with torch._C.DisableTorchFunction():
-            self._take(written, waiting, disk)
+            while written:
+                pending, mapped, entry = written.popleft()
+                disk.add(mapped, entry)
+                self._mapped[pending.name] = mapped
+                for tensor, on_disk in waiting.pop(pending.name, ()):
+                    on_disk(_view_on(mapped, tensor))
         disk.shards = self._writer.shards
-
-    def _take(self, written: Any, waiting: Any, disk: DiskValues) -> None:
-        while written:
-            pending, mapped, entry = written.popleft()
-            disk.add(mapped, entry)
-            self._mapped[pending.name] = mapped
-            for node, i, tensor, where in waiting.pop(pending.name, ()):
-                self._replace(node, i, tensor, where, mapped)
-
-    def _replace(self, node: OpRecord, i: int, tensor: Tensor, where: Any, mapped: Tensor) -> None:
-        saved = node.activations
-        if saved is None or saved[i] is not tensor:
-            return  # replaced meanwhile (a copy before a write)
-        view = _view_on(mapped, tensor)
-        node.activations = (*saved[:i], view, *saved[i + 1 :])
-        self._values.replaced(where, i, tensor)
 
     def finish(self) -> OffloadError | None:
         """Write what is left, put it in place; the write error, if one stopped the writer
         (the values it could not write are dropped: the budget holds)."""
         self._writer.close()
         self._take_written()
+        self._values.write_guard = None
         error = self._writer.error
         if error is None:
             return None
         for entries in self._waiting.values():
-            for node, _, _, where in entries:
-                node.activations = None
-                self._values.dropped(where)
+            for _, on_disk in entries:
+                on_disk(None)
         self._waiting.clear()
         reason = os.strerror(error.errno) if isinstance(error, OSError) and error.errno else error
         return OffloadError(
@@ -258,6 +271,36 @@ class Offload(Feature):
             f"{self._writer.bytes_written} bytes were written and are kept with the log, the "
             "values after them were dropped",
         )
+
+
+# What gets a value's view on disk once written (None: it could not be written)
+OnDisk = Callable[[Tensor | None], None]
+
+
+class _ActivationOnDisk:
+    """Puts the view on disk in place of saved output `index` of `node` (unless a copy
+    before a write replaced it meanwhile), or drops the node's values."""
+
+    __slots__ = ("values", "node", "index", "tensor", "where")
+
+    def __init__(
+        self, values: SavedValues, node: OpRecord, index: int, tensor: Tensor, where: Any
+    ) -> None:
+        self.values, self.node, self.index, self.tensor, self.where = (
+            values, node, index, tensor, where,
+        )  # fmt: skip
+
+    def __call__(self, view: Tensor | None) -> None:
+        node, i = self.node, self.index
+        saved = node.activations
+        if saved is None or saved[i] is not self.tensor:
+            return
+        if view is None:
+            node.activations = None
+            self.values.dropped(self.where)
+            return
+        node.activations = (*saved[:i], view, *saved[i + 1 :])
+        self.values.replaced(self.where, i, self.tensor)
 
 
 def _view_on(mapped: torch.Tensor, tensor: Tensor) -> Tensor:
@@ -275,3 +318,19 @@ def _view_on(mapped: torch.Tensor, tensor: Tensor) -> Tensor:
     if tensor.is_conj():
         view = view.conj()
     return view
+
+
+class _ItemOnDisk:
+    """Puts the view on disk in place of ``holder[key]`` (still the value sent), or drops it."""
+
+    __slots__ = ("holder", "key", "tensor")
+
+    def __init__(self, holder: dict[Any, Tensor], key: Any, tensor: Tensor) -> None:
+        self.holder, self.key, self.tensor = holder, key, tensor
+
+    def __call__(self, view: Tensor | None) -> None:
+        if self.holder.get(self.key) is self.tensor:
+            if view is None:
+                del self.holder[self.key]
+            else:
+                self.holder[self.key] = view

@@ -113,7 +113,7 @@ class SavedValues:
         entries, k = where
         node, _, versions = entries[k]
         multi = type(versions) is not int
-        then: int = versions[index] if multi else versions  # pyright: ignore[reportIndexIssue, reportAssignmentType]  # a tuple when not an int
+        then: int = versions[index] if multi else versions  # pyright: ignore[reportIndexIssue]  # a tuple when not an int
         if then >= 0 and entries is self.saved and self.version(tensor) != then:
             self._changed_before_moved.append(node)
         # -1: not checked at the end (the value on disk is the one that counts)

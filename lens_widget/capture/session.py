@@ -97,6 +97,8 @@ class Session:
             if offload is not None and not policy.keeps_nothing:
                 self.offload = Offload(recorder.book, offload, set(names.tensors))
                 recorder.attach(self.offload)
+                if self.backward is not None:  # op gradients under the same budget
+                    self.backward.keep_grad = self.offload.put_item
 
     def add_inputs(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """The traced call's arguments: sources ``input.0``, ``input.attention_mask``..."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from types import TracebackType
@@ -12,6 +13,7 @@ import torch
 from lens_widget.capture.build_log import SectionTop
 from lens_widget.capture.interventions import InterventionFn
 from lens_widget.capture.model_names import ModelNames
+from lens_widget.capture.offload import offload_spec
 from lens_widget.capture.partial_log import attach_partial_log
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
 from lens_widget.capture.session import Session
@@ -73,10 +75,13 @@ class Tracing:
         grads: bool,
         timing: bool,
         intervene: Mapping[str, InterventionFn] | None,
+        offload: str | os.PathLike[str] | None = None,
+        memory_budget: int | str | None = None,
     ) -> None:
         self._roots, self.model_class = _named_roots(modules, named_modules)
         SavePolicy(save)  # a bad spec raises here, at the call, not at the with statement
-        self._options = {"save": save, "timing": timing, "intervene": intervene}
+        spec = offload_spec(offload, memory_budget)  # so does a bad offload
+        self._options = {"save": save, "timing": timing, "intervene": intervene, "offload": spec}
         self.grads = grads
         self._session: Session | None = None
         self._state = "new"  # -> "recording" -> "done"
@@ -140,6 +145,8 @@ def tracing(
     grads: bool = False,
     timing: bool = False,
     intervene: Mapping[str, InterventionFn] | None = None,
+    offload: str | os.PathLike[str] | None = None,
+    memory_budget: int | str | None = None,
     **named_modules: torch.nn.Module,
 ) -> Tracing:
     """Record every torch call this thread makes inside a ``with`` block.
@@ -169,8 +176,9 @@ def tracing(
     ``input.<op>``, the op that first used it. Tensors first used inside a module call (a
     tensor attribute that is no buffer) are ``const`` sources, as in ``lw.trace``.
 
-    ``save``, ``timing`` and ``intervene`` work as in ``lw.trace`` (module targets by the
-    addresses above). ``grads`` asks for the gradients of a backward run in the block.
+    ``save``, ``timing``, ``intervene``, ``offload`` and ``memory_budget`` work as in
+    ``lw.trace`` (module targets by the addresses above). ``grads`` asks for the gradients
+    of a backward run in the block.
     ``t.log`` is a ModelLog after the block (``model_class`` "section: GPT2LMHeadModel");
     it has no output sinks (``log.output`` is None). If the block raises, the same
     exception propagates with the partial log at ``err.lens_log`` (and
@@ -178,5 +186,6 @@ def tracing(
     leaves it. A tracing object records one block; entering it again raises RuntimeError.
     """
     return Tracing(
-        modules, named_modules, save=save, grads=grads, timing=timing, intervene=intervene
-    )
+        modules, named_modules, save=save, grads=grads, timing=timing, intervene=intervene,
+        offload=offload, memory_budget=memory_budget,
+    )  # fmt: skip

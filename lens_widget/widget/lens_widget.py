@@ -15,6 +15,7 @@ import torch
 import traitlets
 
 from lens_widget.capture.interventions import InterventionFn
+from lens_widget.capture.offload import offload_spec
 from lens_widget.capture.rerun import WorldState, save_also
 from lens_widget.capture.save_policy import SaveSpec
 from lens_widget.capture.trace import trace
@@ -58,6 +59,8 @@ class LensWidget(anywidget.AnyWidget):
     >>> w.view = "rolled"; w.selected = "linear_1_1"
 
     ``timing=True`` traces with per-op times (see `lens_widget.trace`), for the "time" overlay.
+    ``offload=path, memory_budget=...`` keep saved values past the budget on disk (as in
+    `lens_widget.trace`); clicking an op reads its value from there.
     """
 
     _esm = bundle_text("widget.js", MISSING_ESM)
@@ -78,6 +81,8 @@ class LensWidget(anywidget.AnyWidget):
         *,
         save: SaveSpec = "all",
         timing: bool = False,
+        offload: str | os.PathLike[str] | None = None,
+        memory_budget: int | str | None = None,
         model_log: ModelLog | None = None,
         comparison: LogComparison | None = None,
         **widget_kwargs: Any,
@@ -93,6 +98,9 @@ class LensWidget(anywidget.AnyWidget):
         self._kwargs = dict(kwargs or {})
         self._save = save
         self._timing = timing  # per-op time_ms (trace(..., timing=True)), also on re-runs
+        # Saved values past the budget go to disk (trace's offload=), also on re-runs
+        self._offload = {"offload": offload, "memory_budget": memory_budget}
+        offload_spec(offload, memory_budget)  # a bad path or budget raises before tracing
         self._extra_save: list[str] = []  # labels saved on request by "rerun"
         self._initial: WorldState | None = None
         self._wire: tuple[Mapping[str, Any], bytes] | None = None  # (payload, its bytes)
@@ -173,10 +181,13 @@ class LensWidget(anywidget.AnyWidget):
     ) -> ModelLog:
         assert self._model is not None
         model, inputs, kwargs, timing = self._model, self._inputs, self._kwargs, self._timing
+        offload = self._offload
         if intervene is not None:  # an ablation: a failing pass is an error, not a view
-            return trace(model, inputs, kwargs, save=save, timing=timing, intervene=intervene)
+            return trace(
+                model, inputs, kwargs, save=save, timing=timing, intervene=intervene, **offload
+            )
         try:
-            return trace(model, inputs, kwargs, save=save, timing=timing)
+            return trace(model, inputs, kwargs, save=save, timing=timing, **offload)
         except Exception as err:
             partial = getattr(err, "lens_log", None)
             # Nothing ran (bad inputs, or a failure before the first op): an empty graph
