@@ -212,10 +212,10 @@ PATCHES: list[tuple[str, str, str]] = [
     (
         "capture/trace.py",
         """    args = inputs if isinstance(inputs, tuple) else (inputs,)
-    session = Session(""",
+    spec = offload_spec(offload, memory_budget)""",
         """    _p0 = _ns()
     args = inputs if isinstance(inputs, tuple) else (inputs,)
-    session = Session(""",
+    spec = offload_spec(offload, memory_budget)""",
     ),
     (
         "capture/trace.py",

@@ -327,6 +327,11 @@ def render(results: dict[str, Any], source: str) -> str:
         lines += ["## Memory per repetition", "", MEMORY_REPS_METHOD.format(**memory_reps), ""]
         lines += memory_reps_table(memory_reps["rows"]) + [""]
 
+    offload = results.get("offload", {})
+    if offload:
+        lines += ["## Values on disk (offload)", "", OFFLOAD_METHOD, ""]
+        lines += offload_lines(offload) + [""]
+
     graph = results.get("graph", [])
     if graph:
         lines += ["## Graph building", "", "Median ms over fresh traces.", ""]
@@ -449,3 +454,31 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+OFFLOAD_METHOD = (
+    "bench/offload_bench.py, each row a fresh process: 1 GiB of saved values (32 elementwise "
+    "ops over 32 MiB tensors) under a 256 MiB budget, against the forward alone and an "
+    "in-memory trace; then an offloaded log of 20,000 ops (2.6 GB on disk) in the widget."
+)
+
+
+def offload_lines(offload: dict[str, Any]) -> list[str]:
+    plain, memory, disk = offload["plain"], offload["memory"], offload["offload"]
+    summary, widget = offload["summary"], offload["widget"]
+    return [
+        "| run | peak RSS MiB | seconds |",
+        "|---|---|---|",
+        f"| plain forward | {plain['peak_mib']:.0f} | {plain['seconds']:.2f} |",
+        f"| trace, in memory | {memory['peak_mib']:.0f} | {memory['seconds']:.2f} |",
+        f"| trace, offload, budget {summary['budget_mib']:.0f} MiB | {disk['peak_mib']:.0f} "
+        f"| {disk['seconds']:.2f} |",
+        "",
+        f"Peak limit (budget + plain x 1.1): {summary['peak_limit_mib']:.0f} MiB. Disk bytes / "
+        f"bytes sent to disk: {summary['disk_over_offloaded']:.3f}. Time against the in-memory "
+        f"trace: {summary['time_vs_memory_trace']:.2f}x. Widget on {widget['ops']:.0f} ops "
+        f"({widget['disk_gb']:.1f} GB): opened in {widget['open_s']:.2f} s reading "
+        f"{widget['read_at_open_kib']:.0f} KiB of values; one click-to-plot "
+        f"{widget['click_to_plot_ms']:.0f} ms reading {widget['read_by_click_kib']:.0f} KiB "
+        f"(the value: {widget['value_kib']:.0f} KiB).",
+    ]

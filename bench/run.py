@@ -63,6 +63,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--no-memory", action="store_true", help="skip peak RSS and memory per repetition"
     )
+    p.add_argument(
+        "--no-offload", action="store_true", help="skip values on disk (not run with --quick)"
+    )
     p.add_argument("--no-graph", action="store_true")
     p.add_argument("--no-widget", action="store_true")
     p.add_argument("--no-backward", action="store_true", help="skip the training-step section")
@@ -166,6 +169,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         except Exception as err:  # report, keep the rest of the results
             skipped["memory_reps"] = f"{type(err).__name__}: {err}"
             _say(f"  memory bench failed: {skipped['memory_reps']}")
+
+    if not (args.no_offload or args.quick):
+        _say("values on disk (issue #21: peak under a budget, a 20,000-op log in the widget):")
+        try:
+            from .offload_bench import measure
+
+            results["offload"] = measure()
+        except Exception as err:  # report, keep the rest of the results
+            skipped["offload"] = f"{type(err).__name__}: {err}"
+            _say(f"  offload bench failed: {skipped['offload']}")
 
     if not args.no_graph:
         _say("graphs:")

@@ -15,10 +15,12 @@ it, and to the composed one here when some does. Features today:
 - ``BackwardCapture`` (backward_capture.py, gradients): the tensors each op reads
   (`inputs_read`), the outputs that require grad (`outputs_noted`), the autograd leaves
   among the sources (`source_added`).
+- ``Offload`` (offload.py): the saved values past a memory budget, written to disk by a
+  writer thread and replaced by views of the files (`outputs_noted`, `source_added`).
 
-Where the coming features plug in: a per-op monitor (statistics of each output) and an
-offload of saved values to disk under a memory budget hook `outputs_noted` (the record's
-``activations`` are set by then: move or summarise them there); a distributed run's rank
+Where the coming features plug in: a per-op monitor (statistics of each output) hooks
+`outputs_noted` (the record's ``activations`` are set by then: summarise them there, as
+the offload moves them); a distributed run's rank
 goes on the records in `outputs_noted` and `source_added` (or in `result`, careful path
 only). Each is one more Feature attached in session.py, not a recorder subclass.
 

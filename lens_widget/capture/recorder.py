@@ -88,8 +88,8 @@ class Recorder(TorchFunctionMode):
        pass, or at once when a save predicate reads records (op_details.py).
     7. **outputs noted**: features ``replace_outputs`` (interventions, careful path), then
        the book notes each output's producer and keeps the saved values (save_policy.py),
-       then features ``outputs_noted`` (gradients; the place for a monitor's per-op
-       statistics or an offload of saved values). On the careful path, features
+       then features ``outputs_noted`` (gradients; saved values to disk, offload.py; the
+       place for a monitor's per-op statistics). On the careful path, features
        ``result`` then see the value the user's code gets (timing, interventions).
     8. **module outputs**: when a module call returns, the tracker calls
        ``module_outputs`` (module_outputs.py), which notes the nodes it returned (an

@@ -40,7 +40,7 @@ def open_storages(
         with safe_open(str(path), framework="pt") as handle:
             metadata = handle.metadata() or {}
             if metadata.get("format") != format_name:
-                raise fail(where, "not a tensor file of a lens_widget log")
+                raise fail(where, "not the tensor file of a lens_widget log")
             if metadata.get("save_id") != save_id:
                 raise fail(where, "belongs to a different save than log.json (mixed files?)")
             names = set(handle.keys())

@@ -436,3 +436,38 @@ def test_warnings_are_quiet_for_a_clean_offloaded_trace(tmp_path: Path) -> None:
         warnings.simplefilter("error", UserWarning)
         with torch.no_grad():
             lw.trace(model, args, offload=tmp_path)
+
+
+# ---- the widget ---------------------------------------------------------------------------
+
+
+class Chain(nn.Module):
+    """200 ops, each a 256 KiB value: 50 MiB on disk."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(100):
+            x = torch.tanh(x * 1.01)
+        return x
+
+
+def test_the_widget_opens_without_reading_values_and_a_click_reads_only_its_value(
+    tmp_path: Path,
+) -> None:
+    from bench.offload_bench import mapped_kib
+    from lens_widget.widget import LensWidget
+    from widget_replies import ask
+
+    x = torch.randn(64, 1024)
+    with torch.no_grad():
+        log = lw.trace(Chain(), x, offload=tmp_path)
+    widget = LensWidget.from_log(log)
+    assert mapped_kib(tmp_path) == 0  # opening read no value
+    op = log.ops[120]
+    reply, buffers = ask(widget, "activation", {"id": op.label})
+    assert reply["ok"], reply
+    read_kib = mapped_kib(tmp_path)
+    value_kib = op.activation.untyped_storage().nbytes() / 1024
+    # that value (its statistics cover all of it), and the pages the kernel maps around
+    # each fault (fault-around, 64 KiB windows)
+    assert value_kib <= read_kib <= value_kib + 512
+    assert _disk(log).nbytes / 1024 > 100 * read_kib  # far from the whole store
