@@ -256,6 +256,7 @@ class Offload(Feature):
         (the values it could not write are dropped: the budget holds)."""
         self._writer.close()
         self._take_written()
+        self.disk.delete_when_freed()
         self._values.write_guard = None
         error = self._writer.error
         if error is None:

@@ -61,8 +61,8 @@ class ShardWriter:
         self._flush = False
         self._closing = False
         self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="lens_widget-offload", daemon=True)
-        self._thread.start()
+        # Started by the first value: a trace that stops before any leaves no thread behind
+        self._thread: threading.Thread | None = None
 
     # ---- the recorder's thread ---------------------------------------------------------
 
@@ -80,6 +80,11 @@ class ShardWriter:
                 self._cond.wait()
             if self.error is not None:
                 return None
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="lens_widget-offload", daemon=True
+                )
+                self._thread.start()
             name = f"s{self._n_entries}"
             self._n_entries += 1
             self._queue.append(Pending(name, data, event, key))
@@ -104,7 +109,8 @@ class ShardWriter:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
     # ---- the writer's thread -----------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import mmap
 import struct
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,19 @@ class DiskValues:
     directory: Path
     shards: list[ShardFile] = field(default_factory=list)
     _by_pointer: dict[int, DiskEntry] = field(default_factory=dict)
+    # Files deleted when this is freed (an offloaded trace's shards; see delete_when_freed)
+    _owned: set[Path] = field(default_factory=set)
+
+    def delete_when_freed(self) -> None:
+        """The shards are scratch space of this log (an offloaded trace's): they are deleted
+        when it is freed, except those a save in their own directory keeps (`keep`); a save
+        elsewhere holds hard links of its own. Values still mapped stay readable."""
+        self._owned.update(shard.path for shard in self.shards)
+        weakref.finalize(self, _delete, self._owned)
+
+    def keep(self, path: Path) -> None:
+        """`path` is part of a save now: not deleted with the log."""
+        self._owned.discard(path)
 
     def add(self, storage: torch.Tensor, entry: DiskEntry) -> None:
         """`storage` (flat bytes mapped from `entry`) holds that entry."""
@@ -73,6 +87,11 @@ class DiskValues:
     def nbytes(self) -> int:
         """Bytes of the values on disk (each entry once)."""
         return sum(e.nbytes for e in {id(e): e for e in self._by_pointer.values()}.values())
+
+
+def _delete(paths: set[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
 
 
 def map_safetensors(path: Path) -> dict[str, torch.Tensor]:

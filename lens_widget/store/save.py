@@ -101,6 +101,8 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     try:
         for shard in shards:
             _link(shard, directory)
+            if disk is not None and shard.path.parent.resolve() == directory.resolve():
+                disk.keep(shard.path)  # saved into the offload directory: part of the save
         save_file(to_write, str(tensor_tmp), metadata=metadata)
         json_tmp.write_text(json.dumps(document, separators=(",", ":"), allow_nan=False), "utf-8")
         os.replace(tensor_tmp, directory / TENSOR_FILE)
