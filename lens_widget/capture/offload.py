@@ -37,7 +37,10 @@ from lens_widget.log.disk_values import DiskValues
 from lens_widget.log.records import OpRecord
 
 Tensor = torch.Tensor
-_MEMORY = ""  # a storage's decision: kept in memory (else: its entry name in the writer)
+# A storage's decision: kept in memory, dropped (the writer failed: the budget holds), or
+# else its entry name in the writer
+_MEMORY = ""
+_DROPPED = "-"
 # dtypes written as themselves (safetensors then aligns the mapped entries for them)
 _TYPED = frozenset({
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -191,6 +194,9 @@ class Offload(Feature):
                 decision = known[1]
             if decision is _MEMORY:
                 return
+            if decision is _DROPPED:
+                on_disk(None)
+                return
             mapped = self._mapped.get(decision)
             if mapped is None:
                 self._waiting.setdefault(decision, []).append((tensor, on_disk))
@@ -223,7 +229,7 @@ class Offload(Feature):
         elif flat.device.type != "cpu":
             flat = flat.cpu()
         name = self._writer.put(flat, key, event)
-        return _MEMORY if name is None else name  # the writer failed: kept, reported at the end
+        return _DROPPED if name is None else name  # the writer failed: reported at the end
 
     def _before_write(self, targets: list[Tensor]) -> None:
         """An in-place write is about to reach `targets`: storages among them still waiting

@@ -260,7 +260,12 @@ def test_a_disk_that_fills_up_mid_pass_keeps_the_output_and_what_was_written(
     for label, i, t in _values(expected):
         if (label, i) in kept:
             assert torch.equal(kept[label, i], t), label
-    assert len(kept) < len(_values(expected))  # what could not be written was dropped
+    assert len(kept) < len(_values(expected))  # what could not be written was dropped...
+    in_memory = [
+        op.label for op in log.ops for t in op.activations or ()
+        if t.untyped_storage().nbytes() and _disk(log).entry_of(t) is None
+    ]  # fmt: skip
+    assert in_memory == []  # ...not kept in memory: the budget (0) holds
 
 
 def test_a_forward_that_raises_keeps_its_own_exception_when_the_disk_fails_too(
