@@ -496,3 +496,24 @@ def test_the_shards_go_with_the_log_unless_saved(tmp_path: Path) -> None:
     assert torch.equal(still_mapped, value)  # a value still held stays readable
     assert_same_values(lw.load(tmp_path / "saved"), lw.load(tmp_path / "saved"))
     assert lw.load(tmp_path / "kept").validate().checked > 0
+
+
+def test_a_widget_traced_with_offload_plots_from_disk_and_reruns(tmp_path: Path) -> None:
+    from widget_replies import ask
+
+    from lens_widget.widget import LensWidget
+
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+    x = torch.randn(5, 8)
+    widget = LensWidget(model, x, save=["linear"], offload=tmp_path, memory_budget=0)
+    assert ask(widget, "rerun", {"id": "relu_1_2"})[0]["ok"] is True  # saves it, offloaded too
+    log = widget.model_log
+    relu = next(op for op in log.ops if op.func == "relu")
+    assert _disk(log).entry_of(relu.activation) is not None
+    reply, buffers = ask(widget, "activation", {"id": relu.label})
+    assert reply["ok"] and reply["result"]["shape"] == [5, 32] and buffers
+    assert torch.equal(relu.activation, model[1](model[0](x)))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(lw.OffloadError, match="a-file"):
+        LensWidget(model, x, offload=blocker / "acts")
