@@ -220,8 +220,8 @@ function drawNonfiniteMark(ctx: CanvasRenderingContext2D, r: Rect, color: string
 function drawShareBar(p: Paint, id: string, r: Rect, radius: number): void {
   const shares = p.overlay?.shares(id);
   if (!shares?.length) return;
-  const h = Math.min(6, r.h / 4);
-  const y = r.y + r.h - h - 2;
+  const h = Math.min(4, r.h / 5); // under a module's last line of text
+  const y = r.y + r.h - h - 1.5;
   const inset = Math.min(radius, r.w / 4);
   for (const [x, w, color] of shareBar(shares, r.x + inset, r.w - 2 * inset)) {
     p.ctx.fillStyle = color;
