@@ -7,8 +7,10 @@ from __future__ import annotations
 import torch
 from lens_harness import lens, open_widget, reveal, wait_idle, widget_kernel
 from test_overlays import pick
+from test_standalone_html import open_from_disk
 from torch import nn
 
+import lens_widget as lw
 from lens_widget.widget.lens_widget import LensWidget
 
 CPU = "rgb(86,180,233)"  # render/deviceOverlay.ts CPU_COLOR
@@ -54,14 +56,17 @@ def canvas_colors(page, item_id: str) -> set[str]:
     return set(
         page.evaluate(
             """(id) => {
-              const L = window.__el.__lens, c = document.querySelector('[data-testid=graph-canvas]');
+              const L = window.__el.__lens;
+              const c = document.querySelector('[data-testid=graph-canvas]');
               const it = L.sceneGeometry().items.find((i) => i.id === id);
-              const cam = L.camera, box = c.getBoundingClientRect();
-              const dpr = c.width / box.width;
-              const x = Math.round((it.x * cam.scale + cam.tx) * dpr), y = Math.round((it.y * cam.scale + cam.ty) * dpr);
+              const cam = L.camera, dpr = c.width / c.getBoundingClientRect().width;
+              const at = (v, t) => Math.round((v * cam.scale + t) * dpr);
+              const x = at(it.x, cam.tx), y = at(it.y, cam.ty);
               const w = Math.round(it.w * cam.scale * dpr), h = Math.round(it.h * cam.scale * dpr);
-              const px = c.getContext('2d').getImageData(x, y, w, h).data, out = new Set();
-              for (let i = 0; i < px.length; i += 4) out.add(`rgb(${px[i]},${px[i + 1]},${px[i + 2]})`);
+              const px = c.getContext('2d').getImageData(x, y, w, h).data;
+              const out = new Set();
+              for (let i = 0; i < px.length; i += 4)
+                out.add(`rgb(${px[i]},${px[i + 1]},${px[i + 2]})`);
               return [...out];
             }""",
             item_id,
@@ -194,4 +199,18 @@ def test_a_one_device_log_offers_device_too(page) -> None:
     pick(page, "device")
     wait_idle(page)
     assert legend_devices(page) == {"cpu": "cpu · 2 ops"}
+    assert page.errors == []
+
+
+def test_a_saved_page_colors_by_device_without_a_kernel(page, tmp_path) -> None:
+    """The coloring needs only the graph: a standalone page (no kernel) shows it too."""
+    torch.manual_seed(0)
+    log = lw.trace(Split(), torch.randn(2, 4))
+    open_from_disk(page, log.to_html(tmp_path / "split.html"))
+    pick(page, "device")
+    wait_idle(page)
+    assert legend_devices(page) == {"cpu": "cpu · 2 ops", "meta": "meta · 4 ops"}
+    page.click("[data-testid=collapse-all]")
+    wait_idle(page)
+    assert colors(page, ["@bridge:1", "@head:1"]) == {"@bridge:1": MIXED, "@head:1": META}
     assert page.errors == []
