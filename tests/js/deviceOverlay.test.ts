@@ -5,7 +5,6 @@ import {
   ACCELERATOR_PALETTE,
   CPU_COLOR,
   compareDevices,
-  describeDevices,
   deviceColors,
   deviceCounts,
   itemDevices,
@@ -96,7 +95,6 @@ describe("devices of ops, items and the legend", () => {
       ["cuda:0", 3],
       ["cuda:1", 1],
     ]);
-    expect(describeDevices(b)).toBe("mixed: cuda:0 3, cuda:1 1");
     expect(got.has("input.0")).toBe(false); // no device coloring: drawn by its kind
 
     // b open: b.0 ran on cuda:0 only, b.1 is still mixed; open b.1 and each op has its color

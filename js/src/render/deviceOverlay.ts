@@ -137,9 +137,3 @@ export function shareBar(shares: readonly DeviceShare[], x: number, width: numbe
   }
   return out;
 }
-
-/** "cpu" for one device, "mixed: cpu 3, cuda:0 2" for several (a tooltip-like summary). */
-export function describeDevices(d: ItemDevices): string {
-  if (!d.mixed) return d.shares[0].device;
-  return `mixed: ${d.shares.map((s) => `${s.device} ${s.count}`).join(", ")}`;
-}
