@@ -28,6 +28,7 @@ export interface LensDebug {
   visibleItemFor(id: string): string | null;
   groupHeaderPos(key: string): { x: number; y: number } | null;
   overlayColor(id: string): string | null; // the metric overlay's fill of a visible item
+  overlayShares(id: string): { device: string; color: string; count: number }[] | null; // a mixed item's device bar
   overlayFlagged(id: string): boolean; // drawn with the NaN/Inf mark
   overlayGradFlagged(id: string): boolean; // drawn with the NaN/Inf-gradient mark
   overlayStarved(id: string): boolean; // drawn with the "got no gradient" outline
@@ -117,6 +118,7 @@ export function exposeDebug(
     },
     groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
     overlayColor: (id) => r.overlay?.fill(id) ?? null,
+    overlayShares: (id) => r.overlay?.shares(id)?.map((s) => ({ ...s })) ?? null,
     overlayFlagged: (id) => r.overlay?.flagged(id) ?? false,
     overlayGradFlagged: (id) => r.overlay?.gradFlagged(id) ?? false,
     overlayStarved: (id) => r.overlay?.starved(id) ?? false,

@@ -48,6 +48,9 @@ _DIFF_METRICS: dict[str, Callable[[OpDiff], float | None]] = {
     "cosine": lambda d: d.cosine,
 }
 METRICS: tuple[str, ...] = (*_OP_METRICS, *_DIFF_METRICS, *_GRAD_METRICS)
+# What the picker offers besides METRICS, colored by the frontend from the graph payload alone
+# (render/deviceOverlay.ts: NodeInfo.device), never asked for: a request for one is a bug.
+FRONTEND_OVERLAYS: tuple[str, ...] = ("device",)
 # Why a metric has a value for no op at all, where the log says why.
 _NO_SAVED = "needs saved activations and this trace kept none: trace with save='all'"
 _NONE_REASONS = {
@@ -82,6 +85,8 @@ def metric_values(
             OpRecord.compute_stats(ops)  # one batch, not one host copy per op
         of_op = _OP_METRICS[metric]
         values = [of_op(op) for op in ops]
+    elif metric in FRONTEND_OVERLAYS:
+        raise MetricError(f"{metric!r} is colored by the frontend from the graph: nothing to ask")
     else:
         raise MetricError(f"unknown metric {metric[:60]!r}; there are {', '.join(METRICS)}")
     if ops and all(v is None for v in values) and metric in _NONE_REASONS:

@@ -14,7 +14,7 @@ import pytest
 from test_protocol_contract import contract_differences, parse_ts, protocol_ts
 from typing_extensions import get_type_hints
 
-from lens_widget.widget import group_keys, protocol, requests
+from lens_widget.widget import group_keys, metric_values, protocol, requests
 from lens_widget.widget.lens_widget import LensWidget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +105,26 @@ def test_the_widget_answers_every_kind_and_runs_the_model_for_the_declared_ones(
         assert callable(getattr(LensWidget, requests.handler_name(kind)))
     assert {"rerun", "ablate"} == requests.RUNS_MODEL
     assert requests.handler_name("firstNonfinite") == "_first_nonfinite"
+
+
+# ---- overlay names -----------------------------------------------------------------------
+
+
+def test_the_picker_offers_the_kernels_metrics_and_the_frontends_own_overlays():
+    """overlay.ts METRICS asks the kernel for each ("metrics" request): exactly the kernel's
+    metrics, the wire's MetricName. "device" is the frontend's own (OverlayName), colored from
+    NodeInfo.device in the payload, and never a MetricName on the wire."""
+    overlay_ts = (ROOT / "js" / "src" / "render" / "overlay.ts").read_text()
+    table = overlay_ts[overlay_ts.index("export const METRICS") :]
+    table = table[: table.index("];")]
+    picker = re.findall(r'name: "(\w+)"', table)
+    assert picker == list(metric_values.METRICS)
+    assert set(picker) == set(typing.get_args(protocol.MetricName))
+    own = re.search(r"export type OverlayName = MetricName \| ([^;]+);", overlay_ts)
+    assert own is not None
+    assert re.findall(r'"(\w+)"', own[1]) == list(metric_values.FRONTEND_OVERLAYS) == ["device"]
+    assert not set(metric_values.FRONTEND_OVERLAYS) & set(typing.get_args(protocol.MetricName))
+    assert "device" in get_type_hints(protocol.NodeInfo)
 
 
 # ---- the group-key grammar -------------------------------------------------------------

@@ -63,6 +63,8 @@ def test_bad_metric_requests_are_error_replies(mlp_log):
     assert not reply["ok"] and "unknown metric 'bogus'" in reply["error"]
     reply, _ = ask(w, "metrics", {"metric": "relL2"})
     assert not reply["ok"] and "needs a comparison" in reply["error"]
+    reply, _ = ask(w, "metrics", {"metric": "device"})  # the frontend's own, from the payload
+    assert not reply["ok"] and "colored by the frontend" in reply["error"]
     reply, _ = ask(w, "metrics", {"metric": 3})
     assert not reply["ok"] and "metric must be a string" in reply["error"]
     reply, _ = ask(w, "metrics", {})

@@ -1,12 +1,12 @@
 // The overlay bar: the metric picker, the linear/log switch, the "first NaN/Inf" button, the
 // side of a comparison the inspector plots, and the overlay's legend.
-import type { CompareSide, MetricName } from "../graph/protocol";
+import type { CompareSide } from "../graph/protocol";
 import { h } from "../render/dom";
-import { offeredMetrics, type ScaleMode } from "../render/overlay";
+import { DEVICE_OVERLAY, type OverlayName, offeredMetrics, type ScaleMode } from "../render/overlay";
 import { OverlayLegend } from "../render/overlayLegend";
 
 export interface MetricPickerActions {
-  setMetric(metric: MetricName | null): void;
+  setMetric(metric: OverlayName | null): void;
   setScale(mode: ScaleMode): void;
   firstNonfinite(): void;
   setSide(side: CompareSide): void;
@@ -25,9 +25,10 @@ export class MetricPicker {
     this.el.dataset.testid = "overlay-bar";
     this.select.className = "lens-select";
     this.select.dataset.testid = "metric-picker";
-    this.select.title = "Color every op (and each collapsed module, by an aggregate) by a metric";
-    this.fillOptions(false, false);
-    this.select.onchange = () => actions.setMetric((this.select.value || null) as MetricName | null);
+    this.select.title =
+      "Color every op (and each collapsed module, by an aggregate) by a metric, or by the device it ran on";
+    this.fillOptions(false, false, false);
+    this.select.onchange = () => actions.setMetric((this.select.value || null) as OverlayName | null);
     this.log.type = "checkbox";
     this.log.dataset.testid = "metric-log";
     this.log.onchange = () => actions.setScale(this.log.checked ? "log" : "linear");
@@ -66,30 +67,34 @@ export class MetricPicker {
     );
   }
 
-  /** Offers the difference metrics only in a comparison, the gradient ones only with gradients. */
-  setOffers(compare: boolean, grads: boolean): void {
-    this.fillOptions(compare, grads);
+  /** Offers the difference metrics only in a comparison, the gradient ones only with
+   * gradients, "device" when some op ran on a known device. */
+  setOffers(compare: boolean, grads: boolean, devices: boolean): void {
+    this.fillOptions(compare, grads, devices);
     this.sideBox.hidden = !compare;
     if (!compare) this.side.value = "a";
   }
 
-  showMetric(metric: MetricName | null): void {
+  showMetric(metric: OverlayName | null): void {
     this.select.value = metric ?? "";
+    this.log.disabled = metric === DEVICE_OVERLAY; // categories have no scale
   }
 
   showNote(text: string): void {
     this.note.textContent = text;
   }
 
-  private fillOptions(compare: boolean, grads: boolean): void {
+  private fillOptions(compare: boolean, grads: boolean, devices: boolean): void {
     const keep = this.select.value;
     const none = document.createElement("option");
     none.value = "";
     none.textContent = "kind (default)";
-    const options = offeredMetrics(compare, grads).map((m) => {
+    const offered: [string, string][] = offeredMetrics(compare, grads).map((m) => [m.name, m.label]);
+    if (devices) offered.unshift([DEVICE_OVERLAY, "device"]);
+    const options = offered.map(([name, label]) => {
       const o = document.createElement("option");
-      o.value = m.name;
-      o.textContent = m.label;
+      o.value = name;
+      o.textContent = label;
       return o;
     });
     this.select.replaceChildren(none, ...options);

@@ -1,17 +1,21 @@
 // The metric overlay's state: the picked metric and scale, its per-op values fetched from the
 // kernel ("metrics" request), which ops output NaN/Inf, and in a comparison which ops ran in A
 // only and which side the inspector plots. The renderer asks it for each item's fill.
+// "device" is picked like a metric but colors by category from the payload, asking nothing.
 
 import type { Gradients } from "../graph/gradients";
-import type { CompareSide, FirstNonfiniteResult, GraphPayload, MetricName, MetricsResult } from "../graph/protocol";
+import type { CompareSide, FirstNonfiniteResult, GraphPayload, MetricsResult } from "../graph/protocol";
 import type { Visible } from "../graph/visibility";
 import type { RequestClient } from "../kernel/messages";
 import { decodeFloat32 } from "../kernel/messages";
+import { type DeviceShare, deviceColors, deviceCounts, itemDevices, opDevices } from "../render/deviceOverlay";
 import type { Frame, NodeOverlay } from "../render/frame";
 import {
+  DEVICE_OVERLAY,
   itemValues,
   makeScale,
   metricInfo,
+  type OverlayName,
   rampColor,
   type ScaleMode,
   starvedItems,
@@ -34,15 +38,17 @@ interface Painted {
   flagged: Set<string>;
   gradFlagged: Set<string>;
   starved: Set<string>;
+  shares: Map<string, readonly DeviceShare[]>; // device overlay: the mixed items' bars
 }
 
 export class OverlayControl implements NodeOverlay {
   readonly picker: MetricPicker;
   side: CompareSide = "a";
   private compare = false;
-  private metric: MetricName | null = null;
+  private metric: OverlayName | null = null;
   private mode: ScaleMode = "linear";
   private values = new Map<string, number>(); // unrolled op id -> value of `metric`
+  private devices = new Map<string, string>(); // unrolled op id -> the device it ran on
   private nonfinite = new Set<string>(); // unrolled ids of ops with a NaN/Inf output
   private gradNonfinite = new Set<string>(); // ... with a NaN/Inf gradient
   private gradients: Gradients | null = null;
@@ -67,7 +73,7 @@ export class OverlayControl implements NodeOverlay {
     });
   }
 
-  get metricName(): MetricName | null {
+  get metricName(): OverlayName | null {
     return this.metric;
   }
 
@@ -94,7 +100,8 @@ export class OverlayControl implements NodeOverlay {
     this.onlyA = new Set(payload?.compare?.onlyA ?? []);
     const ops = payload?.unrolled.nodes.filter((n) => n.kind === "op") ?? [];
     this.saves = { notSaved: ops.filter((n) => !n.saved).length, ops: ops.length };
-    this.picker.setOffers(this.compare, !!gradients);
+    this.devices = opDevices(payload);
+    this.picker.setOffers(this.compare, !!gradients, this.devices.size > 0);
     if (!this.compare) this.side = "a";
     this.values = new Map();
     this.nonfinite = new Set();
@@ -103,20 +110,25 @@ export class OverlayControl implements NodeOverlay {
     this.fetchFlags("nonfinite", (ids) => (this.nonfinite = ids));
     if (gradients) this.fetchFlags("gradNonfinite", (ids) => (this.gradNonfinite = ids));
     let metric = this.metric;
-    if (metric && metricInfo(metric).grads && !gradients) metric = null;
-    // back from a comparison (an ablation's "back to the trace"), a difference metric has no values
-    if (metric && metricInfo(metric).compare && !this.compare) metric = null;
-    if (this.compare && (!metric || !metricInfo(metric).compare)) metric = "relL2";
+    if (metric === DEVICE_OVERLAY) {
+      // the device coloring stays over a new graph (a rerun, an ablation) while it has devices
+      if (!this.devices.size) metric = null;
+    } else {
+      if (metric && metricInfo(metric).grads && !gradients) metric = null;
+      // back from a comparison (an ablation's "back to the trace"), a difference metric has no values
+      if (metric && metricInfo(metric).compare && !this.compare) metric = null;
+      if (this.compare && (!metric || !metricInfo(metric).compare)) metric = "relL2";
+    }
     this.setMetric(metric);
   }
 
-  setMetric(metric: MetricName | null): void {
+  setMetric(metric: OverlayName | null): void {
     this.metric = metric;
     this.picker.showMetric(metric);
     this.picker.showNote("");
     this.values = new Map();
     const token = ++this.token;
-    if (metric) {
+    if (metric && metric !== DEVICE_OVERLAY) {
       this.picker.showNote("computing…");
       this.deps
         .requests()
@@ -194,6 +206,10 @@ export class OverlayControl implements NodeOverlay {
     return this.paint()?.starved.has(itemId) ?? false;
   }
 
+  shares(itemId: string): readonly DeviceShare[] | null {
+    return this.paint()?.shares.get(itemId) ?? null;
+  }
+
   /** Colors and marks of the frame's visible items, computed once per layout and metric. */
   private paint(): Painted | null {
     const frame = this.deps.frame();
@@ -210,6 +226,20 @@ export class OverlayControl implements NodeOverlay {
     const gradFlagged = marked(this.gradNonfinite);
     const starved = this.gradients ? starvedItems(model, vis, this.gradients.starvedLeaves) : new Set<string>();
     const colors = new Map<string, string>();
+    const shares = new Map<string, readonly DeviceShare[]>();
+    const drawn = { nonfinite: flagged.size > 0, gradNonfinite: gradFlagged.size > 0, starved: starved.size > 0 };
+    if (this.metric === DEVICE_OVERLAY) {
+      const palette = deviceColors(this.devices.values());
+      let mixed = false;
+      for (const [id, d] of itemDevices(model, vis, this.devices, palette)) {
+        colors.set(id, d.fill);
+        if (d.mixed) shares.set(id, d.shares);
+        mixed ||= d.mixed;
+      }
+      this.picker.legend.showDevices(deviceCounts(this.devices, palette), mixed, this.saves.ops, drawn);
+      this.painted = { vis, colors, flagged, gradFlagged, starved, shares };
+      return this.painted;
+    }
     const info = this.metric ? metricInfo(this.metric) : null;
     let scale = null;
     if (info && this.values.size) {
@@ -225,9 +255,8 @@ export class OverlayControl implements NodeOverlay {
           if (ids.length && ids.every((id) => this.onlyA.has(id))) colors.set(item.id, ONLY_A_COLOR);
         }
     }
-    const drawn = { nonfinite: flagged.size > 0, gradNonfinite: gradFlagged.size > 0, starved: starved.size > 0 };
     this.picker.legend.show(info, scale, this.compare, !!this.gradients, drawn);
-    this.painted = { vis, colors, flagged, gradFlagged, starved };
+    this.painted = { vis, colors, flagged, gradFlagged, starved, shares };
     return this.painted;
   }
 }

@@ -5,6 +5,7 @@ import type { NodeInfo } from "../graph/protocol";
 import { TITLE_X } from "../layout/headers";
 import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
+import { shareBar } from "./deviceOverlay";
 import type { Paint } from "./frame";
 import { textOn } from "./overlay";
 import { GRAD_NONFINITE_MARK, NO_GRAD_STROKE } from "./overlayLegend";
@@ -125,6 +126,7 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
   }
   roundRect(ctx, r.x, r.y, r.w, r.h, radius);
   ctx.fill();
+  drawShareBar(p, n.id, r, radius);
   drawGradientMarks(p, n.id, r, radius);
   if (p.overlay?.flagged(n.id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   if (detail || p.selected === n.id) {
@@ -176,6 +178,7 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   ctx.fillStyle = overlaid ?? fill;
   roundRect(ctx, r.x, r.y, r.w, r.h, 7);
   ctx.fill();
+  drawShareBar(p, id, r, 7);
   drawGradientMarks(p, id, r, 7);
   if (p.overlay?.flagged(id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   // a selected node hidden inside this module marks the module
@@ -210,6 +213,20 @@ function drawNonfiniteMark(ctx: CanvasRenderingContext2D, r: Rect, color: string
   ctx.lineTo(r.x + r.w, r.y + s);
   ctx.closePath();
   ctx.fill();
+}
+
+/** The device overlay's mark of an item whose ops ran on several devices: a bar along its
+ * bottom edge, each device's color as wide as its share of the ops. */
+function drawShareBar(p: Paint, id: string, r: Rect, radius: number): void {
+  const shares = p.overlay?.shares(id);
+  if (!shares?.length) return;
+  const h = Math.min(4, r.h / 5); // under a module's last line of text
+  const y = r.y + r.h - h - 1.5;
+  const inset = Math.min(radius, r.w / 4);
+  for (const [x, w, color] of shareBar(shares, r.x + inset, r.w - 2 * inset)) {
+    p.ctx.fillStyle = color;
+    p.ctx.fillRect(x, y, w, h);
+  }
 }
 
 /** A purple top-left corner for a NaN/Inf gradient; a dashed orange outline around a leaf

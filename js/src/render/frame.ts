@@ -4,6 +4,7 @@ import type { GraphModel } from "../graph/tree";
 import type { Visible } from "../graph/visibility";
 import type { EdgeGeom } from "../layout/edges";
 import type { Rect, Scene } from "../layout/scenePlan";
+import type { DeviceShare } from "./deviceOverlay";
 import type { Theme } from "./theme";
 
 export interface Frame {
@@ -16,6 +17,7 @@ export interface Frame {
 /** Metric overlay colors and NaN/Inf marks of items (controls/overlayControl.ts). */
 export interface NodeOverlay {
   fill(itemId: string): string | null; // null: the kind's color
+  shares(itemId: string): readonly DeviceShare[] | null; // device overlay, a mixed item: the bar of each device's share
   flagged(itemId: string): boolean; // an output holds NaN/Inf
   gradFlagged(itemId: string): boolean; // a gradient holds NaN/Inf
   starved(itemId: string): boolean; // a leaf (or an op's parameter) that got no gradient

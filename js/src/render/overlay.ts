@@ -6,6 +6,10 @@ import type { GraphModel } from "../graph/tree";
 import { GROUP_PREFIX, type Visible } from "../graph/visibility";
 
 export type Aggregate = "sum" | "max" | "min" | "mean" | "share";
+/** What the picker colors by: a metric the kernel computes ("metrics" request), or "device",
+ * computed here from NodeInfo.device (render/deviceOverlay.ts), never sent to the kernel. */
+export type OverlayName = MetricName | "device";
+export const DEVICE_OVERLAY = "device";
 export type ScaleMode = "linear" | "log";
 
 export interface MetricInfo {

@@ -1,5 +1,7 @@
 // The overlay's legend: the metric, its color ramp between the smallest and largest value
-// shown, the scale, and what the marks mean.
+// shown, the scale, and what the marks mean; for the device coloring, each device's color and
+// how many ops ran on it.
+import { type DeviceShare, MIXED_COLOR, shareBar } from "./deviceOverlay";
 import { h } from "./dom";
 import { fmtMetric, type MetricInfo, rampGradient, type Scale } from "./overlay";
 
@@ -34,14 +36,6 @@ export class OverlayLegend {
     const ramp = h("i", "lens-ramp");
     ramp.style.background = rampGradient();
     ramp.style.width = "90px";
-    const swatch = (color: string, text: string): HTMLElement => {
-      const s = h("span", "");
-      const i = h("i", "");
-      i.style.background = color;
-      i.style.borderColor = color;
-      s.append(i, text);
-      return s;
-    };
     const range = h("span", "");
     range.dataset.testid = "overlay-range";
     range.append(
@@ -59,6 +53,47 @@ export class OverlayLegend {
       ...gradMarks,
     );
   }
+
+  /** The device coloring: each device (`devices`, of every op of the log) with its swatch and
+   * op count, the mixed style when a shown module ran on several, ops that ran on none. */
+  showDevices(devices: readonly DeviceShare[], mixed: boolean, ops: number, drawn: DrawnMarks = NO_MARKS): void {
+    const entries = devices.map((d) => {
+      const s = swatch(d.color, `${d.device} · ${d.count} op${d.count === 1 ? "" : "s"}`);
+      s.dataset.testid = "legend-device";
+      s.dataset.device = d.device;
+      return s;
+    });
+    const title = h("span", "", "device:");
+    title.dataset.testid = "overlay-range";
+    const out: HTMLElement[] = [title, ...entries];
+    if (mixed) {
+      const s = swatch(MIXED_COLOR, "mixed (bar: share of ops per device)");
+      const bar = s.firstElementChild as HTMLElement;
+      const parts = shareBar(devices, 0, 100).map(([x, w, c]) => `${c} ${x}% ${x + w}%`);
+      bar.style.background = `linear-gradient(to top, transparent 35%, ${MIXED_COLOR} 35%), linear-gradient(to right, ${parts.join(", ")})`;
+      s.dataset.testid = "legend-mixed";
+      out.push(s);
+    }
+    const none = ops - devices.reduce((n, d) => n + d.count, 0);
+    if (none > 0) {
+      const s = swatch("transparent", `no device · ${none} op${none === 1 ? "" : "s"}`);
+      (s.firstElementChild as HTMLElement).style.borderColor = "currentColor"; // drawn in its kind's color
+      out.push(s);
+    }
+    if (drawn.nonfinite) out.push(nonfiniteMark());
+    out.push(...gradientMarks(drawn));
+    this.el.hidden = false;
+    this.el.replaceChildren(...out);
+  }
+}
+
+function swatch(color: string, text: string): HTMLElement {
+  const s = h("span", "");
+  const i = h("i", "");
+  i.style.background = color;
+  i.style.borderColor = color;
+  s.append(i, text);
+  return s;
 }
 
 /** Which marks the graph shows now. */
