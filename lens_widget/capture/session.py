@@ -19,6 +19,7 @@ import torch
 
 from lens_widget.capture.backward_capture import BackwardCapture
 from lens_widget.capture.build_log import SectionTop, build_log
+from lens_widget.capture.dispatch_hooks import DispatchHooks
 from lens_widget.capture.intervening import Intervening
 from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
@@ -88,6 +89,8 @@ class Session:
             if grads:
                 self.backward = recorder.backward_capture = BackwardCapture(recorder)
                 recorder.attach(self.backward)
+            # A dispatched model's device hooks (accelerate) run unrecorded: log.dispatch
+            self._dispatch = DispatchHooks(recorder)
 
     def add_inputs(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """The traced call's arguments: sources ``input.0``, ``input.attention_mask``..."""
@@ -111,6 +114,7 @@ class Session:
             self._recording.enter_context(self.recorder.tracker)
             self._recording.enter_context(ParameterWatch(self.recorder.book))
             self._recording.enter_context(self.recorder)
+            self._recording.enter_context(self._dispatch)
         except BaseException:
             self._recording.close()
             contexts.close()
@@ -135,6 +139,7 @@ class Session:
                     self.recorder, self.model_class, output, error, elapsed,
                     section=self.section, stacklevel=stacklevel + 1,
                 )  # fmt: skip
+                log.dispatch = self._dispatch.calls
                 if self.backward is not None:
                     self.backward.finish(log)  # and drops its references to the autograd graph
             if error is None:  # a partial log may sit in a cycle with its error: leave it young
