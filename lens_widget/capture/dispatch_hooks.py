@@ -25,14 +25,17 @@ accelerate is not imported: a hook is anything with ``pre_forward`` and ``post_f
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import CodeType
 from typing import Any
 
 import torch
 from torch.utils._pytree import tree_flatten
 
+from lens_widget.capture.call_site import mark_wrapper
 from lens_widget.capture.recorder import Recorder
 from lens_widget.log.dispatch import DispatchCall, DispatchPhase
 from lens_widget.log.records import OpRecord
@@ -116,6 +119,16 @@ def _slots(module: torch.nn.Module) -> Slots:
     return found
 
 
+def _skip_forward_wrapper(module: torch.nn.Module) -> None:
+    """The function that runs the hooks around the module's own forward (accelerate's
+    ``new_forward``, a partial in ``module.forward``) is no op's source: the line that
+    called the module is, as without the hooks."""
+    forward = module.__dict__.get("forward")
+    code = getattr(getattr(forward, "func", None), "__code__", None)
+    if isinstance(forward, functools.partial) and isinstance(code, CodeType):
+        mark_wrapper(code)
+
+
 def _tied(roots: torch.nn.Module | Mapping[str, torch.nn.Module]) -> dict[str, str]:
     """Tied weights as the model declares them (transformers' ``all_tied_weights_keys``,
     {tied: the weight it is tied to}), by the addresses of the walk."""
@@ -162,6 +175,7 @@ class DispatchHooks:
             if callable(getattr(hook, "pre_forward", None)) and callable(
                 getattr(hook, "post_forward", None)
             ):
+                _skip_forward_wrapper(module)
                 proxy = _HookProxy(hook, self)
                 module.__dict__["_hf_hook"] = proxy
                 self._installed.append((module, hook, proxy))
