@@ -169,7 +169,8 @@ class DispatchHooks:
     def __enter__(self) -> DispatchHooks:
         if not self._names.dispatched:
             return self
-        self._name_slots()
+        with torch._C.DisableTorchFunction():  # bookkeeping: invisible to user modes
+            self._name_slots()
         for module in self._names.dispatched:
             hook = module.__dict__.get("_hf_hook")
             if callable(getattr(hook, "pre_forward", None)) and callable(
