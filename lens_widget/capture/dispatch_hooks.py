@@ -165,6 +165,11 @@ class DispatchHooks:
         self._named: dict[int, Tensor] = {}
         # The model's name -> its source node, once a loaded tensor was used
         self._nodes: dict[str, OpRecord] = {}
+        # A traced backward names its leaves after the forward: loaded tensors stay named
+        # to the end, and the first of each name stands for its parameter in names.params
+        # (backward_log.py lists the params no backward reached from there).
+        self._for_backward = recorder.backward_capture is not None
+        self._stand_ins: dict[str, Tensor] = {}  # name -> its tensor in names.params
 
     def __enter__(self) -> DispatchHooks:
         if not self._names.dispatched:
@@ -188,8 +193,10 @@ class DispatchHooks:
                 module.__dict__["_hf_hook"] = hook
         self._installed.clear()
         tensors = self._names.tensors
+        in_params = {id(p) for p in self._names.params}  # alive with names: stay named
         for key in self._named:
-            tensors.pop(key, None)
+            if key not in in_params:
+                tensors.pop(key, None)
         self._named.clear()
         self._held.clear()
 
@@ -208,6 +215,7 @@ class DispatchHooks:
                     named = names.tensors.get(id(tensor))
                     if named is not None:
                         self._model_names[key] = named
+                        self._stand_ins.setdefault(named[0], tensor)
                         self._held.append(tensor)
                         addresses[".".join(filter(None, (prefix, key[1])))] = (key, tensor)
         # A tied weight that offloading split in two is named as the one it is tied to.
@@ -294,19 +302,33 @@ class DispatchHooks:
             node = self._nodes.get(named[0])
             if node is not None:
                 book.point(tensor, node, 0)
-            else:
-                names[id(tensor)] = named
-                self._named[id(tensor)] = tensor
+                if not self._for_backward:
+                    continue
+            elif self._for_backward:
+                self._stand_in(named[0], tensor)
+            names[id(tensor)] = named
+            self._named[id(tensor)] = tensor
         call.loaded, call.offloaded = tuple(loaded), tuple(offloaded)
 
+    def _stand_in(self, name: str, tensor: Tensor) -> None:
+        """`tensor` is the parameter `name` in names.params from now on."""
+        params, stand_in = self._names.params, self._stand_ins.get(name)
+        for i, param in enumerate(params):
+            if param is stand_in:
+                params[i] = self._stand_ins[name] = tensor
+                return
+
     def _taken_off(self, tensor: Tensor) -> None:
-        """A loaded tensor left the module: its name goes, its node stays for the next."""
-        if self._named.pop(id(tensor), None) is None:
+        """A loaded tensor left the module: its node stays for the next one of its name;
+        its name goes (unless a backward is traced)."""
+        if self._named.get(id(tensor)) is not tensor:
             return
-        named = self._names.tensors.pop(id(tensor))
+        named = self._names.tensors[id(tensor)]
         produced = self._book.producer_of(tensor)
         if produced is not None:
             self._nodes.setdefault(named[0], produced[0])
+        if not self._for_backward:
+            del self._named[id(tensor)], self._names.tensors[id(tensor)]
 
 
 def _slots_own(module: torch.nn.Module) -> Iterator[tuple[tuple[int, str], Tensor]]:

@@ -257,3 +257,17 @@ def test_an_undispatched_model_is_untouched() -> None:
     assert log.dispatch == []
     assert not _hooks(model)
     assert "transformer.wte.weight" in _params(log)
+
+
+def test_a_traced_backward_names_the_loaded_parameters(tmp_path: Path) -> None:
+    """The leaves are the loaded parameters, by the model's names, with the gradients of the
+    undispatched model (Llama's head is not tied to its embedding: one tensor per name)."""
+    plain = _llama()
+    base = lw.trace(plain, (_IDS,), backward=lambda out: out.logits.sum())
+    model = _cpu_offload("llama", plain, tmp_path)
+    log = lw.trace(model, (_IDS,), backward=lambda out: out.logits.sum())
+    assert sorted(log.leaves) == sorted(base.leaves)
+    for name, leaf in log.leaves.items():
+        assert leaf.received, name
+        assert torch.equal(leaf.grad, base.leaves[name].grad), name  # type: ignore[arg-type]
+    assert sorted(log.graph.edges) == sorted(base.graph.edges)
