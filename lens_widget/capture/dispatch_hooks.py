@@ -108,15 +108,18 @@ class _HookProxy:
         return self._lw_owner.post_forward(self._lw_hook, module, output)
 
 
+def _own_slots(module: torch.nn.Module) -> Iterator[tuple[tuple[int, str], Tensor]]:
+    """The parameters and buffers of `module` itself, where each sits."""
+    for own in (module._parameters, module._buffers):
+        for name, tensor in own.items():
+            if tensor is not None:
+                yield (id(module), name), tensor
+
+
 def _slots(module: torch.nn.Module) -> Slots:
-    """Every parameter and buffer of `module` and its submodules, where it sits."""
-    found: Slots = {}
-    for sub in module.modules():
-        for own in (sub._parameters, sub._buffers):
-            for name, tensor in own.items():
-                if tensor is not None:
-                    found[(id(sub), name)] = tensor
-    return found
+    """Every parameter and buffer of `module` and its submodules, where it sits (a hook may
+    place its submodules' too: accelerate's ``place_submodules``)."""
+    return {key: tensor for sub in module.modules() for key, tensor in _own_slots(sub)}
 
 
 def _skip_forward_wrapper(module: torch.nn.Module) -> None:
@@ -211,7 +214,7 @@ class DispatchHooks:
                 prefix = names.modules.get(id(module))
                 if prefix is None:
                     continue
-                for key, tensor in _slots_own(module):
+                for key, tensor in _own_slots(module):
                     named = names.tensors.get(id(tensor))
                     if named is not None:
                         self._model_names[key] = named
@@ -329,10 +332,3 @@ class DispatchHooks:
             self._nodes.setdefault(named[0], produced[0])
         if not self._for_backward:
             del self._named[id(tensor)], self._names.tensors[id(tensor)]
-
-
-def _slots_own(module: torch.nn.Module) -> Iterator[tuple[tuple[int, str], Tensor]]:
-    for own in (module._parameters, module._buffers):
-        for name, tensor in own.items():
-            if tensor is not None:
-                yield (id(module), name), tensor
