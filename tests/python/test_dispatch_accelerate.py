@@ -251,6 +251,22 @@ def test_a_replaced_argument_reads_as_the_tensor_it_replaced() -> None:
     assert torch.equal(log.output, base.output)
 
 
+class _Failing(_CloneArguments):
+    def pre_forward(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no room on the device")
+
+
+def test_a_hook_that_raises_leaves_the_mode_stack_and_the_hooks_as_they_were() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+    accelerate.hooks.add_hook_to_module(model[0], _CloneArguments())
+    accelerate.hooks.add_hook_to_module(model[1], _Failing())
+    hooks = _hooks(model)
+    with pytest.raises(RuntimeError, match="no room"):
+        lw.trace(model, (torch.randn(3, 4),))
+    assert torch._C._len_torch_function_stack() == 0
+    assert all(model.get_submodule(a).__dict__["_hf_hook"] is h for a, h in hooks.items())
+
+
 def test_an_undispatched_model_is_untouched() -> None:
     model = _gpt2()
     log = lw.trace(model, (_IDS,))
