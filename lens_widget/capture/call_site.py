@@ -66,6 +66,13 @@ def mark_module_call(code: CodeType) -> None:
     _KINDS[id(code)] = MODULE_CALL
 
 
+def mark_wrapper(code: CodeType) -> None:
+    """`code` only passes a module's call on to its forward (accelerate's ``new_forward``,
+    dispatch_hooks.py): like torch's wrappers, in no call path and no source."""
+    _CODES.append(code)
+    _KINDS[id(code)] = SKIP
+
+
 def find_call_site(
     frame: FrameType | None, outside_path: bool = False, stop: FrameType | None = None
 ) -> tuple[CallPath, int]:

@@ -23,6 +23,10 @@ class ModelNames:
         # Modules compiled in place (module.compile()): they run eagerly while traced
         # (module_tracker.py), as trace() records a torch.compile'd model's eager module.
         self.compiled: list[torch.nn.Module] = []
+        # Modules with a device hook (accelerate's ``_hf_hook``): run unrecorded while
+        # traced (dispatch_hooks.py). The walked roots, for that module's own walk.
+        self.dispatched: list[torch.nn.Module] = []
+        self.roots = roots
         # Pre-order, as model.named_modules() walks, without its generators (one walk per
         # trace, over every module of the model).
         if isinstance(roots, torch.nn.Module):
@@ -37,6 +41,8 @@ class ModelNames:
             modules[id(module)] = address
             if module._compiled_call_impl is not None:
                 self.compiled.append(module)
+            if "_hf_hook" in module.__dict__:
+                self.dispatched.append(module)
             prefix = f"{address}." if address else ""
             for name, tensor in module._parameters.items():
                 if tensor is not None and id(tensor) not in tensors:

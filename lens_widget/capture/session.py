@@ -20,6 +20,7 @@ import torch
 
 from lens_widget.capture.backward_capture import BackwardCapture
 from lens_widget.capture.build_log import SectionTop, build_log
+from lens_widget.capture.dispatch_hooks import DispatchHooks
 from lens_widget.capture.intervening import Intervening
 from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
@@ -99,6 +100,8 @@ class Session:
                 recorder.attach(self.offload)
                 if self.backward is not None:  # op gradients under the same budget
                     self.backward.keep_grad = self.offload.put_item
+            # A dispatched model's device hooks (accelerate) run unrecorded: log.dispatch
+            self._dispatch = DispatchHooks(recorder)
 
     def add_inputs(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """The traced call's arguments: sources ``input.0``, ``input.attention_mask``..."""
@@ -122,6 +125,7 @@ class Session:
             self._recording.enter_context(self.recorder.tracker)
             self._recording.enter_context(ParameterWatch(self.recorder.book))
             self._recording.enter_context(self.recorder)
+            self._recording.enter_context(self._dispatch)
         except BaseException:
             self._recording.close()
             contexts.close()
@@ -149,6 +153,7 @@ class Session:
                     self.recorder, self.model_class, output, error, elapsed,
                     section=self.section, stacklevel=stacklevel + 1,
                 )  # fmt: skip
+                log.dispatch = self._dispatch.calls
                 if self.backward is not None:
                     self.backward.finish(log)  # and drops its references to the autograd graph
             if self.offload is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from lens_widget.log.disk_values import DiskValues
+from lens_widget.log.dispatch import DispatchCall
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.held_error import HeldError
@@ -83,6 +84,9 @@ class ModelLog:
     # Saved values that live in safetensors files (``trace(..., offload=path)``, or a
     # loaded log): which file holds which mapped storage (disk_values.py). None: all in memory.
     disk_values: DiskValues | None = None
+    # A dispatched model's device hooks (accelerate): each call, in order; their own torch
+    # calls are not ops of the model (log/dispatch.py). Empty for any other model.
+    dispatch: list[DispatchCall] = field(default_factory=list)
     _by_label: dict[str, OpRecord] = field(init=False, repr=False)
     # Every node by label, when the builder has one already (else it is made here).
     label_index: InitVar[dict[str, OpRecord] | None] = None
