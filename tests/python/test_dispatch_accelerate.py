@@ -287,3 +287,24 @@ def test_a_traced_backward_names_the_loaded_parameters(tmp_path: Path) -> None:
         assert leaf.received, name
         assert torch.equal(leaf.grad, base.leaves[name].grad), name  # type: ignore[arg-type]
     assert sorted(log.graph.edges) == sorted(base.graph.edges)
+
+
+def test_a_disk_dispatched_model_traced_with_offload_keeps_no_weight_in_memory(
+    tmp_path: Path,
+) -> None:
+    """The weights accelerate loads for each call are values of the trace like any other:
+    with offload= they go to disk too, so a model too big for memory stays out of it."""
+    base_model = _gpt2()
+    base = lw.trace(base_model, (_IDS,))
+    model = _disk_offload("gpt2", base_model, tmp_path / "weights")
+    log = lw.trace(model, (_IDS,), offload=tmp_path / "acts")
+    assert log.disk_values is not None
+    params = _params(log)
+    assert params and all(
+        log.disk_values.entry_of(p.activation) is not None for p in params.values()
+    )
+    for a, b in zip(log.nodes, base.nodes, strict=True):
+        assert a.label == b.label
+        for x, y in zip(a.activations or (), b.activations or (), strict=True):
+            assert torch.equal(x, y), a.label
+    assert log.validate().checked == len(log.ops)
