@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lens_widget.capture.monitor import Monitor
 from lens_widget.capture.offload import OffloadError
 from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.trace import trace
@@ -14,6 +15,7 @@ from lens_widget.log.totals import ModuleTotals
 from lens_widget.log.validate import ValidationError, ValidationReport
 from lens_widget.store.format import LogFormatError
 from lens_widget.store.load import load
+from lens_widget.store.monitor_file import load_history as load_monitor
 
 __all__ = [
     "LogFormatError",
@@ -21,6 +23,7 @@ __all__ = [
     "LogComparison",
     "ModelLog",
     "ModuleTotals",
+    "Monitor",
     "OffloadError",
     "OpDiff",
     "OpRecord",
@@ -29,6 +32,7 @@ __all__ = [
     "ValidationError",
     "ValidationReport",
     "load",
+    "load_monitor",
     "compare",
     "partial_log",
     "trace",

@@ -10,7 +10,9 @@
 
 One more rule makes a log's methods work without an upward import at load time: each
 method named in `log.model_log.FACADE` imports, inside its own body, the one module that
-table names for it (`log.graph()` -> graph.unrolled, `log.save()` -> store.save, ...).
+table names for it (`log.graph()` -> graph.unrolled, `log.save()` -> store.save, ...). The
+monitor (`capture.monitor.Monitor`, whose save, to_tensorboard and widget live above it)
+has a FACADE table of its own, under the same rule.
 No other import from a layer above is allowed anywhere, at module level, under
 TYPE_CHECKING or in a function body; these facade imports run only when the method is
 called, so they are left out of the cycle check.
@@ -74,9 +76,13 @@ def imported_modules(path: Path, name: str, known: set[str]) -> set[Import]:
     return found
 
 
-def facade(root: Path) -> dict[str, str]:
-    """log.model_log.FACADE as written in the source: ModelLog method -> module it imports."""
-    path = root / "log" / "model_log.py"
+# module -> the class whose FACADE table (in that module) names its upward imports
+FACADE_CLASSES = {"lens_widget.log.model_log": "ModelLog", "lens_widget.capture.monitor": "Monitor"}
+
+
+def facade(root: Path, module: str = "lens_widget.log.model_log") -> dict[str, str]:
+    """`module`'s FACADE as written in the source: method -> module it imports."""
+    path = root.joinpath(*module.split(".")[1:]).with_suffix(".py")
     if not path.exists():
         return {}
     for node in ast.parse(path.read_text()).body:
@@ -87,25 +93,23 @@ def facade(root: Path) -> dict[str, str]:
     return {}
 
 
-def is_facade_import(importer: str, found: Import, table: dict[str, str]) -> bool:
-    """A ModelLog method importing, in its body, the one module FACADE names for it."""
-    method = found.scope.removeprefix("ModelLog.")
-    return (
-        importer == "lens_widget.log.model_log"
-        and found.scope.startswith("ModelLog.")
-        and table.get(method) == found.target
-    )
+def is_facade_import(importer: str, found: Import, tables: dict[str, dict[str, str]]) -> bool:
+    """A facade class's method importing, in its body, the one module its FACADE names."""
+    owner = FACADE_CLASSES.get(importer)
+    if owner is None or not found.scope.startswith(f"{owner}."):
+        return False
+    return tables[importer].get(found.scope.removeprefix(f"{owner}.")) == found.target
 
 
 def import_graph(root: Path = PACKAGE) -> nx.DiGraph:
     """Modules and the imports that run when they load (facade imports left out)."""
     files = {module_name(p, root): p for p in root.rglob("*.py")}
-    table = facade(root)
+    tables = {module: facade(root, module) for module in FACADE_CLASSES}
     graph = nx.DiGraph()
     graph.add_nodes_from(files)
     for name, path in files.items():
         for found in imported_modules(path, name, set(files)):
-            if found.target != name and not is_facade_import(name, found, table):
+            if found.target != name and not is_facade_import(name, found, tables):
                 graph.add_edge(name, found.target)
     return graph
 
@@ -164,6 +168,19 @@ def test_the_log_methods_users_call_are_the_facade_and_it_is_used():
     }
     assert made == FACADE
     assert all(hasattr(ModelLog, method) for method in FACADE)
+
+
+def test_the_monitor_methods_above_capture_are_its_facade():
+    from lens_widget.capture.monitor import FACADE, Monitor
+
+    path = PACKAGE / "capture" / "monitor.py"
+    made = {
+        f.scope.removeprefix("Monitor."): f.target
+        for f in imported_modules(path, "lens_widget.capture.monitor", set(import_graph()))
+        if f.scope
+    }
+    assert made == FACADE and set(FACADE) == {"save", "to_tensorboard", "widget"}
+    assert all(hasattr(Monitor, method) for method in FACADE)
 
 
 def test_no_module_of_the_package_imports_ctypes():
