@@ -28,7 +28,6 @@ from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.tracing import tracing
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.nonfinite import NotSavedError
-from lens_widget.log.records import OpRecord
 from lens_widget.log.stats import activation_stats
 from lens_widget.log.step_history import STAT_NAMES, OpIndex, StepHistory, StepStats, stats_row
 
@@ -228,16 +227,19 @@ def own_values(log: ModelLog) -> ModelLog:
 def step_stats(index: int, log: ModelLog, grads: bool) -> StepStats:
     """The statistics of every op of `log` (its first output and its gradient)."""
     ops = log.ops
-    OpRecord.compute_stats(ops)
     shape = (len(ops), len(STAT_NAMES))
-    activation = np.array([stats_row(op.stats) for op in ops], dtype=np.float64).reshape(shape)
+    # One batch over the first outputs (what a row describes) and the gradients
+    firsts = [op for op in ops if op.activations]
+    with_grad = [op for op in ops if op.grad is not None] if grads else []
+    tensors = [op.activations[0] for op in firsts] + [op.grad for op in with_grad]  # pyright: ignore[reportOptionalSubscript]  # filtered just above
+    computed = activation_stats(tensors)  # pyright: ignore[reportArgumentType]  # no None: filtered
+    of_output = dict(zip(map(id, firsts), computed[: len(firsts)], strict=True))
+    of_grad = dict(zip(map(id, with_grad), computed[len(firsts) :], strict=True))
+    rows = [stats_row(of_output.get(id(op))) for op in ops]
+    activation = np.array(rows, dtype=np.float64).reshape(shape)
     gradient = None
     if grads:
-        with_grad = [op for op in ops if op.grad is not None]
-        computed = dict(
-            zip(map(id, with_grad), activation_stats([op.grad for op in with_grad]), strict=True)  # pyright: ignore[reportArgumentType]  # filtered for None just above
-        )
-        rows = [stats_row(computed.get(id(op))) for op in ops]
+        rows = [stats_row(of_grad.get(id(op))) for op in ops]
         gradient = np.array(rows, dtype=np.float64).reshape(shape)
     labels = {op.label for op in ops}
     outputs = tuple(
