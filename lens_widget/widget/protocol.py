@@ -35,6 +35,12 @@ MetricName = Literal[
     "gradNorm",
     "gradNonfinite",
 ]
+# The monitor view (LensWidget.from_monitor): log/step_history.py's SIDES and STAT_NAMES
+MonitorSide = Literal["activation", "gradient"]
+MonitorStat = Literal[
+    "mean", "std", "min", "max", "absmax", "zero_fraction", "nan", "inf", "numel"
+]  # fmt: skip
+MonitorMode = Literal["value", "change"]
 
 # ---- the `graph` trait (kernel -> frontend) -------------------------------------------
 
@@ -170,6 +176,7 @@ class ActivationParams(TypedDict):
     side: NotRequired[CompareSide]
     value: NotRequired[ValueKind]
     backwardPass: NotRequired[int]
+    step: NotRequired[int]  # a monitor's kept step: the op's value in that step's log
 
 
 class ActivationRequest(TypedDict):
@@ -233,6 +240,59 @@ class EndAblationParams(TypedDict):
 class EndAblationRequest(TypedDict):
     method: Literal["endAblation"]
     params: EndAblationParams
+
+
+class MonitorStepParams(TypedDict):
+    step: int
+    stat: MonitorStat
+    side: NotRequired[MonitorSide]
+    mode: NotRequired[MonitorMode]
+    top: NotRequired[int]
+    idsOf: NotRequired[int]
+
+
+class MonitorStepRequest(TypedDict):
+    method: Literal["monitorStep"]
+    params: MonitorStepParams
+
+
+class MonitorSeriesParams(TypedDict):
+    id: str
+
+
+class MonitorSeriesRequest(TypedDict):
+    method: Literal["monitorSeries"]
+    params: MonitorSeriesParams
+
+
+class MonitorRankedOp(TypedDict):
+    id: str
+    change: float | None
+    nonfinite: bool
+
+
+class MonitorFirstNonfinite(TypedDict):
+    id: str
+    side: MonitorSide
+
+
+class MonitorStepResult(TypedDict):
+    step: int
+    side: MonitorSide
+    stat: MonitorStat
+    mode: MonitorMode
+    opsKey: int
+    ids: list[str] | None  # None: the same ops as the frontend's `idsOf`
+    ranked: list[MonitorRankedOp]
+    firstNonfinite: MonitorFirstNonfinite | None
+
+
+class MonitorSeriesResult(TypedDict):
+    id: str
+    steps: list[int]
+    stats: list[str]
+    sides: list[MonitorSide]
+    kept: list[int]
 
 
 class MetricsResult(TypedDict):
@@ -310,7 +370,13 @@ class ResponseMessage(TypedDict):
     id: int | None  # None when the request's own id was not an integer
     ok: bool
     result: NotRequired[
-        ActivationResult | AttentionResult | RerunResult | MetricsResult | FirstNonfiniteResult
+        ActivationResult
+        | AttentionResult
+        | RerunResult
+        | MetricsResult
+        | FirstNonfiniteResult
+        | MonitorStepResult
+        | MonitorSeriesResult
     ]
     error: NotRequired[str]
 
@@ -327,12 +393,23 @@ class WaitingMessage(TypedDict):
 # ---- the synced traits (widget/lens_widget.py's traitlets, as the frontend reads them) ---
 
 
+class MonitorInfo(TypedDict):
+    steps: list[int]
+    kept: list[int]
+    nonfinite: list[int]
+    grads: bool
+    stats: list[str]
+    every: int
+
+
 class WidgetTraits(TypedDict):
     graph: GraphPayload  # kernel -> frontend only, as wire.py's compact bytes
     selected: str
     view: ViewName
     expanded: list[str]
     status: str
+    monitor: MonitorInfo | None  # kernel -> frontend: a monitor's steps (from_monitor), else None
+    step: int  # the monitor step shown; -1: follow the latest
 
 
 # ---- the request kinds: one table, read by the widget, the page and the contract test ----
@@ -353,4 +430,6 @@ REQUEST_KINDS: dict[str, RequestKind] = {
     "rerun": RequestKind(RerunRequest, RerunResult, True, False),
     "ablate": RequestKind(AblateRequest, RerunResult, True, False),
     "endAblation": RequestKind(EndAblationRequest, RerunResult, False, False),
+    "monitorStep": RequestKind(MonitorStepRequest, MonitorStepResult, False, False),
+    "monitorSeries": RequestKind(MonitorSeriesRequest, MonitorSeriesResult, False, False),
 }
