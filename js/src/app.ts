@@ -155,6 +155,7 @@ export class LensApp {
     this.link = opts.link ?? notebookLink(el);
     this.link.onChange(() => this.updateStatus());
     this.requests = new RequestClient(model, this.link.gate, () => this.link.lost?.());
+    this.monitor.start();
     this.unbindInput = bindCanvasInput(
       this.pane.canvas,
       this.renderer,

@@ -141,9 +141,14 @@ export class MonitorView {
     this.side.onchange = this.stat.onchange = this.mode.onchange = () => this.fetchStep();
     this.slider.oninput = () => this.writeStep(traitAfterSlide(this.steps, Number(this.slider.value)));
     this.follow.onchange = () => this.writeStep(traitAfterFollow(this.follow.checked, this.shown.step));
-    this.listen("monitor", () => this.setInfo(model.get("monitor")));
+    this.el.hidden = this.bar.hidden = true;
+  }
+
+  /** Shows the widget's monitor and follows its changes (once requests can be made). */
+  start(): void {
+    this.listen("monitor", () => this.setInfo(this.model.get("monitor")));
     this.listen("step", () => this.showStep());
-    this.setInfo(model.get("monitor"));
+    this.setInfo(this.model.get("monitor"));
   }
 
   private listen(trait: "monitor" | "step", fn: () => void): void {
