@@ -146,9 +146,8 @@ def _click_row(page: Any, row: int) -> float:
 def bench_monitor(n_ops: int = 10_000, n_steps: int = 200, log: Any = print) -> dict[str, Any]:
     t0 = time.perf_counter()
     history = synthetic_history(n_ops, n_steps)
-    log(
-        f"history: {len(history.steps[0].ops)} ops x {n_steps} steps in {time.perf_counter() - t0:.1f} s"
-    )
+    spent = time.perf_counter() - t0
+    log(f"history: {len(history.steps[0].ops)} ops x {n_steps} steps in {spent:.1f} s")
     t0 = time.perf_counter()
     widget = lw.LensWidget.from_monitor(history)
     widget_ms = (time.perf_counter() - t0) * 1e3
