@@ -80,11 +80,14 @@ class MonitorView:
         source = self._monitor
         if source is None:
             return
-        structure = source.history.structure
-        if structure is not None and self._shown_log() is not structure:
-            self._set_log(structure)  # pyright: ignore[reportAttributeAccessIssue]  # LensWidget's
-        source.added(stats)
-        self.monitor = source.info()
+        # requests are answered on the comm's thread meanwhile (cell_gate.py): not mid-swap
+        with self._requests_lock:  # pyright: ignore[reportAttributeAccessIssue]  # LensWidget's
+            structure = source.history.structure
+            if structure is not None and self._shown_log() is not structure:
+                self._set_log(structure)  # pyright: ignore[reportAttributeAccessIssue]  # LensWidget's
+            source.added(stats)
+            info = source.info()
+        self.monitor = info
 
     def _shown_log(self) -> ModelLog:
         return self._model_log  # pyright: ignore[reportAttributeAccessIssue]  # LensWidget's

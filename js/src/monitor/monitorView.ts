@@ -92,9 +92,14 @@ export class MonitorView {
   private info: MonitorInfo | null = null;
   private ids = new Map<number, string[]>(); // opsKey -> the op ids of its steps
   private token = 0;
+  private inFlight = false; // a monitorStep request is out
+  private pending = false; // ... and another was wished meanwhile
   private seriesToken = 0;
   private opId = "";
   private series: Map<MonitorSide, SideSeries> | null = null;
+  private seriesBusy = false; // a monitorSeries request is out
+  private keptSteps: number[] = []; // of the op plotted, the steps kept whole
+  private keptShown = ""; // "op@step" whose kept value is plotted
   private cleanups: (() => void)[] = [];
 
   constructor(
@@ -173,7 +178,7 @@ export class MonitorView {
     this.slider.max = String(Math.max(0, info.steps.length - 1));
     this.slider.disabled = info.steps.length < 2;
     this.showStep();
-    if (this.opId) this.showSeries(this.opId); // its series grew
+    if (this.opId && !this.seriesBusy) this.showSeries(this.opId); // its series grew
   }
 
   private writeStep(step: number): void {
@@ -193,7 +198,14 @@ export class MonitorView {
     this.redrawSeries();
   }
 
+  /** Asks for the step shown; while a request is out, only the newest wish is asked next
+   * (a fast training loop sends steps faster than a busy kernel answers). */
   private fetchStep(): void {
+    if (this.inFlight) {
+      this.pending = true;
+      return;
+    }
+    this.pending = false;
     const step = this.shown.step;
     const token = ++this.token;
     if (step === null || !this.info) return;
@@ -213,11 +225,16 @@ export class MonitorView {
       .requests()
       .request({ method: "monitorStep", params }, { timeoutMs: 60000 })
       .then(({ result, buffers }) => {
-        if (token === this.token) this.showColumn(result as MonitorStepResult, buffers[0], !!picked);
+        if (token === this.token && !this.pending) this.showColumn(result as MonitorStepResult, buffers[0], !!picked);
       })
       .catch((e: Error) => {
-        if (token === this.token) this.note.textContent = `monitor: ${e.message}`;
+        if (token === this.token && !this.pending) this.note.textContent = `monitor: ${e.message}`;
+      })
+      .finally(() => {
+        this.inFlight = false;
+        if (this.pending && token === this.token) this.fetchStep();
       });
+    this.inFlight = true;
   }
 
   private showColumn(r: MonitorStepResult, buffer: BufferLike | undefined, color: boolean): void {
@@ -268,6 +285,7 @@ export class MonitorView {
     this.opId = id;
     const token = ++this.seriesToken;
     this.seriesTitle.textContent = `${id} over the steps`;
+    this.seriesBusy = true;
     this.deps
       .requests()
       .request({ method: "monitorSeries", params: { id } }, { timeoutMs: 60000 })
@@ -282,11 +300,11 @@ export class MonitorView {
         if (token !== this.seriesToken) return;
         this.series = null;
         this.seriesTitle.textContent = `${id}: ${e.message}`;
+      })
+      .finally(() => {
+        if (token === this.seriesToken) this.seriesBusy = false;
       });
   }
-
-  private keptSteps: number[] = [];
-  private keptShown = "";
 
   private redrawSeries(): void {
     if (!this.series) return;
@@ -313,6 +331,7 @@ export class MonitorView {
   dispose(): void {
     this.cleanups.forEach((f) => f());
     this.cleanups = [];
+    this.pending = false;
     this.token++;
     this.seriesToken++;
   }
