@@ -10,7 +10,8 @@ widget's own handler (LensWidget.from_monitor). Rows:
 - slider move: from the slider's input event to the first frame drawn in the new step's
   colors (a statistic picked), median over several moves;
 - click: from a click on a ranked op to its statistics over the steps plotted;
-- kernel ms and bytes per request: one step's column, one op's series.
+- kernel ms and bytes per request: one step's column, one op's series;
+- the step listener's cost on the training thread, per traced step.
 """
 
 from __future__ import annotations
@@ -205,7 +206,22 @@ def bench_monitor(n_ops: int = 10_000, n_steps: int = 200, log: Any = print) -> 
         row[f"{method}_kernel_ms"] = round(median(kernel.ms.get(method, [0.0])), 2)
         row[f"{method}_bytes"] = int(median([float(b) for b in kernel.bytes.get(method, [0])]))
     row["first_monitorStep_bytes"] = kernel.bytes["monitorStep"][0]  # with the op ids
+    row["listener_ms_per_step"] = round(_listener_ms(history, widget), 3)
     return row
+
+
+def _listener_ms(history: StepHistory, widget: lw.LensWidget, n: int = 20) -> float:
+    """What the training thread pays per traced step for a shown widget: the step listener
+    (the `monitor` trait's new value; no comm here, so not its send)."""
+    last = history.steps[-1]
+    times = []
+    for i in range(n):
+        stats = StepStats(last.step + 1 + i, last.ops, last.activation, last.gradient)
+        history.add(stats)
+        t0 = time.perf_counter()
+        widget._monitor_added(stats)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return median(times)
 
 
 def main() -> None:
