@@ -75,7 +75,7 @@ class LensWidget(anywidget.AnyWidget, MonitorView):
     status = traitlets.Unicode("").tag(sync=True)
     # The monitor view (from_monitor, widget/monitor_view.py): its steps; the step shown
     monitor = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
-    step = traitlets.Int(-1).tag(sync=True)  # -1: follow the latest step
+    step = traitlets.Int(-1, min=-1).tag(sync=True)  # -1: follow the latest step
 
     def __init__(
         self,

@@ -10,6 +10,7 @@ import weakref
 
 import numpy as np
 import pytest
+import traitlets
 from widget_replies import ask
 
 import lens_widget as lw
@@ -54,6 +55,10 @@ def test_a_live_monitor_widget_follows_the_steps():
     assert structure is not None and widget.model_log is structure
     assert widget.graph["nOps"] == len(structure.ops) > 0
     assert widget.monitor["every"] == 2 and widget.monitor["grads"] is True
+    widget.step = 2  # the step shown, from Python; -1 follows again
+    assert widget.get_state(["step"]) == {"step": 2}
+    with pytest.raises(traitlets.TraitError):
+        widget.step = -2
 
 
 @pytest.mark.parametrize("side", ["activation", "gradient"])
