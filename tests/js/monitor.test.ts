@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { MonitorSeriesResult } from "../../js/src/graph/protocol";
 import {
+  bandOutlines,
   decodeSeries,
   FOLLOW,
   fmtChange,
@@ -106,5 +107,15 @@ describe("an op over the steps", () => {
     expect(d.absmax).toEqual([3, 5, null]);
     // the mark sits at the last finite top of the envelope, and says what it counted
     expect(d.marks).toEqual({ x: [2], y: [5], text: ["6 NaN, 2 Inf"] });
+  });
+
+  it("the band is one closed outline per run of known steps", () => {
+    const d = seriesPlotData(decodeSeries(result, [buffer]).get("activation")!);
+    expect(bandOutlines(d)).toEqual([{ x: [0, 1, 1, 0], y: [1.5, 3, 1, 0.5] }]);
+    const gappy = { ...d, x: [0, 1, 2, 3], upper: [1, null, 3, 4], lower: [0, null, 2, 2] };
+    expect(bandOutlines(gappy)).toEqual([
+      { x: [0, 0], y: [1, 0] },
+      { x: [2, 3, 3, 2], y: [3, 4, 2, 2] },
+    ]);
   });
 });

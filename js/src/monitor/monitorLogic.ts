@@ -131,3 +131,26 @@ export function seriesPlotData(s: SideSeries): SeriesPlotData {
     marks,
   };
 }
+
+/** The mean ± std band as closed outlines, one per run of steps where both bounds are known
+ * (plotly's fill between two traces with gaps joins across the gaps). */
+export function bandOutlines(d: SeriesPlotData): { x: number[]; y: number[] }[] {
+  const out: { x: number[]; y: number[] }[] = [];
+  let run: number[] = [];
+  const close = (): void => {
+    if (run.length) {
+      const back = [...run].reverse();
+      out.push({
+        x: [...run.map((i) => d.x[i]), ...back.map((i) => d.x[i])],
+        y: [...run.map((i) => d.upper[i] as number), ...back.map((i) => d.lower[i] as number)],
+      });
+    }
+    run = [];
+  };
+  d.x.forEach((_, i) => {
+    if (d.upper[i] === null || d.lower[i] === null) close();
+    else run.push(i);
+  });
+  close();
+  return out;
+}

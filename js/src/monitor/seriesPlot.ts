@@ -5,7 +5,7 @@ import type * as P from "plotly.js";
 import type { MonitorSide } from "../graph/protocol";
 import { loadPlotly } from "../panel/plotlyLoader";
 import type { Theme } from "../render/theme";
-import { type SeriesPlotData, type SideSeries, seriesPlotData } from "./monitorLogic";
+import { bandOutlines, type SeriesPlotData, type SideSeries, seriesPlotData } from "./monitorLogic";
 
 const CONFIG = { displayModeBar: false, responsive: true, displaylogo: false } as const;
 const COLORS: Record<MonitorSide, string> = { activation: "#1c7ed6", gradient: "#e8590c" };
@@ -23,9 +23,24 @@ function sideTraces(d: SeriesPlotData, side: MonitorSide, axis: string): Partial
     line: { color, dash: dash as P.Dash, width },
     hovertemplate: `step %{x}: %{y:.4g}<extra>${side} ${name}</extra>`,
   });
+  const band = bandOutlines(d).map(
+    (o, i): Partial<P.PlotData> => ({
+      type: "scatter",
+      mode: "lines",
+      x: o.x,
+      y: o.y,
+      yaxis,
+      name: `${side} mean ± std`,
+      legendgroup: `${side}-band`,
+      showlegend: i === 0,
+      fill: "toself",
+      fillcolor: `${color}33`,
+      line: { width: 0, color },
+      hoverinfo: "skip",
+    }),
+  );
   return [
-    { ...line(d.lower, "mean − std", "solid", 0), showlegend: false, hoverinfo: "skip" },
-    { ...line(d.upper, "mean + std", "solid", 0), fill: "tonexty", fillcolor: `${color}33`, hoverinfo: "skip" },
+    ...band,
     line(d.mean, "mean", "solid", 2),
     line(d.min, "min", "dash"),
     line(d.max, "max", "dash"),
@@ -62,7 +77,7 @@ export async function plotSeries(
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
     font: { size: 10, color: th.text },
-    xaxis: { title: { text: "step" }, anchor: sides.length > 1 ? "y2" : "y" },
+    xaxis: { anchor: sides.length > 1 ? "y2" : "y" }, // steps (the legend sits below)
     shapes:
       shown === null
         ? []
