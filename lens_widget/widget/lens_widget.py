@@ -30,7 +30,7 @@ from lens_widget.widget.call_sites import keep_call_sites
 from lens_widget.widget.cell_gate import cell_gate
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.metric_values import MetricError, side_outputs
-from lens_widget.widget.monitor_view import MonitorView
+from lens_widget.widget.monitor_view import MONITOR_VALUES, MonitorView
 from lens_widget.widget.payload import NO_MODEL, build_payload
 from lens_widget.widget.view_ids import ViewIds
 
@@ -219,7 +219,7 @@ class LensWidget(anywidget.AnyWidget, MonitorView):
         if self._ablation is not None:
             self._payload["ablation"] = self._ablation.info()
         if self._model is None:  # the frontend offers no re-run, no ablation
-            self._payload["noRerun"] = NO_MODEL
+            self._payload["noRerun"] = NO_MODEL if self._monitor is None else MONITOR_VALUES
         self._records: Mapping[str, OpRecord] = log.by_label
         self._dim_names = DimNames(log.nodes)
         self._view_ids = ViewIds(self._payload)

@@ -25,6 +25,12 @@ from lens_widget.widget.monitor_requests import (
     monitor_step,
 )
 
+# Why the inspector has no value to plot (the graph is a step's structure, without values)
+MONITOR_VALUES = (
+    "a monitored training run: its statistics over the steps are plotted below the graph, "
+    "and its value at the steps kept whole"
+)
+
 
 def placeholder_log() -> ModelLog:
     """The graph shown before a monitor's first traced step: no op."""
@@ -70,6 +76,7 @@ class MonitorView:
         structure = history.structure or placeholder_log()
         widget = cls(None, model_log=structure, **widget_kwargs)  # pyright: ignore[reportCallIssue]  # LensWidget's constructor
         widget._monitor = MonitorSource(history)
+        widget._set_log(structure)  # pyright: ignore[reportAttributeAccessIssue]  # LensWidget's: its payload says why no value
         widget.monitor = widget._monitor.info()
         if isinstance(source, Monitor):
             source.on_step(StepListener(widget))

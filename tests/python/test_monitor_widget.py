@@ -54,6 +54,7 @@ def test_a_live_monitor_widget_follows_the_steps():
     structure = mon.history.structure
     assert structure is not None and widget.model_log is structure
     assert widget.graph["nOps"] == len(structure.ops) > 0
+    assert "monitored training run" in widget.graph["noRerun"]  # why the inspector plots none
     assert widget.monitor["every"] == 2 and widget.monitor["grads"] is True
     widget.step = 2  # the step shown, from Python; -1 follows again
     assert widget.get_state(["step"]) == {"step": 2}
