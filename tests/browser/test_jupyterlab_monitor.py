@@ -31,6 +31,8 @@ train(model, mon, {STEPS}, sleep=1.5)
 print("trained", flush=True)"""
 STEP_LABEL = f'{ROOT} [data-testid="monitor-step"]'
 MONITOR = f'{ROOT} [data-testid="monitor"]'
+# the slider's last step, from its label "shown of last"
+LAST_STEP = "(sel) => Number((document.querySelector(sel)?.textContent || '').split(' of ')[1])"
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +56,17 @@ def test_the_monitor_widget_updates_while_the_training_cell_runs(lab: Lab, page:
     run_cell(page, 1, wait=False)
     # the first traced step brings the graph and the monitor bar, while the cell runs
     page.wait_for_function(  # type: ignore[attr-defined]
-        "(sel) => (document.querySelector(sel)?.textContent || '').startsWith('0 of 0')",
+        "(sel) => /^\\d+ of \\d+$/.test(document.querySelector(sel)?.textContent || '')",
         arg=STEP_LABEL,
         timeout=60_000,
     )
     assert "trained" not in cell_text(page, 1)
+    first = int(page.locator(STEP_LABEL).first.inner_text().split(" of ")[1])  # type: ignore[attr-defined]
+    assert first < STEPS - 1
     # the slider's last step grows step by step before the cell has finished
     page.wait_for_function(  # type: ignore[attr-defined]
-        "(sel) => / of [2-9]$/.test(document.querySelector(sel)?.textContent || '')",
-        arg=STEP_LABEL,
+        f"([sel, n]) => ({LAST_STEP})(sel) > n",
+        arg=[STEP_LABEL, first],
         timeout=60_000,
     )
     mid = page.locator(STEP_LABEL).first.inner_text()  # type: ignore[attr-defined]
