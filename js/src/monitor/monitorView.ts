@@ -94,6 +94,7 @@ export class MonitorView {
   private token = 0;
   private inFlight = false; // a monitorStep request is out
   private pending = false; // ... and another was wished meanwhile
+  private asked = ""; // "step|side|stat|mode" of the request out or shown: not asked twice
   private seriesToken = 0;
   private opId = "";
   private series: Map<MonitorSide, SideSeries> | null = null;
@@ -201,17 +202,23 @@ export class MonitorView {
   /** Asks for the step shown; while a request is out, only the newest wish is asked next
    * (a fast training loop sends steps faster than a busy kernel answers). */
   private fetchStep(): void {
+    const step = this.shown.step;
+    if (step === null || !this.info) return;
+    const picked = this.stat.value as MonitorStat | "";
+    const side = this.side.value as MonitorSide;
+    const mode = this.mode.value as MonitorMode;
+    const key = `${step}|${side}|${picked}|${mode}`;
+    if (key === this.asked) {
+      this.pending = false; // back to what is out, or shown already: nothing more to ask
+      return;
+    }
     if (this.inFlight) {
       this.pending = true;
       return;
     }
     this.pending = false;
-    const step = this.shown.step;
+    this.asked = key;
     const token = ++this.token;
-    if (step === null || !this.info) return;
-    const picked = this.stat.value as MonitorStat | "";
-    const side = this.side.value as MonitorSide;
-    const mode = this.mode.value as MonitorMode;
     const known = [...this.ids.keys()];
     const params = {
       step,
@@ -221,6 +228,7 @@ export class MonitorView {
       top: 20,
       ...(known.length ? { idsOf: known[known.length - 1] } : {}),
     } as const;
+    this.inFlight = true;
     this.deps
       .requests()
       .request({ method: "monitorStep", params }, { timeoutMs: 60000 })
@@ -228,13 +236,13 @@ export class MonitorView {
         if (token === this.token && !this.pending) this.showColumn(result as MonitorStepResult, buffers[0], !!picked);
       })
       .catch((e: Error) => {
+        if (token === this.token) this.asked = ""; // a failed step is asked again next time
         if (token === this.token && !this.pending) this.note.textContent = `monitor: ${e.message}`;
       })
       .finally(() => {
         this.inFlight = false;
         if (this.pending && token === this.token) this.fetchStep();
       });
-    this.inFlight = true;
   }
 
   private showColumn(r: MonitorStepResult, buffer: BufferLike | undefined, color: boolean): void {
@@ -332,6 +340,7 @@ export class MonitorView {
     this.cleanups.forEach((f) => f());
     this.cleanups = [];
     this.pending = false;
+    this.asked = "";
     this.token++;
     this.seriesToken++;
   }
