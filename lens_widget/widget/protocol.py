@@ -12,6 +12,22 @@ from typing import Literal, NamedTuple
 # No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
 from typing_extensions import NotRequired, TypedDict
 
+# The monitor view's part of the contract (names re-exported: protocol.X for every type)
+from lens_widget.widget.monitor_protocol import (  # noqa: F401
+    MonitorFirstNonfinite,
+    MonitorInfo,
+    MonitorMode,
+    MonitorRankedOp,
+    MonitorSeriesParams,
+    MonitorSeriesRequest,
+    MonitorSeriesResult,
+    MonitorSide,
+    MonitorStat,
+    MonitorStepParams,
+    MonitorStepRequest,
+    MonitorStepResult,
+)
+
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 ViewName = Literal["rolled", "unrolled"]
 PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
@@ -35,12 +51,6 @@ MetricName = Literal[
     "gradNorm",
     "gradNonfinite",
 ]
-# The monitor view (LensWidget.from_monitor): log/step_history.py's SIDES and STAT_NAMES
-MonitorSide = Literal["activation", "gradient"]
-MonitorStat = Literal[
-    "mean", "std", "min", "max", "absmax", "zero_fraction", "nan", "inf", "numel"
-]  # fmt: skip
-MonitorMode = Literal["value", "change"]
 
 # ---- the `graph` trait (kernel -> frontend) -------------------------------------------
 
@@ -242,59 +252,6 @@ class EndAblationRequest(TypedDict):
     params: EndAblationParams
 
 
-class MonitorStepParams(TypedDict):
-    step: int
-    stat: MonitorStat
-    side: NotRequired[MonitorSide]
-    mode: NotRequired[MonitorMode]
-    top: NotRequired[int]
-    idsOf: NotRequired[int]
-
-
-class MonitorStepRequest(TypedDict):
-    method: Literal["monitorStep"]
-    params: MonitorStepParams
-
-
-class MonitorSeriesParams(TypedDict):
-    id: str
-
-
-class MonitorSeriesRequest(TypedDict):
-    method: Literal["monitorSeries"]
-    params: MonitorSeriesParams
-
-
-class MonitorRankedOp(TypedDict):
-    id: str
-    change: float | None
-    nonfinite: bool
-
-
-class MonitorFirstNonfinite(TypedDict):
-    id: str
-    side: MonitorSide
-
-
-class MonitorStepResult(TypedDict):
-    step: int
-    side: MonitorSide
-    stat: MonitorStat
-    mode: MonitorMode
-    opsKey: int
-    ids: list[str] | None  # None: the same ops as the frontend's `idsOf`
-    ranked: list[MonitorRankedOp]
-    firstNonfinite: MonitorFirstNonfinite | None
-
-
-class MonitorSeriesResult(TypedDict):
-    id: str
-    steps: list[int]
-    stats: list[str]
-    sides: list[MonitorSide]
-    kept: list[int]
-
-
 class MetricsResult(TypedDict):
     metric: MetricName
     ids: list[str]
@@ -391,15 +348,6 @@ class WaitingMessage(TypedDict):
 
 
 # ---- the synced traits (widget/lens_widget.py's traitlets, as the frontend reads them) ---
-
-
-class MonitorInfo(TypedDict):
-    steps: list[int]
-    kept: list[int]
-    nonfinite: list[int]
-    grads: bool
-    stats: list[str]
-    every: int
 
 
 class WidgetTraits(TypedDict):
