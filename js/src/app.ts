@@ -24,6 +24,7 @@ import type { WidgetModel } from "./kernel/widgetModel";
 import { DEFAULT_METRICS, type Metrics, measureMetrics } from "./layout/labels";
 import { type Laid, LayoutRunner } from "./layout/sceneLayout";
 import { heightFloor, SizeCache } from "./layout/scenePlan";
+import { MonitorView } from "./monitor/monitorView";
 import { Inspector } from "./panel/inspector";
 import { preloadPlots } from "./panel/plots";
 import { pickAnchor } from "./render/anchor";
@@ -70,6 +71,7 @@ export class LensApp {
   private unwatchTheme: () => void;
   private unbindInput: () => void;
   private overlay: OverlayControl;
+  private monitor: MonitorView;
   private grads = new GradientControl((id, as) => this.selectUnrolled(id, as));
   private link: KernelLink;
 
@@ -126,16 +128,26 @@ export class LensApp {
       repaint: () => this.renderer.request(),
       selectUnrolled: (id) => this.selectUnrolled(id),
       sideChanged: () => this.current && this.selected && this.inspector.show(this.current, this.selected),
+      metricPicked: () => this.monitor.metricPicked(),
     });
     this.renderer.overlay = this.overlay;
     this.overlay.picker.el.insertBefore(this.grads.button, this.overlay.picker.legend.el);
+    this.monitor = new MonitorView(model, {
+      requests: () => this.requests,
+      showValues: (ext) => this.overlay.showExternal(ext),
+      selectUnrolled: (id) => this.selectUnrolled(id),
+      theme: () => this.theme,
+    });
+    this.store.subscribe(["selected"], (s) => this.monitor.select(this.mapId(s.selected, s.view, "unrolled")));
     this.root.append(
       this.toolbar.el,
       this.overlay.picker.el,
+      this.monitor.bar,
       this.banner.el,
       this.grads.banner.el,
       this.ablationBanner.el,
       main,
+      this.monitor.el,
     );
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
     keepKeysInControls(this.root); // the listener goes with the root
@@ -143,6 +155,7 @@ export class LensApp {
     this.link = opts.link ?? notebookLink(el);
     this.link.onChange(() => this.updateStatus());
     this.requests = new RequestClient(model, this.link.gate, () => this.link.lost?.());
+    this.monitor.start();
     this.unbindInput = bindCanvasInput(
       this.pane.canvas,
       this.renderer,
@@ -455,6 +468,7 @@ export class LensApp {
     this.requests.dispose();
     this.layouts.dispose();
     this.inspector.dispose();
+    this.monitor.dispose();
     this.root.remove();
   }
 }

@@ -30,6 +30,7 @@ from lens_widget.widget.call_sites import keep_call_sites
 from lens_widget.widget.cell_gate import cell_gate
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.metric_values import MetricError, side_outputs
+from lens_widget.widget.monitor_view import MONITOR_VALUES, MonitorView
 from lens_widget.widget.payload import NO_MODEL, build_payload
 from lens_widget.widget.view_ids import ViewIds
 
@@ -52,7 +53,7 @@ def _answer_message(widget: LensWidget, content: object, buffers: list[object]) 
     widget._on_msg(widget, content, buffers)
 
 
-class LensWidget(anywidget.AnyWidget):
+class LensWidget(anywidget.AnyWidget, MonitorView):
     """Every op of one forward pass as an interactive graph; click a node to plot its output.
 
     >>> w = LensWidget(model, x)            # traces model(x); w.model_log is the ModelLog
@@ -72,6 +73,9 @@ class LensWidget(anywidget.AnyWidget):
     view = traitlets.Enum(("unrolled", "rolled"), default_value="unrolled").tag(sync=True)
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
+    # The monitor view (from_monitor, widget/monitor_view.py): its steps; the step shown
+    monitor = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    step = traitlets.Int(-1, min=-1).tag(sync=True)  # -1: follow the latest step
 
     def __init__(
         self,
@@ -215,7 +219,7 @@ class LensWidget(anywidget.AnyWidget):
         if self._ablation is not None:
             self._payload["ablation"] = self._ablation.info()
         if self._model is None:  # the frontend offers no re-run, no ablation
-            self._payload["noRerun"] = NO_MODEL
+            self._payload["noRerun"] = NO_MODEL if self._monitor is None else MONITOR_VALUES
         self._records: Mapping[str, OpRecord] = log.by_label
         self._dim_names = DimNames(log.nodes)
         self._view_ids = ViewIds(self._payload)
@@ -346,6 +350,8 @@ class LensWidget(anywidget.AnyWidget):
     # ---- requests from the frontend ----
 
     def _activation(self, params: object) -> requests.Answer:
+        if isinstance(params, dict) and "step" in params:  # a monitor's kept step
+            return self._kept_activation(params)
         diffs = self._diffs
         if diffs is None:
             return requests.activation(self._records, params, self._dim_names)

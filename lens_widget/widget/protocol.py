@@ -12,6 +12,22 @@ from typing import Literal, NamedTuple
 # No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
 from typing_extensions import NotRequired, TypedDict
 
+# The monitor view's part of the contract (names re-exported: protocol.X for every type)
+from lens_widget.widget.monitor_protocol import (  # noqa: F401
+    MonitorFirstNonfinite,
+    MonitorInfo,
+    MonitorMode,
+    MonitorRankedOp,
+    MonitorSeriesParams,
+    MonitorSeriesRequest,
+    MonitorSeriesResult,
+    MonitorSide,
+    MonitorStat,
+    MonitorStepParams,
+    MonitorStepRequest,
+    MonitorStepResult,
+)
+
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 ViewName = Literal["rolled", "unrolled"]
 PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
@@ -170,6 +186,7 @@ class ActivationParams(TypedDict):
     side: NotRequired[CompareSide]
     value: NotRequired[ValueKind]
     backwardPass: NotRequired[int]
+    step: NotRequired[int]  # a monitor's kept step: the op's value in that step's log
 
 
 class ActivationRequest(TypedDict):
@@ -310,7 +327,13 @@ class ResponseMessage(TypedDict):
     id: int | None  # None when the request's own id was not an integer
     ok: bool
     result: NotRequired[
-        ActivationResult | AttentionResult | RerunResult | MetricsResult | FirstNonfiniteResult
+        ActivationResult
+        | AttentionResult
+        | RerunResult
+        | MetricsResult
+        | FirstNonfiniteResult
+        | MonitorStepResult
+        | MonitorSeriesResult
     ]
     error: NotRequired[str]
 
@@ -333,6 +356,8 @@ class WidgetTraits(TypedDict):
     view: ViewName
     expanded: list[str]
     status: str
+    monitor: MonitorInfo | None  # kernel -> frontend: a monitor's steps (from_monitor), else None
+    step: int  # the monitor step shown; -1: follow the latest
 
 
 # ---- the request kinds: one table, read by the widget, the page and the contract test ----
@@ -353,4 +378,6 @@ REQUEST_KINDS: dict[str, RequestKind] = {
     "rerun": RequestKind(RerunRequest, RerunResult, True, False),
     "ablate": RequestKind(AblateRequest, RerunResult, True, False),
     "endAblation": RequestKind(EndAblationRequest, RerunResult, False, False),
+    "monitorStep": RequestKind(MonitorStepRequest, MonitorStepResult, False, False),
+    "monitorSeries": RequestKind(MonitorSeriesRequest, MonitorSeriesResult, False, False),
 }

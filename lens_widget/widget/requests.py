@@ -31,6 +31,8 @@ Result = (
     | protocol.RerunResult
     | protocol.MetricsResult
     | protocol.FirstNonfiniteResult
+    | protocol.MonitorStepResult
+    | protocol.MonitorSeriesResult
 )
 Answer = tuple[Result, list[bytes]]
 Reply = tuple[protocol.ResponseMessage, list[bytes]]

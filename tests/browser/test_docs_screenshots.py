@@ -84,3 +84,31 @@ def test_the_pictures_of_the_widget_doc(page, gpt2, artifacts) -> None:
     assert "pass 1 of 2" in page.inner_text("[data-testid=inspector]")  # h.0 and h.1 folded
     shoot(page, artifacts, "rolled")
     assert page.errors == []
+
+
+def test_the_picture_of_the_monitor_view(page, artifacts) -> None:
+    import lens_widget as lw
+    from model_zoo.monitored import PoisonNet, train
+
+    model = PoisonNet(poison_at=3)
+    mon = lw.Monitor(model, keep="nonfinite")
+    w = LensWidget.from_monitor(mon)
+    train(model, mon, 6)
+    traits = {"monitor": w.monitor, "step": 3}
+    open_widget(page, w.graph, traits=traits, python_kernel=widget_kernel(w), width=WIDTH)
+    page.select_option("[data-testid=monitor-stat]", "nan")
+    shown = "document.querySelector('[data-testid=monitor]').dataset.shown"
+    page.wait_for_function(f"() => {shown} === '3|activation|nan|value'")
+    first = page.locator("[data-testid=monitor-ranked] li").first
+    assert (first.get_attribute("data-id") or "").startswith("log_")
+    first.locator("button").click()
+    page.locator("[data-testid=monitor-kept-plot] .main-svg").first.wait_for(timeout=20000)
+    page.set_viewport_size({"width": WIDTH + 60, "height": 1500})  # the plots below the graph
+    page.locator("[data-testid=monitor-series] .main-svg").first.wait_for()
+    wait_idle(page)
+    shoot(page, artifacts, "monitor")
+    if os.environ.get("LENS_UPDATE_DOC_IMAGES") == "1":  # a tall picture: 128 colors keep it small
+        from PIL import Image
+
+        image = Image.open(DOC_IMAGES / "monitor.png").convert("RGB")
+        image.quantize(colors=128).save(DOC_IMAGES / "monitor.png", optimize=True)

@@ -79,6 +79,8 @@ class BackboneLikeModel implements SyncModel {
     view: "unrolled",
     expanded: [],
     status: "",
+    monitor: null,
+    step: -1,
   };
   sets: [string, unknown][] = [];
   saves = 0;

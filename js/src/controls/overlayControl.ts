@@ -13,6 +13,7 @@ import type { Frame, NodeOverlay } from "../render/frame";
 import {
   DEVICE_OVERLAY,
   itemValues,
+  type MetricInfo,
   makeScale,
   metricInfo,
   type OverlayName,
@@ -30,6 +31,13 @@ export interface OverlayDeps {
   repaint(): void; // draw again, in the new colours
   selectUnrolled(id: string): void; // select an op by its unrolled id, in whatever view is shown
   sideChanged(): void; // the inspector must fetch the selected op again
+  metricPicked?(): void; // the user picked a metric of the picker: a monitor coloring is off
+}
+
+/** Values colored in place of the picker's metric (the monitor view's statistic at a step). */
+export interface ExternalValues {
+  info: Pick<MetricInfo, "label" | "agg">;
+  values: ReadonlyMap<string, number>; // unrolled op id -> value (NaN: none)
 }
 
 interface Painted {
@@ -57,10 +65,15 @@ export class OverlayControl implements NodeOverlay {
   private painted: Painted | null = null;
   private token = 0;
   private graphs = 0; // graphs shown so far: flags asked about an older one are dropped
+  private external: ExternalValues | null = null;
 
   constructor(private deps: OverlayDeps) {
     this.picker = new MetricPicker({
-      setMetric: (m) => this.setMetric(m),
+      setMetric: (m) => {
+        this.external = null;
+        deps.metricPicked?.();
+        this.setMetric(m);
+      },
       setScale: (mode) => {
         this.mode = mode;
         this.repaint();
@@ -120,6 +133,18 @@ export class OverlayControl implements NodeOverlay {
       if (this.compare && (!metric || !metricInfo(metric).compare)) metric = "relL2";
     }
     this.setMetric(metric);
+  }
+
+  /** Colors by `ext` (the picker's metric set aside), or back to the picker's when null. */
+  showExternal(ext: ExternalValues | null): void {
+    this.external = ext;
+    if (ext && this.metric) {
+      this.token++; // a metric still computing is not shown
+      this.metric = null;
+      this.picker.showMetric(null);
+      this.picker.showNote("");
+    }
+    this.repaint();
   }
 
   setMetric(metric: OverlayName | null): void {
@@ -240,10 +265,11 @@ export class OverlayControl implements NodeOverlay {
       this.painted = { vis, colors, flagged, gradFlagged, starved, shares };
       return this.painted;
     }
-    const info = this.metric ? metricInfo(this.metric) : null;
+    const info = this.external?.info ?? (this.metric ? metricInfo(this.metric) : null);
+    const values = this.external?.values ?? this.values;
     let scale = null;
-    if (info && this.values.size) {
-      const byItem = itemValues(model, vis, this.values, info.agg);
+    if (info && values.size) {
+      const byItem = itemValues(model, vis, values, info.agg);
       scale = makeScale(byItem.values(), this.mode);
       for (const [id, v] of byItem) {
         const t = scale.position(v);

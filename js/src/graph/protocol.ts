@@ -14,6 +14,18 @@ export interface WidgetTraits {
   // groups: a repeated-block stack "transformer.h.0×24", an output group "output.past_key_values".
   expanded: string[];
   status: string; // kernel -> frontend: "" or a message such as "re-running the model…"
+  monitor: MonitorInfo | null; // kernel -> frontend: a monitor's steps (LensWidget.from_monitor), else null
+  step: number; // the monitor step shown; -1: follow the latest
+}
+
+/** The traced steps of a monitored training run (widget/monitor_view.py), updated live. */
+export interface MonitorInfo {
+  steps: number[];
+  kept: number[]; // steps whose whole log was kept: the "activation" request takes `step`
+  nonfinite: number[]; // steps where some op's output or gradient held NaN/Inf
+  grads: boolean;
+  stats: string[];
+  every: number;
 }
 
 export interface GraphPayload {
@@ -156,6 +168,7 @@ export interface ActivationRequest {
     side?: CompareSide; // in a comparison: A's value (default), B's, or A−B
     value?: ValueKind; // the op's output (default) or the gradient that flowed into it
     backwardPass?: number; // gradient of one backward pass (1-based); default: summed over passes
+    step?: number; // a monitor's kept step: the op's value in that step's log
   };
 }
 
@@ -200,6 +213,55 @@ export interface FirstNonfiniteRequest {
   method: "firstNonfinite";
   // biome-ignore lint/complexity/noBannedTypes: an empty object on the wire, as protocol.py types it
   params: {};
+}
+
+export type MonitorSide = "activation" | "gradient";
+export type MonitorStat = "mean" | "std" | "min" | "max" | "absmax" | "zero_fraction" | "nan" | "inf" | "numel";
+export type MonitorMode = "value" | "change";
+
+/** result MonitorStepResult; buffers[0]: float32 LE, `stat` (or its relative change since the
+ * first step) of every op of the step, in the order of the ids of `opsKey`. */
+export interface MonitorStepRequest {
+  method: "monitorStep";
+  params: {
+    step: number;
+    stat: MonitorStat;
+    side?: MonitorSide; // default "activation"
+    mode?: MonitorMode; // default "value"
+    top?: number; // how many changed ops to rank (default 20)
+    idsOf?: number; // the opsKey whose ids the frontend holds: ids then come back null
+  };
+}
+
+/** result MonitorSeriesResult; buffers[i]: float32 LE rows (one per step) of `stats`, for sides[i]. */
+export interface MonitorSeriesRequest {
+  method: "monitorSeries";
+  params: { id: string };
+}
+
+export interface MonitorRankedOp {
+  id: string;
+  change: number | null; // relative change of the stat since the first step
+  nonfinite: boolean; // its output or gradient held NaN/Inf at the step
+}
+
+export interface MonitorStepResult {
+  step: number;
+  side: MonitorSide;
+  stat: MonitorStat;
+  mode: MonitorMode;
+  opsKey: number;
+  ids: string[] | null; // null: the same ops as `idsOf`
+  ranked: MonitorRankedOp[];
+  firstNonfinite: { id: string; side: MonitorSide } | null;
+}
+
+export interface MonitorSeriesResult {
+  id: string;
+  steps: number[];
+  stats: string[];
+  sides: MonitorSide[];
+  kept: number[]; // of `steps`, those kept whole
 }
 
 export interface MetricsResult {
@@ -247,7 +309,9 @@ export type Request =
   | AttentionRequest
   | RerunRequest
   | MetricsRequest
-  | FirstNonfiniteRequest;
+  | FirstNonfiniteRequest
+  | MonitorStepRequest
+  | MonitorSeriesRequest;
 
 /** Every request kind, once (lens_widget/widget/protocol.py REQUEST_KINDS, checked against it):
  * whether it re-traces the model (the kernel queues it behind a running cell, a saved page
@@ -261,6 +325,8 @@ export const REQUEST_KINDS = {
   rerun: { runsModel: true, onPage: false },
   ablate: { runsModel: true, onPage: false },
   endAblation: { runsModel: false, onPage: false },
+  monitorStep: { runsModel: false, onPage: false },
+  monitorSeries: { runsModel: false, onPage: false },
 } as const satisfies Record<Request["method"], { runsModel: boolean; onPage: boolean }>;
 
 export type PlotKind = "scalar" | "line" | "heatmap" | "images" | "sequence";
@@ -322,6 +388,7 @@ export interface ResponseMessage {
   type: "response";
   id: number | null; // null when the request's own id was not an integer
   ok: boolean;
-  result?: ActivationResult | AttentionResult | RerunResult | MetricsResult | FirstNonfiniteResult;
+  // biome-ignore format: one line, as the contract test reads a member
+  result?: ActivationResult | AttentionResult | RerunResult | MetricsResult | FirstNonfiniteResult | MonitorStepResult | MonitorSeriesResult;
   error?: string;
 }

@@ -22,7 +22,7 @@ export class OverlayLegend {
   /** `drawn`: the marks on the graph now. Without a metric only those are explained (the
    * legend was hidden, leaving red corners and dashed outlines unexplained). */
   show(
-    metric: MetricInfo | null,
+    metric: Pick<MetricInfo, "label" | "agg"> | null,
     scale: Scale | null,
     compare: boolean,
     grads = false,

@@ -65,6 +65,16 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-legend{display:flex;flex-wrap:wrap;gap:2px 10px;font-size:11px;color:var(--lens-muted)}
 .lens-legend span{white-space:nowrap}
 .lens-legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:3px;vertical-align:-1px;border:1px solid}
+.lens-monitor-body{display:flex;gap:8px;border-top:1px solid var(--lens-border);background:var(--lens-panel);max-height:460px}
+.lens-monitor-list{width:min(320px,40%);flex:none;overflow-y:auto;padding:6px 8px;border-right:1px solid var(--lens-border)}
+.lens-monitor-plots{flex:1 1 0;min-width:0;overflow-y:auto;padding:6px 8px}
+.lens-monitor-title{font-weight:600;margin:2px 0 4px}
+.lens-monitor-ranked{margin:0;padding-left:22px}
+.lens-monitor-ranked li{margin:1px 0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.lens-monitor-bad button{color:#e03131}
+.lens-linkish{font:inherit;border:none;background:none;padding:0;color:var(--lens-accent);cursor:pointer;text-decoration:underline}
+.lens-muted{color:var(--lens-muted)}
+.lens-monitor-slider{width:180px}
 .lens-inspector{width:min(400px,48%);flex:none;border-left:1px solid var(--lens-border);overflow-y:auto;overflow-x:hidden;scrollbar-gutter:stable;background:var(--lens-panel)}
 .lens-inspector-body{padding:10px 12px}
 .lens-insp-head{display:flex;justify-content:space-between;align-items:center;min-width:0}
