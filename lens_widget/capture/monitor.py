@@ -232,7 +232,7 @@ def step_stats(index: int, log: ModelLog, grads: bool) -> StepStats:
     firsts = [op for op in ops if op.activations]
     with_grad = [op for op in ops if op.grad is not None] if grads else []
     tensors = [op.activations[0] for op in firsts] + [op.grad for op in with_grad]  # pyright: ignore[reportOptionalSubscript]  # filtered just above
-    computed = activation_stats(tensors)  # pyright: ignore[reportArgumentType]  # no None: filtered
+    computed = activation_stats(tensors)
     of_output = dict(zip(map(id, firsts), computed[: len(firsts)], strict=True))
     of_grad = dict(zip(map(id, with_grad), computed[len(firsts) :], strict=True))
     rows = [stats_row(of_output.get(id(op))) for op in ops]
