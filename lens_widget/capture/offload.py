@@ -192,9 +192,9 @@ class Offload(Feature):
                 self._decided[key] = (StorageWeakRef(storage), decision)
             else:
                 decision = known[1]
-            if decision is _MEMORY:
+            if decision == _MEMORY:
                 return
-            if decision is _DROPPED:
+            if decision == _DROPPED:
                 on_disk(None)
                 return
             mapped = self._mapped.get(decision)
