@@ -42,7 +42,7 @@ FACADE = {
 }
 
 KeepRule = Callable[[StepStats], bool]
-Listener = Callable[[StepStats], None]
+Listener = Callable[[StepStats], object]
 
 
 class Monitor:
@@ -124,9 +124,16 @@ class Monitor:
             raise
         self._record(index, section.log)
 
-    def on_step(self, listener: Listener) -> None:
-        """Call `listener(step_stats)` after each traced step (on the training thread)."""
+    def on_step(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener(step_stats)` after each traced step (on the training thread); the
+        function returned stops it. A listener returning False is dropped (a view gone)."""
         self._listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return remove
 
     def _record(self, index: int, log: ModelLog, failed: bool = False) -> None:
         """The step's statistics; its log kept when it failed or `keep` asks for it."""
@@ -142,8 +149,9 @@ class Monitor:
             or (callable(keep) and keep(stats))
         ):
             self.kept[index] = own_values(log)
-        for listener in self._listeners:
-            listener(stats)
+        for listener in list(self._listeners):
+            if listener(stats) is False:
+                self._listeners.remove(listener)
 
     def _kept_nonfinite(self) -> bool:
         return any(s.nonfinite for s in self.history.steps[:-1] if s.step in self.kept)

@@ -47,10 +47,13 @@ class StepListener:
     def __init__(self, widget: MonitorView) -> None:
         self._widget = weakref.ref(widget)
 
-    def __call__(self, stats: StepStats) -> None:
+    def __call__(self, stats: StepStats) -> bool:
+        """False once the widget is gone: the monitor then drops this listener."""
         widget = self._widget()
-        if widget is not None:
-            widget._monitor_added(stats)
+        if widget is None:
+            return False
+        widget._monitor_added(stats)
+        return True
 
 
 class MonitorView:

@@ -305,3 +305,16 @@ def test_the_graph_of_the_first_step_is_kept_without_values(tmp_path: Path) -> N
     del mon
     gc.collect()
     assert ref() is None
+
+
+def test_a_listener_can_be_removed_and_drops_itself_by_returning_false() -> None:
+    model = Net()
+    mon = lw.Monitor(model)
+    heard: list[str] = []
+    stop = mon.on_step(lambda s: heard.append("a"))
+    mon.on_step(lambda s: heard.append("b") or False)  # a view that is gone
+    for _ in range(2):
+        with mon.step():
+            model(torch.randn(4, 8)).sum().backward()
+        stop()
+    assert heard == ["a", "b"] and mon._listeners == []
