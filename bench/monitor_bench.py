@@ -2,8 +2,8 @@
 
 - ``every=1000``: 1,000 unsampled steps of a small MLP (step 0, traced, runs before the
   clock): their cost against plain steps (target: within 5%);
-- ``every=1``: every step of a small GPT-2 training loop (2 layers, d=256, 8 x 128 tokens)
-  traced, with gradients, and every
+- ``every=1``: every step of a small GPT-2 training loop (2 layers, d=256, 8 x 128 tokens;
+  and at GPT-2 small's width, d=768, 4 x 128 tokens) traced, with gradients, and every
   op's activation and gradient statistics (target: <= 1.5x plain; TorchLens' every-op
   every-step history is 2.28x);
 - ``module hooks``: what wandb.watch-style tools do, the same statistics per module output
@@ -39,12 +39,14 @@ def _mlp() -> tuple[nn.Module, Callable[[], Any]]:
     return model, lambda: nn.functional.mse_loss(model(x), y)
 
 
-def _gpt2() -> tuple[nn.Module, Callable[[], Any]]:
+def _gpt2(width: int = 256, batch: int = 8) -> tuple[nn.Module, Callable[[], Any]]:
+    """A 2-layer GPT-2 of `width` (768: GPT-2 small's), `batch` x 128 tokens."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=2000, n_positions=128)
+    heads = width // 64
+    config = GPT2Config(n_layer=2, n_embd=width, n_head=heads, vocab_size=2000, n_positions=128)
     model = GPT2LMHeadModel(config).train()
-    ids = torch.randint(0, 2000, (8, 128), generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(0, 2000, (batch, 128), generator=torch.Generator().manual_seed(0))
     return model, lambda: model(ids, labels=ids).loss
 
 
@@ -74,11 +76,11 @@ def _module_hooks(model: nn.Module) -> Callable[[], None]:
 
 def measure(rounds: int = 3, steps: int = 1000, gpt2_steps: int = 10) -> dict[str, Any]:
     torch.set_num_threads(1)
-    times: dict[str, list[float]] = {
-        k: [] for k in ("plain_mlp", "every1000", "plain_gpt2", "every1", "hooks")
-    }
+    names = ("plain_mlp", "every1000", "plain_gpt2", "every1", "hooks", "plain_768", "every1_768")
+    times: dict[str, list[float]] = {k: [] for k in names}
     mlp, mlp_loss = _mlp()
     gpt2, gpt2_loss = _gpt2()
+    wide, wide_loss = _gpt2(768, 4)
     for _ in range(rounds):
         times["plain_mlp"].append(_loop(mlp, mlp_loss, steps, nullcontext))
         sparse = lw.Monitor(mlp, every=steps + 1)
@@ -90,12 +92,15 @@ def measure(rounds: int = 3, steps: int = 1000, gpt2_steps: int = 10) -> dict[st
         remove = _module_hooks(gpt2)
         times["hooks"].append(_loop(gpt2, gpt2_loss, gpt2_steps, nullcontext))
         remove()
+        times["plain_768"].append(_loop(wide, wide_loss, 3, nullcontext))
+        times["every1_768"].append(_loop(wide, wide_loss, 3, lw.Monitor(wide, every=1).step))
     med = {k: statistics.median(v) for k, v in times.items()}
     return {
         "steps": steps, "gpt2_steps": gpt2_steps, "rounds": rounds, "seconds": med,
         "every1000_vs_plain": med["every1000"] / med["plain_mlp"],
         "every1_vs_plain": med["every1"] / med["plain_gpt2"],
         "module_hooks_vs_plain": med["hooks"] / med["plain_gpt2"],
+        "every1_vs_plain_gpt2_small_width": med["every1_768"] / med["plain_768"],
         "gpt2_ops_per_step": len(dense.history.steps[-1].ops),
     }  # fmt: skip
 
