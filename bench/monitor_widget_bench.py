@@ -33,7 +33,7 @@ from model_zoo.torch_nn import chain
 
 from .chromium import CHROMIUM, CHROMIUM_ARGS
 from .measure import median
-from .widget_bench import BASE, WIDGET_JS
+from .widget_bench import BASE, WIDGET_JS, serve_files
 from .widget_page import PAGE
 
 MONITOR_PAGE = PAGE.replace(
@@ -172,12 +172,7 @@ def bench_monitor(n_ops: int = 10_000, n_steps: int = 200, log: Any = print) -> 
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.expose_function("__lensKernel", kernel)
 
-        def serve(route: Any) -> None:
-            key = route.request.url[len(BASE) :].split("?")[0] or "index.html"
-            body, ctype = files.get(key, (b"not found", "text/plain"))
-            route.fulfill(status=200 if key in files else 404, body=body, content_type=ctype)
-
-        page.route(BASE + "**", serve)
+        serve_files(page, files)
         page.goto(BASE + "index.html")
         page.wait_for_function(
             "() => performance.getEntriesByName('lens:first-paint').length > 0", timeout=TIMEOUT_MS

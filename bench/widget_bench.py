@@ -52,6 +52,17 @@ WIDGET_JS = ROOT / "lens_widget" / "static" / "widget.js"
 BASE = "http://lens.bench/"
 
 
+def serve_files(page: Any, files: dict[str, tuple[bytes, str]]) -> None:
+    """The page's requests under BASE answered from `files` (name -> (body, content type))."""
+
+    def serve(route: Any) -> None:
+        key = route.request.url[len(BASE) :].split("?")[0] or "index.html"
+        body, ctype = files.get(key, (b"not found", "text/plain"))
+        route.fulfill(status=200 if key in files else 404, body=body, content_type=ctype)
+
+    page.route(BASE + "**", serve)
+
+
 # In-page marks, ms from lens:start (missing ones absent): first paint and what it is made of.
 _MARKS_JS = """() => Object.fromEntries(['lens:start', 'lens:module-loaded', 'lens:render-start',
   'lens:graph-decoded', 'lens:layout-start', 'lens:layout-done', 'lens:first-paint']
@@ -80,12 +91,7 @@ def _open_page(
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.expose_function("__lensKernel", kernel)
 
-    def serve(route: Any) -> None:
-        key = route.request.url[len(BASE) :].split("?")[0] or "index.html"
-        body, ctype = files.get(key, (b"not found", "text/plain"))
-        route.fulfill(status=200 if key in files else 404, body=body, content_type=ctype)
-
-    page.route(BASE + "**", serve)
+    serve_files(page, files)
     row: dict[str, Any] = {
         "graph": name,
         "nodes": len(payload["unrolled"]["nodes"]),
