@@ -22,6 +22,7 @@ too: hiding a cycle in a function body or a type-only import still fails here.
 """
 
 import ast
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,32 +156,30 @@ def test_the_package_has_no_import_cycle_and_no_upward_import():
     assert violations(graph) == []
 
 
-def test_the_log_methods_users_call_are_the_facade_and_it_is_used():
-    """Each method of the table exists on ModelLog and makes exactly its one import."""
-    from lens_widget.log.model_log import FACADE, ModelLog
-
-    assert set(FACADE) == {"graph", "rolled_graph", "save", "to_onnx", "to_pandas", "to_html"}
-    path = PACKAGE / "log" / "model_log.py"
+@pytest.mark.parametrize(
+    ("module", "methods"),
+    [
+        (
+            "lens_widget.log.model_log",
+            {"graph", "rolled_graph", "save", "to_onnx", "to_pandas", "to_html"},
+        ),
+        ("lens_widget.capture.monitor", {"save", "to_tensorboard", "widget"}),
+    ],
+)
+def test_each_facade_table_is_its_class_methods_and_their_one_import_each(module, methods):
+    """Each method of a FACADE table exists on its class and makes exactly its one import."""
+    owner = FACADE_CLASSES[module]
+    loaded = importlib.import_module(module)
+    table = loaded.FACADE
+    assert set(table) == methods
+    path = PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(".py")
     made = {
-        f.scope.removeprefix("ModelLog."): f.target
-        for f in imported_modules(path, "lens_widget.log.model_log", set(import_graph()))
+        f.scope.removeprefix(f"{owner}."): f.target
+        for f in imported_modules(path, module, set(import_graph()))
         if f.scope
     }
-    assert made == FACADE
-    assert all(hasattr(ModelLog, method) for method in FACADE)
-
-
-def test_the_monitor_methods_above_capture_are_its_facade():
-    from lens_widget.capture.monitor import FACADE, Monitor
-
-    path = PACKAGE / "capture" / "monitor.py"
-    made = {
-        f.scope.removeprefix("Monitor."): f.target
-        for f in imported_modules(path, "lens_widget.capture.monitor", set(import_graph()))
-        if f.scope
-    }
-    assert made == FACADE and set(FACADE) == {"save", "to_tensorboard", "widget"}
-    assert all(hasattr(Monitor, method) for method in FACADE)
+    assert made == table
+    assert all(hasattr(getattr(loaded, owner), method) for method in table)
 
 
 def test_no_module_of_the_package_imports_ctypes():

@@ -3,6 +3,7 @@
 // how many ops ran on it.
 import { type DeviceShare, MIXED_COLOR, shareBar } from "./deviceOverlay";
 import { h } from "./dom";
+import { swatch } from "./legend";
 import { fmtMetric, type MetricInfo, rampGradient, type Scale } from "./overlay";
 
 export const NO_VALUE_COLOR = "#dee2e6";
@@ -85,15 +86,6 @@ export class OverlayLegend {
     this.el.hidden = false;
     this.el.replaceChildren(...out);
   }
-}
-
-function swatch(color: string, text: string): HTMLElement {
-  const s = h("span", "");
-  const i = h("i", "");
-  i.style.background = color;
-  i.style.borderColor = color;
-  s.append(i, text);
-  return s;
 }
 
 /** Which marks the graph shows now. */
