@@ -57,7 +57,7 @@ class Monitor:
 
     def __init__(
         self,
-        model_or_modules: torch.nn.Module | Sequence[torch.nn.Module] | Mapping[str, Any] | None,
+        model_or_modules: torch.nn.Module | Sequence[torch.nn.Module] | Mapping[str, Any],
         *,
         every: int = 1,
         grads: bool = True,
@@ -80,11 +80,9 @@ class Monitor:
             self._modules = (model_or_modules,)
         elif isinstance(model_or_modules, Mapping):
             self._named = dict(model_or_modules)
-        elif model_or_modules is not None:
+        else:
             self._modules = tuple(model_or_modules)
-        self.can_trace = model_or_modules is not None  # False: a loaded history (load_monitor)
-        if self.can_trace:
-            tracing(*self._modules, save=None, **self._named)  # bad modules raise here
+        tracing(*self._modules, save=None, **self._named)  # bad modules raise here, not later
         self.every = every
         self.grads = grads
         self.keep = keep
@@ -106,8 +104,6 @@ class Monitor:
     def step(self) -> Iterator[None]:
         """One training step. Traced when it is the i-th and ``i % every == 0``; otherwise
         nothing of lens_widget is active while it runs."""
-        if not self.can_trace:
-            raise RuntimeError("a monitor read back with lw.load_monitor has no model to trace")
         index = self._next
         self._next += 1
         if index % self.every:

@@ -138,7 +138,6 @@ class Offload(Feature):
         self.directory = directory = spec.directory
         self.budget = spec.keep_in_memory
         self.in_memory = 0  # bytes of the storages kept in memory
-        self.saved_bytes = 0  # bytes of every distinct storage kept, in memory or not
         self._model_tensors = model_tensors  # ids of the model's parameters and buffers
         # Weak: the values hold this feature's write guard (a cycle would keep them alive)
         self._values = cast("SavedValues", weakref.proxy(book.values))
@@ -210,7 +209,6 @@ class Offload(Feature):
 
     def _decide(self, storage: torch.UntypedStorage, tensor: Tensor, key: int) -> str:
         nbytes = storage.nbytes()
-        self.saved_bytes += nbytes
         if self.in_memory + nbytes <= self.budget:
             self.in_memory += nbytes
             return _MEMORY
