@@ -23,6 +23,7 @@ import networkx as nx
 
 from lens_widget.log.disk_values import DiskValues
 from lens_widget.log.dispatch import DispatchCall
+from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.held_error import HeldError
@@ -87,6 +88,14 @@ class ModelLog:
     # A dispatched model's device hooks (accelerate): each call, in order; their own torch
     # calls are not ops of the model (log/dispatch.py). Empty for any other model.
     dispatch: list[DispatchCall] = field(default_factory=list)
+    # Under torch.distributed (log/distributed.py): this process's rank and the world's
+    # size (None outside it); each collective op by label; each sharded parameter by name;
+    # the engines' own bookkeeping calls, which are not ops of the model.
+    rank: int | None = None
+    world_size: int | None = None
+    collectives: dict[str, CollectiveInfo] = field(default_factory=dict)
+    placements: dict[str, ParamPlacement] = field(default_factory=dict)
+    engine_calls: list[EngineCall] = field(default_factory=list)
     _by_label: dict[str, OpRecord] = field(init=False, repr=False)
     # Every node by label, when the builder has one already (else it is made here).
     label_index: InitVar[dict[str, OpRecord] | None] = None
