@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything this project checks on a lent GPU machine, in one run (device time is scarce):
-# the CUDA tests, host syncs per pass, the CUDA tracing figures of bench/RESULTS.md
-# (bench/gpu_check.sh), and the per-op cost on real models measured on that machine's
-# otherwise idle CPU. Usage (device tool): carry .whl (TorchLens, graphviz and the widget's
+# the CUDA tests, host syncs per pass, the CUDA tracing figures of bench/RESULTS.md, the
+# per-op tables on CUDA, and the per-op cost on real models on that machine's CPU (its
+# figures moved by tens of µs/op between rounds on 2026-11-27: read them as a smoke run).
+# Results go under bench/results/cuda-<date>-<commit>/. Usage (device tool): carry .whl (TorchLens, graphviz and the widget's
 # pure-Python wheels), then `OUT=$OUT bash bench/gpu_session.sh`.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
