@@ -78,6 +78,7 @@ export class LensApp {
   // several ranks' logs (LensWidget.from_logs): which rank is shown, compared with which
   private ranks = new RankPicker({
     showRank: (params) => this.requests.request({ method: "showRank", params }, { timeoutMs: 120000 }),
+    onPage: () => !!this.link.noRerun,
   });
   private link: KernelLink;
 

@@ -30,6 +30,7 @@ class RankView(traitlets.HasTraits):
 
     _ranks: dict[int, ModelLog] | None = None
     _setting_both = False
+    _rank_payloads: dict[int, Any] | None = None  # each rank's plain payload, built once
     # The rank shown (-1 in a widget of one log) and the rank it is compared with (-1: none).
     # Not synced: the frontend reads both from the graph payload (GraphPayload.ranks).
     rank = traitlets.Int(-1)
@@ -111,7 +112,12 @@ class RankView(traitlets.HasTraits):
                 comparison = compare(shown, self._ranks[other])
             self._comparison = comparison
             self._diffs = None if comparison is None else {d.label: d for d in comparison}
+            # LensWidget rebuilds a payload for a log other than its last: keep each rank's
+            cache = self._rank_payloads = self._rank_payloads or {}
+            if self._shown in cache:
+                self._plain = cache[self._shown]
             self._set_log(shown)  # pyright: ignore[reportAttributeAccessIssue]  # LensWidget's: adds ranks_info()
+            cache[self._shown] = self._plain
 
     def _show_rank(self, params: object) -> requests.Answer:
         """The "showRank" request: the rank picker's choice (rank, and compareWith or none)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from lens_harness import click_item, lens, open_widget, reveal, wait_idle, widget_kernel
 from test_device_overlay import canvas_colors
 from test_overlays import ACTIVATIONS, pick
+from test_standalone_html import open_from_disk
 
 from lens_widget.widget.lens_widget import LensWidget
 from model_zoo.per_rank import tensor_parallel_logs
@@ -96,4 +97,16 @@ def test_the_rank_picker_switches_values_and_compares_two_ranks(page, artifacts)
     page.select_option("[data-testid=rank-compare]", "")
     wait_shown(page, "1|")
     assert not page.locator("[data-testid=compare-side]").is_visible()
+    assert page.errors == []
+
+
+def test_a_saved_page_shows_its_rank_and_says_the_others_need_the_kernel(page, tmp_path) -> None:
+    w = LensWidget.from_logs(tensor_parallel_logs())
+    w.rank = 1
+    open_from_disk(page, w.save_html(tmp_path / "ranks.html"))
+    page.locator("[data-testid=rank-bar]").wait_for()
+    assert page.input_value("[data-testid=rank-picker]") == "1"
+    assert page.is_disabled("[data-testid=rank-picker]")
+    assert page.is_disabled("[data-testid=rank-compare]")
+    assert "need the notebook's kernel" in page.text_content("[data-testid=rank-note]")
     assert page.errors == []

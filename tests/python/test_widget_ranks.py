@@ -55,9 +55,12 @@ def test_switching_the_rank_serves_that_ranks_values(dp_logs):
     assert not np.array_equal(at_0, at_1)  # another batch
     assert np.allclose(at_1, dp_logs[1].by_label["linear_1_1"].activation.numpy().ravel())
     assert not np.array_equal(grad_0, activation(w, "linear_1_1", "grad"))  # its gradients too
+    shown_1 = w.graph["unrolled"]
     w.rank = 0  # from Python as well
     assert np.array_equal(activation(w, "linear_1_1"), at_0)
-    assert wire.decode(wire.encode(w.graph))["ranks"]["shown"] == 0  # travels on the wire
+    w.rank = 1
+    assert w.graph["unrolled"] is shown_1  # each rank's graph is built once
+    assert wire.decode(wire.encode(w.graph))["ranks"]["shown"] == 1  # travels on the wire
 
 
 def test_data_parallel_ranks_differ_in_every_activation_not_in_weights(dp_logs):

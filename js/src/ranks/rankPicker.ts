@@ -7,6 +7,7 @@ import { compareChoices, rankCaption, rankName, showRankParams } from "./rankLog
 
 export interface RankPickerDeps {
   showRank(params: ShowRankParams): Promise<unknown>;
+  onPage(): boolean; // a saved page: no kernel holds the other ranks' logs
 }
 
 const NO_COMPARISON = "";
@@ -51,9 +52,11 @@ export class RankPicker {
     const others = compareChoices(info).map((r) => option(String(r), `rank ${r}`));
     this.other.replaceChildren(option(NO_COMPARISON, "—"), ...others);
     this.other.value = info.compareWith === null ? NO_COMPARISON : String(info.compareWith);
-    this.rank.disabled = this.other.disabled = false;
+    const onPage = this.deps.onPage();
+    this.rank.disabled = this.other.disabled = onPage;
     this.caption.textContent = rankCaption(info);
-    this.note.textContent = "";
+    // a saved page shows the rank it was saved on: the other ranks' logs are in the kernel
+    this.note.textContent = onPage ? " (a saved page: the other ranks need the notebook's kernel)" : "";
   }
 
   private choose(): void {
