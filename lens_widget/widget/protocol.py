@@ -32,6 +32,7 @@ from lens_widget.widget.monitor_protocol import (  # noqa: F401
 from lens_widget.widget.rank_protocol import (  # noqa: F401
     CollectiveNodeInfo,
     CollectivePhase,
+    PlacementInfo,
     RanksInfo,
     ShowRankParams,
     ShowRankRequest,
@@ -101,6 +102,7 @@ class NodeInfo(TypedDict):
     passes: list[str]
     attention: bool
     collective: NotRequired[CollectiveNodeInfo]  # a collective op (ModelLog.collectives)
+    placement: NotRequired[PlacementInfo]  # a sharded parameter (ModelLog.placements)
 
 
 class EdgeInfo(TypedDict):

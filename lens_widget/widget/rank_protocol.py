@@ -20,6 +20,17 @@ class CollectiveNodeInfo(TypedDict):
     engine: str
 
 
+class PlacementInfo(TypedDict):
+    """NodeInfo.placement: a parameter an engine sharded (ModelLog.placements)."""
+
+    fullShape: list[int]
+    localShape: list[int]
+    placements: list[str]
+    meshShape: list[int]
+    meshDimNames: list[str]
+    grad: str
+
+
 class RanksInfo(TypedDict):
     """GraphPayload.ranks: a widget of several ranks' logs (LensWidget.from_logs)."""
 

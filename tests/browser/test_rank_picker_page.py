@@ -62,6 +62,14 @@ def test_the_rank_picker_switches_values_and_compares_two_ranks(page, artifacts)
     assert page.text_content("[data-testid=inspector-collective]") == "all_reduce"
     facts = inspector.locator("table.lens-facts").text_content()
     assert "2 ranks: 0, 1" in facts and "dtensor" in facts and "forward" in facts
+    # a sharded parameter says how it is sharded
+    page.check("[data-testid=toggle-params]")
+    wait_idle(page)
+    click_item(page, "fc1.weight")
+    page.locator("[data-testid=inspector-placement]").wait_for()
+    assert page.text_content("[data-testid=inspector-placement]") == ("Shard(dim=0) on mesh (tp=2)")
+    page.uncheck("[data-testid=toggle-params]")
+    wait_idle(page)
 
     # rank 1: the selected op's values are rank 1's, on the same layout
     click_item(page, "linear_1_1")

@@ -5,8 +5,8 @@ import type { CollectiveNodeInfo, GraphPayload, RanksInfo } from "../../js/src/g
 import { buildModel } from "../../js/src/graph/tree";
 import { computeVisible } from "../../js/src/graph/visibility";
 import { nodeLines } from "../../js/src/layout/labels";
-import { fmtBytes } from "../../js/src/panel/format";
-import { collectiveFacts, collectiveLines, groupText } from "../../js/src/ranks/collectives";
+import { fmtBytes, fmtShape } from "../../js/src/panel/format";
+import { collectiveFacts, collectiveLines, groupText, placementFacts } from "../../js/src/ranks/collectives";
 import { compareChoices, rankCaption, rankName, sameRankGraph, showRankParams } from "../../js/src/ranks/rankLogic";
 import { itemValues, metricInfo, offeredMetrics } from "../../js/src/render/overlay";
 import { edge, node, payload } from "./builders";
@@ -82,6 +82,27 @@ describe("collectives", () => {
     const facts = Object.fromEntries(collectiveFacts(big, fmtBytes));
     expect(facts.group).toBe("64 ranks: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, …");
     expect(facts.engine).toBe("the model's own call");
+  });
+});
+
+describe("sharded parameters", () => {
+  it("list placements on the named mesh, full and local shape, and the gradient's kind", () => {
+    const p = {
+      fullShape: [16, 8],
+      localShape: [8, 8],
+      placements: ["Shard(dim=0)"],
+      meshShape: [2],
+      meshDimNames: ["tp"],
+      grad: "local shard",
+    };
+    expect(placementFacts(p, fmtShape)).toEqual([
+      ["sharded", "Shard(dim=0) on mesh (tp=2)"],
+      ["full shape", fmtShape([16, 8])],
+      ["this rank", fmtShape([8, 8])],
+      ["gradient", "local shard"],
+    ]);
+    const mesh2d = { ...p, placements: ["Replicate()", "Shard(dim=1)"], meshShape: [2, 4], meshDimNames: [] };
+    expect(placementFacts(mesh2d, fmtShape)[0][1]).toBe("Replicate(), Shard(dim=1) on mesh (2, 4)");
   });
 });
 

@@ -106,6 +106,17 @@ def test_a_collective_travels_with_its_group_and_bytes(tp_logs):
     assert all(math.isnan(v) for label, v in sent.items() if label != "add_1_4")
 
 
+def test_a_sharded_parameter_travels_with_its_placement(tp_logs):
+    w = LensWidget.from_logs(tp_logs)
+    for view in ("unrolled", "rolled"):
+        placed = {n["id"]: n["placement"] for n in w.graph[view]["nodes"] if "placement" in n}
+        assert set(placed) == {"fc1.weight", "fc1.bias", "fc2.weight"}, view  # fc3: replicated
+        assert placed["fc2.weight"] == {
+            "fullShape": [16, 16], "localShape": [16, 8], "placements": ["Shard(dim=1)"],
+            "meshShape": [2], "meshDimNames": ["tp"], "grad": "local shard",
+        }  # fmt: skip
+
+
 def test_comm_bytes_of_a_log_without_collectives_says_why(dp_logs):
     reply, _ = ask(LensWidget.from_log(dp_logs[0]), "metrics", {"metric": "commBytes"})
     assert not reply["ok"] and "no op of this log is a collective" in reply["error"]

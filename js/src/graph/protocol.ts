@@ -55,6 +55,16 @@ export interface RanksInfo {
   compareWith: number | null; // the rank it is compared with (B), null when none
 }
 
+/** NodeInfo.placement: how a sharded parameter lives on this rank (ModelLog.placements). */
+export interface PlacementInfo {
+  fullShape: number[]; // its logical shape, as the undistributed model has it
+  localShape: number[]; // the shard this rank holds
+  placements: string[]; // one per mesh dim, as DTensor prints them: "Shard(dim=0)", "Replicate()"
+  meshShape: number[];
+  meshDimNames: string[]; // empty when the mesh dims are not named
+  grad: string; // what its kept gradient is: "local shard", "full", "none"
+}
+
 export type CollectivePhase = "forward" | "backward" | "optimizer";
 
 /** NodeInfo.collective: the op is a collective of torch.distributed (ModelLog.collectives). */
@@ -167,6 +177,7 @@ export interface NodeInfo {
   passes: string[]; // rolled: unrolled ids of each pass, in order; unrolled: [id]
   attention: boolean; // an attention op (SDPA, MHA): its weights can be asked for ("attention")
   collective?: CollectiveNodeInfo; // a collective op: drawn distinctly, colored by "commBytes"
+  placement?: PlacementInfo; // a parameter an engine sharded (FSDP2, tensor parallel)
 }
 
 export interface EdgeInfo {

@@ -5,7 +5,7 @@ import type { Gradients } from "../graph/gradients";
 import type { ActivationResult, NodeInfo } from "../graph/protocol";
 import type { GraphModel } from "../graph/tree";
 import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
-import { collectiveFacts } from "../ranks/collectives";
+import { collectiveFacts, placementFacts } from "../ranks/collectives";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { type AblateParams, AblateSection } from "./ablateSection";
@@ -217,6 +217,10 @@ export class Inspector {
     if (n.collective) {
       const [[k, kind], ...more] = collectiveFacts(n.collective, fmtBytes);
       rows.push([k, cell(kind, "inspector-collective")], ...more);
+    }
+    if (n.placement) {
+      const [[k, sharded], ...more] = placementFacts(n.placement, fmtShape);
+      rows.push([k, cell(sharded, "inspector-placement")], ...more);
     }
     if (n.params.length) {
       const ul = h("div", "lens-params");

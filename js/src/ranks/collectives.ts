@@ -1,7 +1,8 @@
 // Collective ops (NodeInfo.collective: all_reduce, all_gather_into_tensor, ... of
 // torch.distributed) as pure functions: their label in the graph (kind, group size), their
-// facts in the inspector, and the distinct shape and colours they are drawn in.
-import type { CollectiveNodeInfo, NodeInfo } from "../graph/protocol";
+// facts in the inspector, and the distinct shape and colours they are drawn in; and the
+// inspector's facts of a sharded parameter (NodeInfo.placement).
+import type { CollectiveNodeInfo, NodeInfo, PlacementInfo } from "../graph/protocol";
 
 /** The outline of a collective: orange, on any fill (a metric overlay colours the fill). */
 export const COLLECTIVE_STROKE = "rgb(232,89,12)";
@@ -47,4 +48,16 @@ export function hexagonPath(ctx: CanvasRenderingContext2D, x: number, y: number,
   ctx.lineTo(x + tip, y + h);
   ctx.lineTo(x, y + h / 2);
   ctx.closePath();
+}
+
+/** The inspector's rows for a sharded parameter: placements on the mesh, full and local
+ * shape, what its gradient is. */
+export function placementFacts(p: PlacementInfo, fmtShape: (s: number[]) => string): [string, string][] {
+  const dims = p.meshShape.map((n, i) => (p.meshDimNames[i] ? `${p.meshDimNames[i]}=${n}` : String(n)));
+  return [
+    ["sharded", `${p.placements.join(", ")} on mesh (${dims.join(", ")})`],
+    ["full shape", fmtShape(p.fullShape)],
+    ["this rank", fmtShape(p.localShape)],
+    ["gradient", p.grad],
+  ];
 }
