@@ -66,7 +66,8 @@ class RankView(traitlets.HasTraits):
             "ranks": list(self._ranks),
             "worldSize": sizes.pop() if len(sizes) == 1 else None,
             "shown": self._shown,
-            "compareWith": None if other == NO_COMPARISON else other,
+            # a rank compared with itself is no comparison
+            "compareWith": None if other in (NO_COMPARISON, self._shown) else other,
         }
 
     # the traits' values, typed (traitlets' Int reads as int | object to pyright)

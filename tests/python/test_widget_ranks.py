@@ -79,6 +79,8 @@ def test_data_parallel_ranks_differ_in_every_activation_not_in_weights(dp_logs):
     assert reply["ok"] and not np.frombuffer(buffers[0], "<f4").any()
     reply, _ = ask(w, "showRank", {"rank": 1})  # no compareWith: the comparison ends
     assert "compare" not in w.graph and w.comparison is None
+    w.compare_rank = 1  # the rank shown itself: no comparison either
+    assert "compare" not in w.graph and w.graph["ranks"]["compareWith"] is None
 
 
 def test_tensor_parallel_ranks_differ_in_their_shards_until_the_all_reduce(tp_logs):
