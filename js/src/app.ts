@@ -27,6 +27,8 @@ import { heightFloor, SizeCache } from "./layout/scenePlan";
 import { MonitorView } from "./monitor/monitorView";
 import { Inspector } from "./panel/inspector";
 import { preloadPlots } from "./panel/plots";
+import { sameRankGraph } from "./ranks/rankLogic";
+import { RankPicker } from "./ranks/rankPicker";
 import { pickAnchor } from "./render/anchor";
 import { FitSearch } from "./render/camera";
 import { nextExpansion, placeCamera } from "./render/cameraPlan";
@@ -73,6 +75,11 @@ export class LensApp {
   private overlay: OverlayControl;
   private monitor: MonitorView;
   private grads = new GradientControl((id, as) => this.selectUnrolled(id, as));
+  // several ranks' logs (LensWidget.from_logs): which rank is shown, compared with which
+  private ranks = new RankPicker({
+    showRank: (params) => this.requests.request({ method: "showRank", params }, { timeoutMs: 120000 }),
+    onPage: () => !!this.link.noRerun,
+  });
   private link: KernelLink;
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
@@ -142,6 +149,7 @@ export class LensApp {
     this.root.append(
       this.toolbar.el,
       this.overlay.picker.el,
+      this.ranks.el,
       this.monitor.bar,
       this.banner.el,
       this.grads.banner.el,
@@ -243,6 +251,9 @@ export class LensApp {
   }
 
   private setGraph(payload: GraphPayload | null, initial = false): void {
+    // another rank's values on the same graph: the layout and the camera stay
+    const sameLayout = sameRankGraph(this.views?.payload ?? null, payload);
+    this.ranks.show(payload?.ranks);
     this.views = payload ? new GraphViews(payload) : null;
     this.overlay.setGraph(payload, this.grads.setGraph(payload));
     this.ablationBanner.show(payload?.ablation);
@@ -261,7 +272,7 @@ export class LensApp {
       this.select(this.mapId(op, "unrolled", this.viewName), { center: true }),
     );
     const sel = this.selected && m.nodes.has(this.selected) ? this.selected : "";
-    this.store.update({ camera: FIT });
+    this.store.update({ camera: sameLayout ? KEEP : FIT });
     if (initial && this.expanded.size === 0) {
       const { levels, lowest } = expansionLevels(m, this.showParams);
       // with a selection the view opens on it: no need to look for a whole view
@@ -270,7 +281,7 @@ export class LensApp {
       if (sel) this.sync.writeExpanded(this.expanded);
     }
     this.store.update({ selected: "" });
-    if (sel) this.select(sel, { center: true, origin: "kernel" });
+    if (sel) this.select(sel, { center: !sameLayout, origin: "kernel" });
     else {
       this.inspector.show(m, null);
       this.refresh();

@@ -32,6 +32,7 @@ from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.metric_values import MetricError, side_outputs
 from lens_widget.widget.monitor_view import MONITOR_VALUES, MonitorView
 from lens_widget.widget.payload import NO_MODEL, build_payload
+from lens_widget.widget.rank_view import RankView
 from lens_widget.widget.view_ids import ViewIds
 
 # The method answering each kind of protocol.REQUEST_KINDS ("firstNonfinite" ->
@@ -53,7 +54,7 @@ def _answer_message(widget: LensWidget, content: object, buffers: list[object]) 
     widget._on_msg(widget, content, buffers)
 
 
-class LensWidget(anywidget.AnyWidget, MonitorView):
+class LensWidget(anywidget.AnyWidget, MonitorView, RankView):
     """Every op of one forward pass as an interactive graph; click a node to plot its output.
 
     >>> w = LensWidget(model, x)            # traces model(x); w.model_log is the ModelLog
@@ -218,6 +219,9 @@ class LensWidget(anywidget.AnyWidget, MonitorView):
             }
         if self._ablation is not None:
             self._payload["ablation"] = self._ablation.info()
+        ranks = self.ranks_info()
+        if ranks is not None:  # the rank picker (from_logs)
+            self._payload["ranks"] = ranks
         if self._model is None:  # the frontend offers no re-run, no ablation
             self._payload["noRerun"] = NO_MODEL if self._monitor is None else MONITOR_VALUES
         self._records: Mapping[str, OpRecord] = log.by_label

@@ -28,6 +28,16 @@ from lens_widget.widget.monitor_protocol import (  # noqa: F401
     MonitorStepResult,
 )
 
+# The rank view's part (LensWidget.from_logs, collectives; names re-exported likewise)
+from lens_widget.widget.rank_protocol import (  # noqa: F401
+    CollectiveNodeInfo,
+    CollectivePhase,
+    PlacementInfo,
+    RanksInfo,
+    ShowRankParams,
+    ShowRankRequest,
+)
+
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 ViewName = Literal["rolled", "unrolled"]
 PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
@@ -50,6 +60,7 @@ MetricName = Literal[
     "cosine",
     "gradNorm",
     "gradNonfinite",
+    "commBytes",
 ]
 
 # ---- the `graph` trait (kernel -> frontend) -------------------------------------------
@@ -90,6 +101,8 @@ class NodeInfo(TypedDict):
     nPasses: int
     passes: list[str]
     attention: bool
+    collective: NotRequired[CollectiveNodeInfo]  # a collective op (ModelLog.collectives)
+    placement: NotRequired[PlacementInfo]  # a sharded parameter (ModelLog.placements)
 
 
 class EdgeInfo(TypedDict):
@@ -173,6 +186,7 @@ class GraphPayload(TypedDict):
     gradients: NotRequired[GradientInfo]
     ablation: NotRequired[AblationInfo]
     noRerun: NotRequired[str]  # why the model cannot be re-run (a widget built from a log)
+    ranks: NotRequired[RanksInfo]  # a widget of several ranks' logs (LensWidget.from_logs)
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------
@@ -380,4 +394,5 @@ REQUEST_KINDS: dict[str, RequestKind] = {
     "endAblation": RequestKind(EndAblationRequest, RerunResult, False, False),
     "monitorStep": RequestKind(MonitorStepRequest, MonitorStepResult, False, False),
     "monitorSeries": RequestKind(MonitorSeriesRequest, MonitorSeriesResult, False, False),
+    "showRank": RequestKind(ShowRankRequest, RerunResult, False, False),
 }

@@ -27,7 +27,7 @@ export class MetricPicker {
     this.select.dataset.testid = "metric-picker";
     this.select.title =
       "Color every op (and each collapsed module, by an aggregate) by a metric, or by the device it ran on";
-    this.fillOptions(false, false, false);
+    this.fillOptions(false, false, false, false);
     this.select.onchange = () => actions.setMetric((this.select.value || null) as OverlayName | null);
     this.log.type = "checkbox";
     this.log.dataset.testid = "metric-log";
@@ -69,8 +69,8 @@ export class MetricPicker {
 
   /** Offers the difference metrics only in a comparison, the gradient ones only with
    * gradients, "device" when some op ran on a known device. */
-  setOffers(compare: boolean, grads: boolean, devices: boolean): void {
-    this.fillOptions(compare, grads, devices);
+  setOffers(compare: boolean, grads: boolean, devices: boolean, comm = false): void {
+    this.fillOptions(compare, grads, devices, comm);
     this.sideBox.hidden = !compare;
     if (!compare) this.side.value = "a";
   }
@@ -84,12 +84,12 @@ export class MetricPicker {
     this.note.textContent = text;
   }
 
-  private fillOptions(compare: boolean, grads: boolean, devices: boolean): void {
+  private fillOptions(compare: boolean, grads: boolean, devices: boolean, comm: boolean): void {
     const keep = this.select.value;
     const none = document.createElement("option");
     none.value = "";
     none.textContent = "kind (default)";
-    const offered: [string, string][] = offeredMetrics(compare, grads).map((m) => [m.name, m.label]);
+    const offered: [string, string][] = offeredMetrics(compare, grads, comm).map((m) => [m.name, m.label]);
     if (devices) offered.unshift([DEVICE_OVERLAY, "device"]);
     const options = offered.map(([name, label]) => {
       const o = document.createElement("option");

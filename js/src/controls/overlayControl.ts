@@ -114,7 +114,8 @@ export class OverlayControl implements NodeOverlay {
     const ops = payload?.unrolled.nodes.filter((n) => n.kind === "op") ?? [];
     this.saves = { notSaved: ops.filter((n) => !n.saved).length, ops: ops.length };
     this.devices = opDevices(payload);
-    this.picker.setOffers(this.compare, !!gradients, this.devices.size > 0);
+    const comm = !!payload?.unrolled.nodes.some((n) => n.collective); // "bytes communicated"
+    this.picker.setOffers(this.compare, !!gradients, this.devices.size > 0, comm);
     if (!this.compare) this.side = "a";
     this.values = new Map();
     this.nonfinite = new Set();
@@ -128,6 +129,7 @@ export class OverlayControl implements NodeOverlay {
       if (!this.devices.size) metric = null;
     } else {
       if (metric && metricInfo(metric).grads && !gradients) metric = null;
+      if (metric && metricInfo(metric).comm && !comm) metric = null;
       // back from a comparison (an ablation's "back to the trace"), a difference metric has no values
       if (metric && metricInfo(metric).compare && !this.compare) metric = null;
       if (this.compare && (!metric || !metricInfo(metric).compare)) metric = "relL2";

@@ -2,6 +2,7 @@
 import { CHUNK_MARK } from "../graph/chunks";
 import type { NodeInfo, ViewName } from "../graph/protocol";
 import type { GroupNode } from "../graph/tree";
+import { collectiveLines } from "../ranks/collectives";
 
 export const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace";
 export const FONT_PX = 11;
@@ -43,6 +44,10 @@ export function clipStart(s: string, n: number = MAX_CHARS): string {
 }
 
 export function nodeLines(n: NodeInfo): [string, string] {
+  if (n.collective) {
+    const [l1, l2] = collectiveLines(n, n.collective, shapeText(n.shape));
+    return [clip(l1), clip(l2)];
+  }
   const passes = n.nPasses > 1 ? ` ×${n.nPasses}` : "";
   return [clip(n.func + passes), clip(shapeText(n.shape))];
 }

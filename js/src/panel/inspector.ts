@@ -5,6 +5,7 @@ import type { Gradients } from "../graph/gradients";
 import type { ActivationResult, NodeInfo } from "../graph/protocol";
 import type { GraphModel } from "../graph/tree";
 import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
+import { collectiveFacts, placementFacts } from "../ranks/collectives";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { type AblateParams, AblateSection } from "./ablateSection";
@@ -213,6 +214,14 @@ export class Inspector {
       size: cell(fmtBytes(n.nbytes), "inspector-size"),
     };
     rows.push(["shape", facts.shape], ["dtype", facts.dtype], ["device", n.device ?? "—"], ["size", facts.size]);
+    if (n.collective) {
+      const [[k, kind], ...more] = collectiveFacts(n.collective, fmtBytes);
+      rows.push([k, cell(kind, "inspector-collective")], ...more);
+    }
+    if (n.placement) {
+      const [[k, sharded], ...more] = placementFacts(n.placement, fmtShape);
+      rows.push([k, cell(sharded, "inspector-placement")], ...more);
+    }
     if (n.params.length) {
       const ul = h("div", "lens-params");
       ul.dataset.testid = "inspector-params";

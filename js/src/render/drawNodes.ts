@@ -5,6 +5,7 @@ import type { NodeInfo } from "../graph/protocol";
 import { TITLE_X } from "../layout/headers";
 import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
+import { COLLECTIVE_STROKE, collectiveFill, hexagonPath } from "../ranks/collectives";
 import { shareBar } from "./deviceOverlay";
 import type { Paint } from "./frame";
 import { textOn } from "./overlay";
@@ -92,6 +93,13 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
     textColor = th.muted;
     if (!n.hasParams) stroke = th.paramStroke;
   }
+  if (n.collective) {
+    // a collective of torch.distributed: its own colours, a hexagon (outline below)
+    fill = collectiveFill(th.dark);
+    stroke = COLLECTIVE_STROKE;
+    lw = 2;
+    bold = true;
+  }
   if (n.failed) {
     fill = th.failed;
     stroke = th.failedStroke;
@@ -124,10 +132,12 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
     ctx.globalAlpha = 1;
     return;
   }
-  roundRect(ctx, r.x, r.y, r.w, r.h, radius);
+  const outline = n.collective ? (): void => hexagonPath(ctx, r.x, r.y, r.w, r.h) : undefined;
+  if (outline) outline();
+  else roundRect(ctx, r.x, r.y, r.w, r.h, radius);
   ctx.fill();
   drawShareBar(p, n.id, r, radius);
-  drawGradientMarks(p, n.id, r, radius);
+  drawGradientMarks(p, n.id, r, radius, outline);
   if (p.overlay?.flagged(n.id)) drawNonfiniteMark(ctx, r, th.failedStroke);
   if (detail || p.selected === n.id) {
     ctx.lineWidth = Math.max(lw, lw * 0.6 * px);
@@ -231,7 +241,7 @@ function drawShareBar(p: Paint, id: string, r: Rect, radius: number): void {
 
 /** A purple top-left corner for a NaN/Inf gradient; a dashed orange outline around a leaf
  * (or an op reading a parameter) that got no gradient. Leaves the path of the node's shape. */
-function drawGradientMarks(p: Paint, id: string, r: Rect, radius: number): void {
+function drawGradientMarks(p: Paint, id: string, r: Rect, radius: number, outline?: () => void): void {
   const { ctx, overlay } = p;
   if (!overlay) return;
   if (overlay.starved(id)) {
@@ -253,7 +263,8 @@ function drawGradientMarks(p: Paint, id: string, r: Rect, radius: number): void 
     ctx.closePath();
     ctx.fill();
   }
-  roundRect(ctx, r.x, r.y, r.w, r.h, radius); // the node's outline is stroked next
+  if (outline) outline();
+  else roundRect(ctx, r.x, r.y, r.w, r.h, radius); // the node's outline is stroked next
 }
 
 function shortName(name: string): string {
