@@ -56,8 +56,11 @@ class InlinePage:
             f"{fallback}</iframe></div>"
         )
 
+    def __repr__(self) -> str:  # what display() prints outside IPython, not the whole page
+        return f"lens_widget page: {self.note}"
+
     def _repr_mimebundle_(self, **_kwargs: Any) -> dict[str, str]:
-        return {"text/html": self._repr_html_(), "text/plain": f"lens_widget page: {self.note}"}
+        return {"text/html": self._repr_html_(), "text/plain": repr(self)}
 
 
 def inline_page(
