@@ -26,6 +26,7 @@ import { type Laid, LayoutRunner } from "./layout/sceneLayout";
 import { heightFloor, SizeCache } from "./layout/scenePlan";
 import { MonitorView } from "./monitor/monitorView";
 import { Inspector } from "./panel/inspector";
+import { injectPanelLayout } from "./panel/panelLayout";
 import { preloadPlots } from "./panel/plots";
 import { pickAnchor } from "./render/anchor";
 import { FitSearch } from "./render/camera";
@@ -77,6 +78,7 @@ export class LensApp {
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
     injectStyles(el.ownerDocument);
+    injectPanelLayout(el.ownerDocument);
     this.theme = pickTheme(el);
     this.root = h("div", "lens-root");
     this.root.dataset.testid = "lens-root";
