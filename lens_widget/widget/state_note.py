@@ -15,10 +15,11 @@ NOTE_CLASS = "lens-state-note"
 
 STATE_NOTE_HTML = (
     f'<div class="{NOTE_CLASS}" style="font:13px/1.4 system-ui,sans-serif;color:#52606d">'
-    "The lens_widget graph above was not saved with this notebook, so it cannot be drawn "
-    "again without running the cell. To keep it: turn on <b>Settings › Save Widget State "
-    "Automatically</b> in JupyterLab before saving, or display it with "
-    "<code>lens_widget.show(w)</code>, which keeps the graph as plain HTML in the notebook."
+    "No lens_widget graph above (&ldquo;Error displaying widget: model not found&rdquo;)? "
+    "This notebook was saved without its widget state: run the cell again to see it. To keep "
+    "graphs in saved notebooks, turn on <b>Settings › Save Widget State Automatically</b> in "
+    "JupyterLab before saving, or display them with <code>lens_widget.show(w)</code>, which "
+    "keeps the graph as plain HTML in the notebook."
     "</div>"
 )
 

@@ -150,9 +150,9 @@ def test_shown_graph_survives_a_reopen_with_default_settings(
     assert others == [], others
 
 
-@pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("nbconvert_show")
+def executed_notebook(work: Path) -> nbformat.NotebookNode:
+    """The notebook run by nbclient (a kernel of its own, as on another machine): its
+    outputs are unsigned, so JupyterLab opens it untrusted."""
     write_notebook(work / NOTEBOOK, [SHOW_CELL, WIDGET_CELL])
     nb = nbformat.read(work / NOTEBOOK, as_version=4)
     env = {
@@ -161,7 +161,27 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "JUPYTER_CONFIG_DIR": str(work / "config"),
     }
     NotebookClient(nb, kernel_name="python3", timeout=300).execute(env=env)
-    body, _ = HTMLExporter().from_notebook_node(nb)
+    return nb
+
+
+def test_an_untrusted_notebook_says_how_to_see_the_graph(
+    lab: Lab, page: object, tmp_path: Path
+) -> None:
+    """A notebook run elsewhere is untrusted: JupyterLab sanitizes its HTML, dropping the
+    frame; what is left says to trust the notebook."""
+    nbformat.write(executed_notebook(tmp_path), lab.root_dir / "theirs.ipynb")
+    page.set_viewport_size({"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    open_in_lab(lab, page, "theirs.ipynb")
+    shown = page.locator(".lens-show").first  # type: ignore[attr-defined]
+    shown.wait_for(timeout=60_000)
+    assert page.locator(FRAME).count() == 0  # type: ignore[attr-defined]
+    assert "Trust Notebook" in shown.inner_text()
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("nbconvert_show")
+    body, _ = HTMLExporter().from_notebook_node(executed_notebook(work))
     out = work / "shown.html"
     out.write_text(body, encoding="utf-8")
     return out
