@@ -110,7 +110,8 @@ export class GradientPanel {
     const sel = document.createElement("select");
     sel.className = "lens-select";
     sel.dataset.testid = "leaf-sort";
-    sel.title = "Leaves that got no gradient (or a NaN/Inf one) stay first";
+    sel.title =
+      "Sort the leaves by gradient norm (largest first), name or model order; those that got no gradient (or a NaN/Inf one) stay first";
     for (const [value, text] of LEAF_SORTS) {
       const o = document.createElement("option");
       o.value = value;

@@ -5,9 +5,9 @@ import type { LeafInfo } from "../graph/protocol";
 export type LeafSort = "norm" | "name" | "model";
 
 export const LEAF_SORTS: [LeafSort, string][] = [
-  ["norm", "by gradient norm"],
+  ["norm", "by norm"],
   ["name", "by name"],
-  ["model", "in model order"],
+  ["model", "model order"],
 ];
 
 /** 0: got no gradient, 1: a NaN/Inf gradient (its norm is null), 2: a finite one. */
