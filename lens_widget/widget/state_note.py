@@ -24,8 +24,9 @@ STATE_NOTE_HTML = (
 )
 
 # Hides the note that follows a drawn widget's output (JupyterLab, Notebook 7 and nbconvert's
-# pages put each output in a .jp-OutputArea-child); injected with the widget's own code.
-STATE_NOTE_CSS = (
-    '.jp-OutputArea-child:has([data-testid="lens-root"]) + .jp-OutputArea-child '
-    f".{NOTE_CLASS} {{ display: none; }}\n"
+# pages put each output in a .jp-OutputArea-child, the classic notebook in an .output_area);
+# injected with the widget's own code. Elsewhere the note stays, worded to read right anyway.
+STATE_NOTE_CSS = "".join(
+    f'{area}:has([data-testid="lens-root"]) + {area} .{NOTE_CLASS} {{ display: none; }}\n'
+    for area in (".jp-OutputArea-child", ".output_area")
 )
