@@ -22,14 +22,15 @@ from lens_widget.widget import html_export
 from lens_widget.widget.html_export import Page
 from lens_widget.widget.lens_widget import LensWidget
 
-# What a notebook output may reasonably weigh: the bundle and graph (~0.5 MB) and some views.
+# What a notebook output may reasonably weigh: the bundle (~0.8 MB), the graph and some views.
 DEFAULT_SHOW_BYTES = 3_000_000
 # The frame's height until the page sizes it to its content (the page's own script).
 FRAME_HEIGHT = 760
 _UNTRUSTED = (
-    "The interactive lens_widget graph of {model} is in this output, but the notebook is not "
-    "trusted, so its HTML may not run: trust it (JupyterLab: File › Trust Notebook) and reopen "
-    "it, or run the cell again."
+    "The interactive lens_widget graph of {model} is in this output, but this viewer does not "
+    "run its HTML (an untrusted notebook, or a site that strips it): open the notebook in "
+    "JupyterLab and trust it (File › Trust Notebook), run the cell again, or open an HTML "
+    "export of the notebook (jupyter nbconvert --to html)."
 )
 
 
