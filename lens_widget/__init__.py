@@ -50,4 +50,8 @@ def __getattr__(name: str) -> object:
         from lens_widget.widget import LensWidget
 
         return LensWidget
+    if name == "show":
+        from lens_widget.widget.show import show
+
+        return show
     raise AttributeError(f"module 'lens_widget' has no attribute {name!r}")

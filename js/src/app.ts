@@ -26,6 +26,7 @@ import { type Laid, LayoutRunner } from "./layout/sceneLayout";
 import { heightFloor, SizeCache } from "./layout/scenePlan";
 import { MonitorView } from "./monitor/monitorView";
 import { Inspector } from "./panel/inspector";
+import { injectPanelLayout } from "./panel/panelLayout";
 import { preloadPlots } from "./panel/plots";
 import { sameRankGraph } from "./ranks/rankLogic";
 import { RankPicker } from "./ranks/rankPicker";
@@ -84,6 +85,7 @@ export class LensApp {
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
     injectStyles(el.ownerDocument);
+    injectPanelLayout(el.ownerDocument);
     this.theme = pickTheme(el);
     this.root = h("div", "lens-root");
     this.root.dataset.testid = "lens-root";

@@ -13,6 +13,7 @@ import anywidget
 import ipywidgets
 import torch
 import traitlets
+from IPython.display import display
 
 from lens_widget.capture.interventions import InterventionFn
 from lens_widget.capture.offload import offload_spec
@@ -33,6 +34,7 @@ from lens_widget.widget.metric_values import MetricError, side_outputs
 from lens_widget.widget.monitor_view import MONITOR_VALUES, MonitorView
 from lens_widget.widget.payload import NO_MODEL, build_payload
 from lens_widget.widget.rank_view import RankView
+from lens_widget.widget.state_note import STATE_NOTE_CSS, STATE_NOTE_HTML
 from lens_widget.widget.view_ids import ViewIds
 
 # The method answering each kind of protocol.REQUEST_KINDS ("firstNonfinite" ->
@@ -66,7 +68,7 @@ class LensWidget(anywidget.AnyWidget, MonitorView, RankView):
     """
 
     _esm = bundle_text("widget.js", MISSING_ESM)
-    _css = bundle_text("widget.css", "")
+    _css = bundle_text("widget.css", "") + STATE_NOTE_CSS
 
     # In Python the GraphPayload dict; on the wire and in saved notebooks compact bytes.
     graph = traitlets.Dict().tag(sync=True, to_json=_graph_to_wire)
@@ -168,10 +170,28 @@ class LensWidget(anywidget.AnyWidget, MonitorView, RankView):
         the page says) so that the file stays under `max_bytes`. `weights=True` adds plots of
         parameters and buffers (slower: their statistics read every weight). Returns the path.
         """
+        out = pathlib.Path(path)
+        out.write_bytes(self._page(max_bytes, weights=weights).html)
+        return out
+
+    def _page(self, max_bytes: int, *, weights: bool) -> html_export.Page:
+        """The standalone page of this widget as it is now (save_html, lw.show)."""
         state = self.get_state(["graph", "view", "selected", "expanded"])
-        return html_export.write_html(
-            path, self._model_log, state, max_bytes=max_bytes, weights=weights, diffs=self._diffs
+        return html_export.render_page(
+            self._model_log, state, max_bytes=max_bytes, weights=weights, diffs=self._diffs
         )
+
+    def _ipython_display_(self) -> None:
+        # The widget, then a note that shows only where the widget cannot be drawn: a
+        # reopened notebook saved without widget state (state_note.py).
+        repr_bundle = self._repr_mimebundle_  # None once closed (ipywidgets' close)
+        bundle = repr_bundle() if repr_bundle is not None else None
+        if bundle is None:  # closed: no view, only the text (as anywidget shows it)
+            display({"text/plain": repr(self)}, raw=True)
+            return
+        data, metadata = bundle
+        display(data, metadata=metadata, raw=True)
+        display({"text/html": STATE_NOTE_HTML}, raw=True)
 
     def _wire_bytes(self, payload: Mapping[str, Any]) -> bytes:
         # ipywidgets serialises the state on every open and update: encode each graph once

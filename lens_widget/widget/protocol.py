@@ -131,6 +131,7 @@ class LeafInfo(TypedDict):
     source: str
     received: bool
     passes: list[int]
+    gradNorm: float | None  # L2 norm of its gradient (summed over passes); None: none or NaN/Inf
 
 
 class BackwardPassInfo(TypedDict):

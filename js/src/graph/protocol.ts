@@ -95,6 +95,7 @@ export interface LeafInfo {
   source: string;
   received: boolean; // false: requires grad but no backward pass reached it
   passes: number[]; // backward passes (1-based) that reached it
+  gradNorm: number | null; // L2 norm of its gradient (summed over passes); null: none, or NaN/Inf
 }
 
 export interface BackwardPassInfo {
