@@ -30,6 +30,7 @@ import { preloadPlots } from "./panel/plots";
 import { pickAnchor } from "./render/anchor";
 import { FitSearch } from "./render/camera";
 import { nextExpansion, placeCamera } from "./render/cameraPlan";
+import { CameraTrail } from "./render/cameraTrail";
 import { h } from "./render/dom";
 import { GraphPane } from "./render/graphPane";
 import type { Renderer } from "./render/renderer";
@@ -74,6 +75,7 @@ export class LensApp {
   private monitor: MonitorView;
   private grads = new GradientControl((id, as) => this.selectUnrolled(id, as));
   private link: KernelLink;
+  private trail = new CameraTrail(); // where the camera was before each module opened
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
     injectStyles(el.ownerDocument);
@@ -244,6 +246,7 @@ export class LensApp {
 
   private setGraph(payload: GraphPayload | null, initial = false): void {
     this.views = payload ? new GraphViews(payload) : null;
+    this.trail.clear();
     this.overlay.setGraph(payload, this.grads.setGraph(payload));
     this.ablationBanner.show(payload?.ablation);
     this.layouts.clear();
@@ -297,6 +300,7 @@ export class LensApp {
       id === this.selected && shown && view === "unrolled" ? shown : this.mapId(id, from, view);
     const sel = selectionAfterSwitch(mapSel(this.selected), kernelSelected, kernelInView, origin);
     this.store.update({ view });
+    this.trail.clear();
     if (origin === "user") this.sync.writeView(view);
     const m = this.current;
     if (!m) return;
@@ -335,17 +339,28 @@ export class LensApp {
 
   private toggleGroup(key: string, expand: boolean): void {
     const next = this.current && toggledGroup(this.current, key, expand, this.expanded);
-    // keep the clicked module where it was on screen
-    if (next) this.setExpanded(next, this.renderer.holdOnScreen(key));
+    if (!next) return;
+    // the clicked module stays where it was on screen, then what opened comes into view;
+    // closing it returns to where the camera was before it opened
+    const hold = this.renderer.holdOnScreen(key);
+    const back = expand ? null : this.trail.closed(key);
+    if (expand) this.trail.opened(key, this.renderer.cam);
+    this.setExpanded(next, () => {
+      if (back) this.renderer.cam = back;
+      else hold();
+      this.renderer.reveal(key);
+    });
   }
 
   private expandAll(): void {
     if (!this.current) return;
+    this.trail.clear();
     this.fitNext();
     this.setExpanded(allGroups(this.current));
   }
 
   private collapseAll(): void {
+    this.trail.clear();
     this.fitNext();
     this.setExpanded(new Set());
   }

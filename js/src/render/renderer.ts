@@ -4,7 +4,7 @@
 
 import { GROUP_PREFIX } from "../graph/visibility";
 import type { Rect } from "../layout/scenePlan";
-import { type Camera, firstCamera, fitCamera, topCenterX } from "./camera";
+import { type Camera, FOLLOW_MIN_SCALE, firstCamera, fitCamera, inView, revealCamera, topCenterX } from "./camera";
 import { drawEdges } from "./drawEdges";
 import { drawBoxes, drawItems } from "./drawNodes";
 import type { Frame, NodeOverlay, Paint } from "./frame";
@@ -120,14 +120,32 @@ export class Renderer {
     return !!(center && r);
   }
 
-  /** Hovers module `key` and brings it into view (whole, when it is wider than the view). */
+  /** Hovers module `key` and brings it into view as opening it does (`reveal`), at a zoom
+   * where its text reads. */
   focusGroup(key: string): boolean {
     const r = this.groupRect(key);
     if (!r) return false;
     this.hover = GROUP_PREFIX + key;
-    if (r.w * this.cam.scale > this.width * 0.9) this.fit(r);
-    else this.centerOn(r);
+    if (!inView(this.cam, r, this.width, this.height) && r.w * this.cam.scale <= this.width * 0.9) this.centerOn(r);
+    this.reveal(key);
     return true;
+  }
+
+  /** Brings module `key` (just opened, or found) into view: the least pan, and a zoom out only
+   * as far as text stays readable (revealCamera). A zoom below that is first raised to it. */
+  reveal(key: string): boolean {
+    const r = this.groupRect(key);
+    if (!r) return false;
+    const start = this.cam.scale < FOLLOW_MIN_SCALE ? this.zoomedTo(FOLLOW_MIN_SCALE, r) : this.cam;
+    this.cam = revealCamera(start, r, this.width, this.height);
+    this.request();
+    return true;
+  }
+
+  /** `cam` at zoom `scale` about the middle of `r`'s top edge. */
+  private zoomedTo(scale: number, r: Rect): Camera {
+    const [sx, sy] = this.toScreen(r.x + r.w / 2, r.y);
+    return { scale, tx: sx - (r.x + r.w / 2) * scale, ty: sy - r.y * scale };
   }
 
   centerOn(r: Rect, minScale = 0.8): void {
