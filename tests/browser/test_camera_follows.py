@@ -60,7 +60,7 @@ def assert_in_view(page, key: str) -> None:
     r = box_on_screen(page, key)
     w, h = canvas_size(page)
     assert lens(page, "scale") >= FOLLOW_MIN_SCALE - 1e-6
-    assert 0 <= r["x"] and r["x"] + r["w"] <= w, (key, r, w)
+    assert r["x"] >= 0 and r["x"] + r["w"] <= w, (key, r, w)
     assert 0 <= r["y"] < h - 40, (key, r, h)
     if r["y"] + r["h"] > h:  # too tall to fit: only at the lowest zoom, showing its top
         assert lens(page, "scale") == pytest.approx(FOLLOW_MIN_SCALE)
