@@ -38,6 +38,10 @@ export interface LensDebug {
   edgeLabelBoxes(): { source: string; target: string; text: string; x: number; y: number; w: number; h: number }[];
   /** Every edge's path as drawn (the canvas's own path calls), as SVG path data in graph coordinates. */
   edgePaths(): { source: string; target: string; d: string }[];
+  /** Far out (semantic zoom): the module names drawn at a fixed size, in canvas pixels. */
+  readonly overviewLabels: { key: string; text: string; x: number; y: number; w: number; h: number }[];
+  /** The smallest text drawn in the last frame, in screen pixels (0: no text). */
+  readonly minTextPx: number;
   /** The overview in the canvas's corner: null when not drawn; its box in page coordinates. */
   readonly minimap: { x: number; y: number; w: number; h: number } | null;
 }
@@ -163,6 +167,12 @@ export function exposeDebug(
         );
         return { source: e.edge.source, target: e.edge.target, d: d.join("") };
       }),
+    get overviewLabels() {
+      return r.overview.map(({ key, text, x, y, w, h }) => ({ key, text, x, y, w, h }));
+    },
+    get minTextPx() {
+      return r.minTextPx;
+    },
     get minimap() {
       const c = minimap();
       if (!c) return null;

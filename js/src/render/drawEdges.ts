@@ -6,6 +6,7 @@ import { labelAnchor } from "../layout/headers";
 import { FONT_FAMILY, SMALL_PX } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
 import type { Frame, Paint } from "./frame";
+import { MIN_TEXT_PX } from "./zoomLevels";
 
 export const LABEL_FONT = `${SMALL_PX - 1}px ${FONT_FAMILY}`;
 const LABEL_H = 14;
@@ -16,6 +17,8 @@ export function drawEdges(p: Paint): void {
   ctx.strokeStyle = th.edge;
   ctx.fillStyle = th.edge;
   const labelled: EdgeGeom[] = [];
+  // edge labels are a size smaller than node labels: drawn only where that still reads
+  const edgeText = p.labels && (SMALL_PX - 1) / p.px >= MIN_TEXT_PX;
   for (const e of p.frame.edges) {
     if (!p.inView(e.box)) continue;
     const pts = e.pts;
@@ -34,7 +37,7 @@ export function drawEdges(p: Paint): void {
       ctx.fillStyle = th.edge;
       ctx.lineWidth = Math.max(1.1, 0.8 * px);
     }
-    if (p.labels) labelled.push(e);
+    if (edgeText) labelled.push(e);
   }
   if (!labelled.length) return;
   const titles: Rect[] = [];
