@@ -7,6 +7,7 @@ import { AblationBanner } from "./controls/ablationBanner";
 import { Banner } from "./controls/banner";
 import { bindCanvasInput } from "./controls/canvasInput";
 import { GradientControl, type SelectAs } from "./controls/gradientControl";
+import { DEFAULT_HEIGHT, HeightHandle } from "./controls/heightHandle";
 import { keepKeysInControls } from "./controls/hostKeys";
 import { OverlayControl } from "./controls/overlayControl";
 import { Toolbar } from "./controls/toolbar";
@@ -38,8 +39,6 @@ import { injectStyles } from "./render/styles";
 import { downloadViewSvg } from "./render/svgExport";
 import { pickTheme, type Theme, watchTheme } from "./render/theme";
 import { FIT, KEEP, ViewStore } from "./state/viewStore";
-
-const GRAPH_HEIGHT = 620;
 
 export interface AppOptions {
   /** Who answers requests; by default the kernel of the widget's notebook (see notebookLink). */
@@ -75,6 +74,7 @@ export class LensApp {
   private monitor: MonitorView;
   private grads = new GradientControl((id, as) => this.selectUnrolled(id, as));
   private link: KernelLink;
+  private heightHandle: HeightHandle;
   private trail = new CameraTrail(); // where the camera was before each module opened
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
@@ -100,7 +100,7 @@ export class LensApp {
     });
 
     const main = h("div", "lens-main");
-    main.style.height = `${GRAPH_HEIGHT}px`;
+    this.heightHandle = new HeightHandle(model, main); // the height trait, and a handle to drag it
     this.pane = new GraphPane(this.theme);
     this.renderer = this.pane.renderer;
     this.inspector = new Inspector({
@@ -149,6 +149,7 @@ export class LensApp {
       this.grads.banner.el,
       this.ablationBanner.el,
       main,
+      this.heightHandle.el,
       this.monitor.el,
     );
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
@@ -191,7 +192,7 @@ export class LensApp {
     this.kernelStatus = status;
     this.toolbar.showView(this.viewName);
     this.store.subscribe(["view"], (s) => this.toolbar.showView(s.view));
-    this.pane.fitCanvas({ w: 800, h: GRAPH_HEIGHT });
+    this.pane.fitCanvas({ w: 800, h: DEFAULT_HEIGHT });
     void this.sync.deliverGraph(); // decoded off this call: setGraph(payload, initial) follows
 
     exposeDebug(
@@ -477,6 +478,7 @@ export class LensApp {
   dispose(): void {
     this.unwatchTheme();
     this.unbindInput();
+    this.heightHandle.dispose();
     this.sync.dispose();
     this.link.dispose();
     this.pane.dispose();

@@ -23,7 +23,7 @@ export class Renderer {
   frame: Frame | null = null;
   selected: string | null = null;
   hover: string | null = null;
-  showShapes = false;
+  showShapes = true; // tensor shapes on edges, where they fit (drawEdges.ts)
   overlay: NodeOverlay | null = null;
   theme: Theme;
   drawnItems = 0; // items drawn in the last frame (for tests and benchmarks)
