@@ -77,7 +77,7 @@ class LensWidget(anywidget.AnyWidget, MonitorView):
     # The monitor view (from_monitor, widget/monitor_view.py): its steps; the step shown
     monitor = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     step = traitlets.Int(-1, min=-1).tag(sync=True)  # -1: follow the latest step
-    # The graph's height in px; the handle under the graph drags it (js/src/controls/heightHandle.ts)
+    # The graph's height in px; the handle under it drags it (js/src/controls/heightHandle.ts)
     height = traitlets.Int(620, min=200, max=5000).tag(sync=True)
 
     def __init__(
