@@ -3,7 +3,7 @@
 // Its surface is a contract with those readers: add to it, do not change it.
 
 import type { ViewName } from "./graph/protocol";
-import { groupLines, nodeLines } from "./layout/labels";
+import { groupLines, headerLines, nodeLines } from "./layout/labels";
 import type { Rect } from "./layout/scenePlan";
 import { LABEL_FONT, labelBoxes, traceEdge } from "./render/drawEdges";
 import type { Renderer } from "./render/renderer";
@@ -24,6 +24,8 @@ export interface LensDebug {
   nodeScreenPos(id: string): { x: number; y: number } | null;
   /** The text drawn on an item (a node's name and shape; a module's class, address, summary). */
   itemLines(id: string): string[] | null;
+  /** The title drawn on an open module's box: its class and short address. */
+  headerLines(key: string): string[] | null;
   /** The drawn item that stands for node `id`: itself, or the collapsed module around it. */
   visibleItemFor(id: string): string | null;
   groupHeaderPos(key: string): { x: number; y: number } | null;
@@ -48,7 +50,8 @@ export interface LensDebug {
 
 export interface SceneGeometry {
   items: { id: string; x: number; y: number; w: number; h: number; container: string }[];
-  boxes: { key: string; x: number; y: number; w: number; h: number; parent: string }[]; // expanded modules
+  // expanded modules; `title`: the band of its header its title covers (edges keep off it)
+  boxes: { key: string; x: number; y: number; w: number; h: number; parent: string; title: Rect | null }[];
   edges: { source: string; target: string; pts: number[]; curve: boolean }[];
 }
 
@@ -120,6 +123,11 @@ export function exposeDebug(
       const g = f?.model.groups.get(id.replace(/^@/, ""));
       return f && g ? groupLines(g, f.model.viewName) : null;
     },
+    headerLines: (key) => {
+      const f = r.frame;
+      const g = f?.model.groups.get(key);
+      return f && g ? headerLines(g, f.model.viewName) : null;
+    },
     groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
     overlayColor: (id) => r.overlay?.fill(id) ?? null,
     overlayShares: (id) => r.overlay?.shares(id)?.map((s) => ({ ...s })) ?? null,
@@ -131,7 +139,12 @@ export function exposeDebug(
       if (!f) return null;
       return {
         items: f.vis.items.map((it) => ({ id: it.id, container: it.container, ...f.scene.items.get(it.id)! })),
-        boxes: [...f.scene.boxes].map(([key, b]) => ({ key, parent: f.model.groups.get(key)?.parent ?? "", ...b })),
+        boxes: [...f.scene.boxes].map(([key, b]) => ({
+          key,
+          parent: f.model.groups.get(key)?.parent ?? "",
+          title: f.scene.titles.get(key) ?? null,
+          ...b,
+        })),
         edges: f.edges.map((e) => ({ source: e.edge.source, target: e.edge.target, pts: e.pts, curve: e.curve })),
       };
     },

@@ -199,8 +199,17 @@ function place(job: LayoutJob, sizes: Map<string, [number, number]>, portIn: boo
       memo.set(key, raw);
     }
   }
-  // centre narrow content under a wide header
-  const dx = Math.max(0, (job.minW - raw.w) / 2);
+  // centre narrow content under a wide header, and keep where edges come in (the in port, or
+  // the items entered straight down) clear of the title, which covers the left half of
+  // minW (scenePlan.ts's headerWidth): an edge then enters with no jog around the title
+  const entries = portIn ? [PORT_IN] : (job.ports?.in ?? []);
+  let firstEntry = Infinity;
+  for (const id of entries) {
+    const i = p.items.findIndex((it) => it.id === id);
+    if (i >= 0) firstEntry = Math.min(firstEntry, raw.pos[2 * i]);
+  }
+  const clearOfTitle = Number.isFinite(firstEntry) ? job.minW / 2 - firstEntry : 0;
+  const dx = Math.max(0, (job.minW - raw.w) / 2, clearOfTitle);
   const pos: Record<string, [number, number]> = {};
   p.items.forEach((it, i) => (pos[it.id] = [raw.pos[2 * i] + dx, raw.pos[2 * i + 1]]));
   const edgePoints: Record<string, number[]> = {};
@@ -213,7 +222,7 @@ function place(job: LayoutJob, sizes: Map<string, [number, number]>, portIn: boo
     const r = edgePoints[edgeKey(b, a)];
     if (r) edgePoints[edgeKey(a, b)] = reversePoints(r);
   }
-  return { key: job.key, w: Math.max(raw.w, job.minW), h: raw.h, pos, edgePoints, portIn, portOut };
+  return { key: job.key, w: Math.max(raw.w + dx, job.minW), h: raw.h, pos, edgePoints, portIn, portOut };
 }
 
 /** True when a vertical line from each item's centre up (or down) to the box's edge meets no other item. */

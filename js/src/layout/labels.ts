@@ -95,6 +95,26 @@ export function groupLines(g: GroupNode, view: ViewName): [string, string, strin
   return [clip(g.className + passes), clipMiddle(g.address), clip(ops)];
 }
 
+/** The title of an open module's box: its class and where it is, short (the boxes around it
+ * say the rest; hovering the title shows the whole address): "GPT2Attention  attn",
+ * "GPT2Block  h.3", a stack's or chunk's lines as folded. */
+export function headerLines(g: GroupNode, view: ViewName): [string, string] {
+  const [cls, where] = groupLines(g, view);
+  if (g.kind === "stack" || g.kind === "outputs" || g.chunk || !g.address)
+    return [cls, clipMiddle(where, HEADER_CHARS)];
+  return [cls, shortAddress(g.address)];
+}
+
+const HEADER_CHARS = 24;
+
+/** A module's own name in its address: "attn"; a numbered block with its list: "h.3". */
+export function shortAddress(address: string): string {
+  const parts = address.split(".");
+  const n = parts.length;
+  const own = n >= 2 && /^\d+$/.test(parts[n - 1]) ? `${parts[n - 2]}.${parts[n - 1]}` : parts[n - 1];
+  return clipMiddle(own, HEADER_CHARS);
+}
+
 /** "transformer.h.0…23" for blocks h.0 to h.23; "a … b" when their names differ more. */
 export function stackTitle(members: string[]): string {
   const first = members[0] ?? "";
