@@ -44,6 +44,14 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-toolbar>.lens-search{position:relative;flex:1 1 100px;min-width:90px;max-width:220px}
 .lens-search input{font:inherit;font-size:12px;padding:3px 8px;width:100%;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg)}
 .lens-search input:focus{outline:none;border-color:var(--lens-accent)}
+/* Narrower still (600 px): tighter again, so the toolbar stays one line of whole words. */
+@container lens (max-width:680px){
+.lens-toolbar{gap:3px;padding:5px 6px}
+.lens-toolbar .lens-btn{padding:3px 4px}
+.lens-toolbar>.lens-title{min-width:3em;margin-right:2px}
+.lens-toolbar>.lens-search{min-width:64px}
+.lens-check{gap:2px}
+}
 .lens-results{position:absolute;top:100%;left:0;z-index:20;width:360px;max-width:calc(100cqw - 16px);max-height:320px;overflow:auto;background:var(--lens-bg);border:1px solid var(--lens-border);border-radius:4px;box-shadow:0 6px 18px rgba(0,0,0,.15);margin-top:2px}
 .lens-result{display:flex;flex-wrap:wrap;gap:0 8px;justify-content:space-between;padding:4px 8px;cursor:pointer}
 .lens-result .lens-muted{min-width:0;margin-left:auto;text-align:right;overflow-wrap:anywhere}
