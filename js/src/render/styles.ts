@@ -32,7 +32,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-sep{width:1px;height:18px;background:var(--lens-border);margin:0 2px}
 .lens-toolbar>.lens-status{flex:1 1 0;min-width:0;overflow:hidden;text-overflow:ellipsis;text-align:right}
 /* Narrow widgets: shorter labels and tighter buttons keep the toolbar on one line. */
-@container lens (max-width:960px){
+@container lens (max-width:1080px){
 .lens-toolbar{gap:4px}
 .lens-toolbar .lens-sep{display:none}
 .lens-toolbar .lens-btn{padding:3px 6px}
