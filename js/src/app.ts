@@ -22,6 +22,7 @@ import { type KernelLink, notebookLink } from "./kernel/kernelLink";
 import { RequestClient } from "./kernel/messages";
 import { type Origin, resolveSelection, selectionAfterSwitch, TraitSync } from "./kernel/traitSync";
 import type { WidgetModel } from "./kernel/widgetModel";
+import { type Wrap, wrapFor } from "./layout/columns";
 import { DEFAULT_METRICS, type Metrics, measureMetrics } from "./layout/labels";
 import { type Laid, LayoutRunner } from "./layout/sceneLayout";
 import { heightFloor, SizeCache } from "./layout/scenePlan";
@@ -75,6 +76,7 @@ export class LensApp {
   private grads = new GradientControl((id, as) => this.selectUnrolled(id, as));
   private link: KernelLink;
   private heightHandle: HeightHandle;
+  private wrapKey = ""; // the wrap of tall chains the last layout used
   private trail = new CameraTrail(); // where the camera was before each module opened
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
@@ -103,6 +105,7 @@ export class LensApp {
     this.heightHandle = new HeightHandle(model, main); // the height trait, and a handle to drag it
     this.pane = new GraphPane(this.theme);
     this.renderer = this.pane.renderer;
+    this.pane.onResize = () => this.resized();
     this.inspector = new Inspector({
       theme: () => this.theme,
       select: (id) => this.select(id, { center: true }),
@@ -381,12 +384,26 @@ export class LensApp {
     const m = this.current;
     if (!m || !this.sizes) return;
     const vis = computeVisible(m, { expanded: this.expanded, showParams: this.showParams });
-    const prefix = `${this.viewName}|${this.showParams ? 1 : 0}|`;
+    // a tall chain wraps into columns in a wide widget: from the widget's width (not the
+    // canvas's, which an inspector opening narrows) and the graph's height
+    const wrap = this.wrap();
+    this.wrapKey = wrap ? `${wrap.w}x${wrap.h}` : "";
+    const prefix = `${this.viewName}|${this.showParams ? 1 : 0}|${this.wrapKey}|`;
     this.layouts.run(
-      { vis, model: m, sizes: this.sizes, prefix },
+      { vis, model: m, sizes: this.sizes, prefix, wrap },
       (laid) => this.apply(m, vis, laid, after),
       () => this.current === m,
     );
+  }
+
+  private wrap(): Wrap | null {
+    return wrapFor(this.root.clientWidth, this.pane.el.clientHeight || DEFAULT_HEIGHT);
+  }
+
+  /** The widget changed size: lay out again where its wrap of tall chains changed (columns.ts). */
+  private resized(): void {
+    const wrap = this.wrap();
+    if ((wrap ? `${wrap.w}x${wrap.h}` : "") !== this.wrapKey && this.renderer.frame) this.refresh();
   }
 
   private apply(m: GraphModel, vis: Visible, laid: Laid, after?: () => void): void {

@@ -16,6 +16,7 @@ import {
   PORT_SIZE,
   type RawLayout,
 } from "./chain";
+import { columnsLayout, splitColumns, type Wrap } from "./columns";
 import { BOX_HEADER, BOX_PAD } from "./labels";
 import { type Box, bandRoute, rankBands, reversePoints } from "./routes";
 
@@ -33,6 +34,7 @@ export interface LayoutJob {
   minW: number; // the header text must fit
   // Items with edges from outside the box (in) and to outside it (out).
   ports?: { in: string[]; out: string[] };
+  wrap?: Wrap; // a chain taller than this goes in columns side by side (columns.ts)
 }
 
 export interface GroupLayout {
@@ -187,8 +189,19 @@ function place(job: LayoutJob, sizes: Map<string, [number, number]>, portIn: boo
   const forward = job.edges.map(([a, b]): [string, string] => (isBack(order, a, b) ? [b, a] : [a, b]));
   const columns = inColumns(job);
   const p = withPorts({ ...job, edges: columns.length ? columns : forward }, sizes, portIn, portOut);
+  // a tall chain in a wide view: columns side by side (columns.ts)
+  const chain = job.wrap && !columns.length && !back.length && isChain(job.items, forward);
+  const cols =
+    chain && job.wrap
+      ? splitColumns(
+          p,
+          job.items.map((it) => it.id),
+          job.wrap,
+        )
+      : null;
   let raw: RawLayout;
-  if (isChain(p.items, p.edges)) raw = chainLayout(p);
+  if (cols) raw = columnsLayout(p, cols, portIn, portOut);
+  else if (isChain(p.items, p.edges)) raw = chainLayout(p);
   else if (!columns.length && (portIn || portOut) && isChain(job.items, forward)) raw = lanesLayout(p, portIn, portOut);
   else {
     const key = shapeKey(p);

@@ -3,6 +3,7 @@
 import { type GraphModel, ROOT } from "../graph/tree";
 import { GROUP_PREFIX, type Visible } from "../graph/visibility";
 import { boxSize, type GroupLayout, LAYOUT_OPTS, type LayoutItem, type LayoutJob } from "./boxLayout";
+import type { Wrap } from "./columns";
 import { TITLE_GAP, TITLE_X, titleRect, titleWidth } from "./headers";
 import { BOX_HEADER, BOX_PAD, groupSize, type Metrics, nodeSize } from "./labels";
 import { type BoxPorts, boxPorts, portsKey } from "./ports";
@@ -102,6 +103,7 @@ export function planLayout(
   sizes: SizeCache,
   cache: ReadonlyMap<string, GroupLayout>,
   prefix: string,
+  wrap: Wrap | null = null,
 ): Plan {
   const ports = boxPorts(vis, sizes.model);
   const keys = cacheKeys(vis, prefix, ports);
@@ -129,6 +131,7 @@ export function planLayout(
       items,
       edges: vis.layoutEdges.get(box) ?? [],
       minW: sizes.headerWidth(box),
+      ...(wrap ? { wrap } : {}),
       ...(p ? { ports: { in: [...p.in], out: [...p.out] } } : {}),
     });
   }
