@@ -54,3 +54,17 @@ def test_a_tall_stack_uses_the_width_it_has(page, gpt2_12, width, artifacts) -> 
         assert len(columns) == 1, columns  # narrow: one column, as before
     assert edge_crossings(geo) == []
     assert page.errors == []
+
+
+def test_a_taller_graph_puts_the_stack_back_in_one_column(page, gpt2_12) -> None:
+    open_widget(page, gpt2_12, width=1340)
+    click_item(page, f"@{STACK}")
+    wait_idle(page)
+    assert len(block_columns(page)) >= 2
+    laid = lens(page, "layoutCount")
+    page.evaluate("() => window.__fake.kernelSet('height', 2000)")  # room for one column
+    # the resize lays the graph out anew
+    page.wait_for_function(f"() => window.__el.__lens.layoutCount > {laid}")
+    wait_idle(page)
+    assert len(block_columns(page)) == 1
+    assert page.errors == []
