@@ -109,3 +109,27 @@ def test_search_for_a_module_brings_it_into_view_readably(page, gpt2_12):
     assert 0 <= x0 <= w and 0 <= y0 <= h
     assert cam["scale"] >= FOLLOW_MIN_SCALE - 1e-6
     assert page.errors == []
+
+
+class Loop(torch.nn.Module):
+    """300 ops straight under the model: shown in chunks of consecutive ops."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(300):
+            x = torch.tanh(x)
+        return x
+
+
+def test_opening_a_chunk_brings_it_into_view(page, artifacts) -> None:
+    payload = build_payload(lw.trace(Loop(), (torch.randn(2, 4),), save=None))
+    open_widget(page, payload, width=1340)
+    chunks = [i for i in lens(page, "visibleIds") if i.startswith("@#")]
+    assert len(chunks) >= 2, lens(page, "visibleIds")
+    last = chunks[-1]
+    click_item(page, last)
+    wait_idle(page)
+    key = last[1:]
+    assert key in [b["key"] for b in lens(page, "sceneGeometry()")["boxes"]]
+    page.screenshot(path=str(artifacts / "camera_follows_chunk.png"))
+    assert_in_view(page, key)
+    assert page.errors == []
