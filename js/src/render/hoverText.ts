@@ -25,5 +25,6 @@ function groupText(model: GraphModel, key: string): string {
   const cls = g.kind === "stack" || g.kind === "outputs" ? `${g.className} ×${g.members.length}` : g.className;
   const shape = shapeText(g.outShape);
   const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
-  return [cls, where].filter(Boolean).join(" ") + ` · ${ops}`;
+  const name = [cls, where].filter(Boolean).join(" ");
+  return `${name} · ${ops}`;
 }
