@@ -165,12 +165,12 @@ class LensWidget(anywidget.AnyWidget, MonitorView):
     ) -> pathlib.Path:
         """Write this widget as one self-contained HTML page: it opens in any browser with no
         Jupyter and no network, as interactive as here (expand, collapse, rolled/unrolled,
-        search), in the view, expansion and selection shown now. Clicking an op plots its
+        search), in the view, expansion, selection and height shown now. Clicking an op plots its
         activation from views embedded in the page, pooled (or, past that, left out, which
         the page says) so that the file stays under `max_bytes`. `weights=True` adds plots of
         parameters and buffers (slower: their statistics read every weight). Returns the path.
         """
-        state = self.get_state(["graph", "view", "selected", "expanded"])
+        state = self.get_state(["graph", "view", "selected", "expanded", "height"])
         return html_export.write_html(
             path, self._model_log, state, max_bytes=max_bytes, weights=weights, diffs=self._diffs
         )
