@@ -62,6 +62,7 @@ class LensWidget(anywidget.AnyWidget, MonitorView, RankView):
     >>> w = LensWidget(model, x)            # traces model(x); w.model_log is the ModelLog
     >>> w.view = "rolled"; w.selected = "linear_1_1"
 
+    ``height=900`` makes the graph 900 px tall (200-5000; the handle under it drags it too).
     ``timing=True`` traces with per-op times (see `lens_widget.trace`), for the "time" overlay.
     ``offload=path, memory_budget=...`` keep saved values past the budget on disk (as in
     `lens_widget.trace`); clicking an op reads its value from there.
@@ -79,6 +80,8 @@ class LensWidget(anywidget.AnyWidget, MonitorView, RankView):
     # The monitor view (from_monitor, widget/monitor_view.py): its steps; the step shown
     monitor = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     step = traitlets.Int(-1, min=-1).tag(sync=True)  # -1: follow the latest step
+    # The graph's height in px; the handle under it drags it (js/src/controls/heightHandle.ts)
+    height = traitlets.Int(620, min=200, max=5000).tag(sync=True)
 
     def __init__(
         self,
@@ -165,7 +168,7 @@ class LensWidget(anywidget.AnyWidget, MonitorView, RankView):
     ) -> pathlib.Path:
         """Write this widget as one self-contained HTML page: it opens in any browser with no
         Jupyter and no network, as interactive as here (expand, collapse, rolled/unrolled,
-        search), in the view, expansion and selection shown now. Clicking an op plots its
+        search), in the view, expansion, selection and height shown now. Clicking an op plots its
         activation from views embedded in the page, pooled (or, past that, left out, which
         the page says) so that the file stays under `max_bytes`. `weights=True` adds plots of
         parameters and buffers (slower: their statistics read every weight). Returns the path.
@@ -176,7 +179,7 @@ class LensWidget(anywidget.AnyWidget, MonitorView, RankView):
 
     def _page(self, max_bytes: int, *, weights: bool) -> html_export.Page:
         """The standalone page of this widget as it is now (save_html, lw.show)."""
-        state = self.get_state(["graph", "view", "selected", "expanded"])
+        state = self.get_state(["graph", "view", "selected", "expanded", "height"])
         return html_export.render_page(
             self._model_log, state, max_bytes=max_bytes, weights=weights, diffs=self._diffs
         )

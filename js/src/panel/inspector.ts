@@ -6,7 +6,7 @@ import type { ActivationResult, NodeInfo } from "../graph/protocol";
 import type { GraphModel } from "../graph/tree";
 import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
 import { collectiveFacts, placementFacts } from "../ranks/collectives";
-import { h } from "../render/dom";
+import { breakablePath, h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { type AblateParams, AblateSection } from "./ablateSection";
 import { ActivationPanel, type ActivationParams } from "./activationPanel";
@@ -176,7 +176,8 @@ export class Inspector {
     );
     if (n.source) {
       const src = h("div", "lens-source");
-      const where = h("div", "lens-muted lens-mono", shortPath(n.source));
+      const where = h("div", "lens-muted lens-mono");
+      where.append(...breakablePath(shortPath(n.source))); // wraps at a "/", never in a name or number
       where.title = n.source;
       src.append(where);
       if (n.sourceCode) src.append(h("pre", "lens-code", n.sourceCode));

@@ -3,7 +3,7 @@
 
 import type { NodeInfo } from "../graph/protocol";
 import { TITLE_X } from "../layout/headers";
-import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "../layout/labels";
+import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, headerLines, nodeLines, SMALL_PX } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
 import { COLLECTIVE_STROKE, collectiveFill, hexagonPath } from "../ranks/collectives";
 import { shareBar } from "./deviceOverlay";
@@ -28,7 +28,7 @@ export function drawBoxes(p: Paint): void {
     roundRectTop(ctx, r.x, r.y, r.w, BOX_HEADER, 8);
     ctx.fill();
     if (p.labels) {
-      const [cls, addr] = groupLines(g, f.model.viewName);
+      const [cls, addr] = headerLines(g, f.model.viewName);
       ctx.font = `600 ${FONT_PX}px ${FONT_FAMILY}`;
       ctx.fillStyle = th.text;
       ctx.textBaseline = "middle";
