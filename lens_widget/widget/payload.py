@@ -6,12 +6,13 @@ converts in well under a second.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from lens_widget.graph.rolled import roll_layers
 from lens_widget.graph.unrolled import by_source, unrolled_edges
 from lens_widget.log.attention import has_attention_map
 from lens_widget.log.distributed import CollectiveInfo, ParamPlacement
+from lens_widget.log.function_groups import function_address, function_groups
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
@@ -27,12 +28,20 @@ def error_text(error: BaseException | None) -> str | None:
 
 
 def unrolled_groups(record: OpRecord) -> list[str]:
-    """ "address:pass" of the enclosing modules, outermost first; the root is not a group."""
-    return [f"{address}:{p}" for address, p in record.module_stack if address]
+    """ "address:pass" of the enclosing modules, outermost first, then of its function group
+    (log/function_groups.py, in its module's pass); the root is not a group."""
+    groups = [f"{address}:{p}" for address, p in record.module_stack if address]
+    if record.function:
+        module_pass = record.module_stack[-1][1] if record.module_stack else 1
+        groups.append(f"{function_address(record.module, record.function)}:{module_pass}")
+    return groups
 
 
 def rolled_groups(record: OpRecord) -> list[str]:
-    return [address for address, _ in record.module_stack if address]
+    groups = [address for address, _ in record.module_stack if address]
+    if record.function:
+        groups.append(function_address(record.module, record.function))
+    return groups
 
 
 def _node(record: OpRecord, groups: list[str], passes: list[str]) -> protocol.NodeInfo:
@@ -114,6 +123,21 @@ def module_list(modules: Mapping[str, ModuleInfo]) -> list[protocol.ModuleInfo]:
     return out
 
 
+def function_list(nodes: Sequence[OpRecord]) -> list[protocol.ModuleInfo]:
+    """Every function group, as a module of kind "function" inside the module that called it."""
+    return [
+        {
+            "address": group.address,
+            "className": group.function,
+            "parent": group.module,
+            "nPasses": group.n_passes,
+            "nOps": group.n_ops,
+            "kind": "function",
+        }
+        for group in function_groups(nodes).values()
+    ]
+
+
 def _module_info(info: ModuleInfo) -> protocol.ModuleInfo:
     return {
         "address": info.address,
@@ -143,12 +167,13 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
 
     # ---- unrolled view: one node per record, edges as the log's graph has them ----
     u_nodes: list[protocol.NodeInfo] = []
-    groups_of: dict[tuple[tuple[str, int], ...], list[str]] = {}  # ops of one call share them
+    groups_of: dict[tuple[tuple[tuple[str, int], ...], str], list[str]] = {}  # one call's ops share
     for r in records:
         placed = consumer.get(r.label, r)
-        groups = groups_of.get(placed.module_stack)
+        where = (placed.module_stack, placed.function)
+        groups = groups_of.get(where)
         if groups is None:
-            groups = groups_of[placed.module_stack] = unrolled_groups(placed)
+            groups = groups_of[where] = unrolled_groups(placed)
         u_nodes.append(_node(r, groups.copy(), [r.label]))
         if r.label in collectives:
             u_nodes[-1]["collective"] = collective_info(collectives[r.label])
@@ -198,7 +223,7 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         "error": error_text(log.error),
         "failedOp": log.failed_op,
         "nOps": len(log.ops),
-        "modules": module_list(log.modules),
+        "modules": module_list(log.modules) + function_list(log.ops),
         "repeatedBlocks": [list(group) for group in log.repeated_blocks],
         "unrolled": {"nodes": u_nodes, "edges": u_edges},
         "rolled": {"nodes": r_nodes, "edges": r_edges},

@@ -72,6 +72,7 @@ class ModuleInfo(TypedDict):
     parent: str | None
     nPasses: int
     nOps: int
+    kind: NotRequired[Literal["function"]]
 
 
 # [parameter name, its shape]: a TypeScript tuple `[string, number[]]`, a list in JSON.

@@ -1,6 +1,7 @@
 // Picks the expansion a graph opens with: expand whole levels of the module tree,
 // outermost first, while the number of visible items stays readable. Stacks of repeated
-// blocks and output groups stay closed: they are what keeps a large model on one screen.
+// blocks, output groups and function groups (a mask builder's plumbing) stay closed: they are
+// what keeps a large model on one screen, the model's own modules first.
 // Chunks of a huge box (model/chunks.ts) open like modules.
 import { type GraphModel, ROOT } from "./tree";
 import { countVisible } from "./visibility";
@@ -20,8 +21,10 @@ export function expansionLevels(
   maxVisible: number = DEFAULT_MAX_VISIBLE,
 ): Levels {
   const opens = (key: string): boolean => {
-    const kind = model.groups.get(key)!.kind;
-    return kind === "module" || kind === "chunk";
+    const g = model.groups.get(key)!;
+    // a box around one op shows no more open than closed (lm_head's linear), one row taller
+    if (g.kind === "module") return g.nOps > 1 || g.childGroups.length > 0;
+    return g.kind === "chunk";
   };
   const expanded = new Set<string>();
   const levels: string[][] = [[]];

@@ -143,6 +143,9 @@ export interface ModuleInfo {
   parent: string | null; // address of the enclosing module, null for the root
   nPasses: number;
   nOps: number; // ops inside it, nested ones included, in the unrolled view (one pass counted once per pass)
+  // "function": not a module but a plain function of the model's code its parent's forward
+  // called (address "transformer.create_causal_mask()", className its name): a box of its ops
+  kind?: "function";
 }
 
 export interface ViewGraph {
