@@ -221,6 +221,6 @@ def helper_calls(path: CallPath) -> list[tuple[str, int]]:
     caller = kept[-1][0] if kept else 0
     for site, code in reversed(kept[:-1]):
         if _KINDS.get(id(code)) == USER and not code.co_name.startswith("<"):
-            calls.append((code.co_qualname.replace(".<locals>", ""), caller))
+            calls.append((code.co_qualname.rpartition("<locals>.")[2], caller))
         caller = site
     return calls

@@ -4,8 +4,8 @@ Read once per layer from its call path (call_site.helper_calls), so it costs not
 while the model runs. The outermost function below the module's forward names the group; a
 function called from two lines of one forward is two groups (``rotate_half``,
 ``rotate_half~2``). A group of one op says nothing the op does not, and one holding every op
-the forward made itself is the module's own box again (``_forward_impl``, a function traced
-as a model): those look one call deeper, or are no group.
+of its module is the module's own box again (a function traced as a model): those look one
+call deeper, or are no group.
 """
 
 from __future__ import annotations
@@ -71,9 +71,12 @@ def _name_at(chains: list[tuple[Layer, list[tuple[str, int]]]], depth: Counter[s
 
 
 def _whole_groups(ops: Sequence[OpRecord]) -> set[str]:
-    """Modules one of whose passes made every op of its own inside one group."""
-    direct: Counter[tuple[tuple[str, int], ...]] = Counter(op.module_stack for op in ops)
+    """Modules one of whose passes ran every op inside it, nested modules' included, inside
+    one group: the group is that module's own box again."""
+    inside: Counter[tuple[str, int]] = Counter(entry for op in ops for entry in op.module_stack)
     grouped = Counter((op.module_stack, op.function) for op in ops if op.function)
     return {
-        stack[-1][0] if stack else "" for (stack, _), n in grouped.items() if n == direct[stack]
+        stack[-1][0] if stack else ""
+        for (stack, _), n in grouped.items()
+        if n == (inside[stack[-1]] if stack else len(ops))
     }

@@ -6,7 +6,8 @@ among layers that ran more than once is recurrence: an RNN cell fed its own hidd
 block applied to its own output. A layer that ran twice on independent data makes no cycle,
 nor does a module called from two lines with other work between (T5's dropout before and
 after its stack: the stack's layers ran once, so they are in no loop with it). One kind of
-cycle is plumbing, not the model's recurrence: a loop inside one call of a helper function
+cycle is an accumulation, not a recurrence: one op fed its own result that reads no weights
+(`sum(...)` adding branches up). And one is plumbing: a loop inside one call of a helper function
 (transformers' `and_mask` folding mask functions into one boolean mask), seen as a cycle
 among the ops of one function group whose first op ran fewer times than the cycle's ops.
 """
@@ -39,7 +40,9 @@ def recurrent_layers(ops: Sequence[OpRecord], by_label: Mapping[str, OpRecord]) 
     for component in nx.strongly_connected_components(graph):
         if len(component) == 1:
             (layer,) = component
-            if not graph.has_edge(layer, layer):
+            # one op fed its own result: an RNN cell's op reads weights; without any it is
+            # an accumulation (`sum(...)`, experts' outputs added up), not a recurrence
+            if not graph.has_edge(layer, layer) or not by_layer[layer].params:
                 continue
         if not _inside_one_call(component, by_layer, first_of_group):
             found.update(component)
