@@ -228,6 +228,11 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         "unrolled": {"nodes": u_nodes, "edges": u_edges},
         "rolled": {"nodes": r_nodes, "edges": r_edges},
     }
+    if log.recurrent_layers:
+        fold = log.folded_layers
+        payload["recurrentLayers"] = list(
+            dict.fromkeys(fold.get(layer, layer) for layer in log.recurrent_layers)
+        )
     gradients = gradient_info(log)
     if gradients is not None:
         payload["gradients"] = gradients

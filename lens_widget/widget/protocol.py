@@ -188,6 +188,8 @@ class GraphPayload(TypedDict):
     ablation: NotRequired[AblationInfo]
     noRerun: NotRequired[str]  # why the model cannot be re-run (a widget built from a log)
     ranks: NotRequired[RanksInfo]  # a widget of several ranks' logs (LensWidget.from_logs)
+    # rolled ids of the layers whose later pass reads their earlier one (log.recurrent_layers)
+    recurrentLayers: NotRequired[list[str]]
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------

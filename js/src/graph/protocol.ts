@@ -45,6 +45,9 @@ export interface GraphPayload {
   ablation?: AblationInfo; // set by an "ablate" request: the comparison is clean (A) vs ablated (B)
   noRerun?: string; // why the model cannot be re-run (a widget built from a log); absent when it can
   ranks?: RanksInfo; // set by LensWidget.from_logs: several ranks' logs, one shown (ranks/rankPicker.ts)
+  // rolled ids of the layers whose later pass reads their earlier one (ModelLog.recurrent_layers:
+  // log.structure is "recurrent"); absent when there are none
+  recurrentLayers?: string[];
 }
 
 /** The ranks of a widget made by LensWidget.from_logs (widget/rank_view.py). */

@@ -49,6 +49,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-banner{padding:6px 10px;background:rgba(224,49,49,.1);color:#e03131;border-bottom:1px solid rgba(224,49,49,.35);font-size:12px}
 .lens-banner b{font-weight:600}
 .lens-ablation-banner{background:rgba(34,139,230,.1);color:var(--lens-fg);border-bottom-color:rgba(34,139,230,.35);display:flex;align-items:center;gap:6px;flex-wrap:wrap}
+.lens-view-hint{background:rgba(34,139,230,.1);color:var(--lens-fg);border-bottom-color:rgba(34,139,230,.35)}
 .lens-main{display:flex;min-height:0;position:relative}
 .lens-graph-col{flex:1;min-width:0;display:flex;flex-direction:column}
 .lens-canvas-wrap{flex:1;position:relative;min-width:0;min-height:0;overflow:hidden}
