@@ -19,6 +19,9 @@ from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.widget import protocol
 from lens_widget.widget.gradient_payload import gradient_info
 
+# Between the shapes of a rolled edge whose passes carried different ones.
+SHAPES_APART = " | "
+
 # Sources that the frontend draws beside the op that first reads them.
 _PLACED_AT_CONSUMER = frozenset({"param", "buffer", "const"})
 
@@ -180,12 +183,17 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         elif r.kind == "param" and r.func in placements:
             u_nodes[-1]["placement"] = placement_info(placements[r.func])
     u_edges: list[protocol.EdgeInfo] = []
-    edge_shape: dict[tuple[str, str], str] = {}  # (source layer, target layer) -> first shape
+    edge_shape: dict[tuple[str, str], str] = {}  # (source layer, target layer) -> its shapes
     # the same edges, in the same order, as log.graph.edges: without building that graph
     for src, dst, data in by_source(unrolled_edges(records, by_label), order):
         text = data["shape"]
         u_edges.append({"source": src, "target": dst, "shape": text, "passes": []})
-        edge_shape.setdefault((by_label[src].layer, by_label[dst].layer), text)
+        pair = (by_label[src].layer, by_label[dst].layer)
+        seen = edge_shape.get(pair)
+        if seen is None:
+            edge_shape[pair] = text
+        elif text not in seen.split(SHAPES_APART):  # passes of other shapes: each one, once
+            edge_shape[pair] = f"{seen}{SHAPES_APART}{text}"
 
     # ---- rolled view: one node per layer, passes folded (log.rolled_graph as dicts) ----
     rolled = roll_layers(records, by_label, log.folded_layers)
@@ -207,6 +215,9 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
             node["collective"] = collective_info(collectives[first.label])
         elif first.kind == "param" and first.func in placements:
             node["placement"] = placement_info(placements[first.func])
+        shapes = list(dict.fromkeys(p.shape for p in passes if p.shape is not None))
+        if len(shapes) > 1:  # a rolled node says its passes differ, never shows one for all
+            node["passShapes"] = [list(shape) for shape in shapes]
         r_nodes.append(node)
     r_edges: list[protocol.EdgeInfo] = [
         {

@@ -104,6 +104,7 @@ class NodeInfo(TypedDict):
     attention: bool
     collective: NotRequired[CollectiveNodeInfo]  # a collective op (ModelLog.collectives)
     placement: NotRequired[PlacementInfo]  # a sharded parameter (ModelLog.placements)
+    passShapes: NotRequired[list[list[int]]]  # rolled: distinct shapes of passes that differ
 
 
 class EdgeInfo(TypedDict):

@@ -184,3 +184,21 @@ def test_stages_of_different_widths_do_not_fold_but_their_blocks_do(logs) -> Non
     for _, data in log.rolled_graph.nodes(data=True):
         shapes = {r.shape for r in data["records"]}
         assert len(shapes) == 1, (data["func"], shapes)
+
+
+def test_rolled_passes_of_different_shapes_say_so() -> None:
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        for _ in range(3):
+            x = torch.cat([x, x[:, :1]], dim=1).relu()  # one column wider each pass
+        return x
+
+    log = lw.trace(FunctionModule(forward), (torch.randn(2, 3),))
+    rolled = {n["id"]: n for n in build_payload(log)["rolled"]["nodes"]}
+    relu = next(n for n in rolled.values() if n["func"] == "relu")
+    assert relu["nPasses"] == 3 and relu["passShapes"] == [[2, 4], [2, 5], [2, 6]]
+    edges = build_payload(log)["rolled"]["edges"]
+    into_relu = next(e for e in edges if e["target"] == relu["id"])
+    assert into_relu["shape"] == "2x4 | 2x5 | 2x6"
+    # one shape for every pass: nothing extra
+    same = lw.trace(FunctionModule(lambda x: x.relu().relu()), (torch.randn(2),))
+    assert not any("passShapes" in n for n in build_payload(same)["rolled"]["nodes"])

@@ -184,6 +184,9 @@ export interface NodeInfo {
   attention: boolean; // an attention op (SDPA, MHA): its weights can be asked for ("attention")
   collective?: CollectiveNodeInfo; // a collective op: drawn distinctly, colored by "commBytes"
   placement?: PlacementInfo; // a parameter an engine sharded (FSDP2, tensor parallel)
+  // rolled: the distinct output shapes of its passes, in order, when they differ (`shape` is the
+  // first pass's); absent when every pass had one shape
+  passShapes?: number[][];
 }
 
 export interface EdgeInfo {

@@ -195,7 +195,8 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
   }
   for (const [g, i] of lastOut) {
     const grp = groups.get(g);
-    if (grp) grp.outShape = view.nodes[i].shape;
+    // a rolled node whose passes differ in shape gives its group none: no one shape is true of all
+    if (grp) grp.outShape = view.nodes[i].passShapes ? null : view.nodes[i].shape;
   }
   // parents and children are read when an op is inspected: built then, not before first paint
   let adjacency: [Map<string, string[]>, Map<string, string[]>] | null = null;
