@@ -202,3 +202,9 @@ def test_rolled_passes_of_different_shapes_say_so() -> None:
     # one shape for every pass: nothing extra
     same = lw.trace(FunctionModule(lambda x: x.relu().relu()), (torch.randn(2),))
     assert not any("passShapes" in n for n in build_payload(same)["rolled"]["nodes"])
+
+
+def test_payload_names_the_recurrent_layers_for_the_first_view(logs) -> None:
+    (layer,) = logs["gru_cell_lm"].recurrent_layers
+    assert build_payload(logs["gru_cell_lm"])["recurrentLayers"] == [layer]
+    assert "recurrentLayers" not in build_payload(logs["gpt2"])
