@@ -71,12 +71,14 @@ def _name_at(chains: list[tuple[Layer, list[tuple[str, int]]]], depth: Counter[s
 
 
 def _whole_groups(ops: Sequence[OpRecord]) -> set[str]:
-    """Modules one of whose passes ran every op inside it, nested modules' included, inside
-    one group: the group is that module's own box again."""
+    """Modules one of whose passes ran every op inside it, nested modules' included, inside one
+    group: the group is that module's own box again. At a traced section's top (no module) the
+    ops it made itself: a `step()` calling the model and the loss is the section itself."""
     inside: Counter[tuple[str, int]] = Counter(entry for op in ops for entry in op.module_stack)
+    top = sum(1 for op in ops if not op.module_stack)
     grouped = Counter((op.module_stack, op.function) for op in ops if op.function)
     return {
         stack[-1][0] if stack else ""
         for (stack, _), n in grouped.items()
-        if n == (inside[stack[-1]] if stack else len(ops))
+        if n == (inside[stack[-1]] if stack else top)
     }
