@@ -134,7 +134,7 @@ def test_a_gru_cell_loop_is_recurrent_through_its_cell(logs) -> None:
     assert log[f"{layer}:2"].func == "gru_cell"
     # the cell's second step reads the hidden state its first step made
     assert f"{layer}:1" in log[f"{layer}:2"].parents
-    assert "structure: recurrent" in str(log)
+    assert f"structure: recurrent ({layer} reads its own earlier pass)" in str(log)
 
 
 def test_a_helper_run_twice_on_independent_data_is_not_recurrence() -> None:
@@ -208,3 +208,12 @@ def test_payload_names_the_recurrent_layers_for_the_first_view(logs) -> None:
     (layer,) = logs["gru_cell_lm"].recurrent_layers
     assert build_payload(logs["gru_cell_lm"])["recurrentLayers"] == [layer]
     assert "recurrentLayers" not in build_payload(logs["gpt2"])
+
+
+def test_the_widget_accepts_a_function_group_as_expanded(logs) -> None:
+    widget = lw.LensWidget.from_log(logs["gpt2"])
+    try:
+        widget.expanded = ["transformer", "transformer.create_causal_mask()"]
+        assert widget.expanded == ["transformer", "transformer.create_causal_mask()"]
+    finally:
+        widget.close()
