@@ -22,9 +22,13 @@ MIN_GROUP_OPS = 2
 _MAX_DEPTH = 8
 
 
-def name_helper_calls(by_key: Mapping[Any, Layer], ops: Sequence[OpRecord]) -> None:
+def name_helper_calls(
+    by_key: Mapping[Any, Layer], ops: Sequence[OpRecord], class_of: Mapping[str, str]
+) -> None:
     """Set `function` on the ops of every layer in `by_key` ((module path, function name,
-    call path) -> Layer) whose call path runs through a helper; `ops`: every op record."""
+    call path) -> Layer) whose call path runs through a helper; `ops`: every op record;
+    `class_of`: module address -> class name (a method of the module's own class is named
+    without it: ``compute_bias`` in a T5Attention, ``Cache.update`` stays)."""
     chains = [
         (layer, calls)
         for key, layer in by_key.items()
@@ -34,7 +38,7 @@ def name_helper_calls(by_key: Mapping[Any, Layer], ops: Sequence[OpRecord]) -> N
         return
     depth: Counter[str] = Counter()  # module -> how many calls down its groups are named
     for _ in range(_MAX_DEPTH):
-        _name_at(chains, depth)
+        _name_at(chains, depth, class_of)
         whole = _whole_groups(ops)
         if not whole:
             break
@@ -49,7 +53,11 @@ def name_helper_calls(by_key: Mapping[Any, Layer], ops: Sequence[OpRecord]) -> N
             op.function = ""
 
 
-def _name_at(chains: list[tuple[Layer, list[tuple[str, int]]]], depth: Counter[str]) -> None:
+def _name_at(
+    chains: list[tuple[Layer, list[tuple[str, int]]]],
+    depth: Counter[str],
+    class_of: Mapping[str, str],
+) -> None:
     ordinal: dict[tuple[str, str, int], int] = {}  # (module, helper, calling site) -> k
     taken: Counter[tuple[str, str]] = Counter()
     for layer, calls in chains:
@@ -60,6 +68,9 @@ def _name_at(chains: list[tuple[Layer, list[tuple[str, int]]]], depth: Counter[s
         function = ""
         if at < len(calls):
             name, site = calls[at]
+            own = class_of.get(module)
+            if own and name.startswith(f"{own}."):
+                name = name[len(own) + 1 :]
             k = ordinal.get((module, name, site))
             if k is None:
                 taken[module, name] += 1
