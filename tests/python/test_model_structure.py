@@ -4,6 +4,8 @@ repeated blocks folded only where they are the same, shapes included."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from function_module import FunctionModule
@@ -12,6 +14,7 @@ from torch import nn
 import lens_widget as lw
 from lens_widget.log.function_groups import function_groups
 from lens_widget.log.model_log import ModelLog
+from lens_widget.store.format import FUNCTION_VERSION
 from lens_widget.widget.payload import build_payload
 from model_zoo import STRUCTURE_MODELS
 
@@ -115,6 +118,13 @@ def test_function_groups_survive_save_and_load(logs, tmp_path) -> None:
     loaded = lw.load(log.save(tmp_path / "gpt2"))
     assert [op.function for op in loaded.ops] == [op.function for op in log.ops]
     assert function_groups(loaded.ops) == function_groups(log.ops)
+    # written where an op has one, as format version 5; a log with none stays version 3
+    document = json.loads((tmp_path / "gpt2" / "log.json").read_text())
+    assert document["version"] == FUNCTION_VERSION == 5
+    written = [n for n in document["nodes"] if "function" in n]
+    assert written and all(n["function"] for n in written)
+    plain = lw.trace(nn.Linear(2, 2), (torch.randn(1, 2),)).save(tmp_path / "linear")
+    assert json.loads((plain / "log.json").read_text())["version"] == 3
 
 
 # ---- structure ---------------------------------------------------------------------------------
