@@ -115,12 +115,11 @@ describe("output groups", () => {
 });
 
 describe("expansionLevels", () => {
-  it("never opens stacks, output groups or a box of one op, and starts at the first level with more than a handful", () => {
+  it("never opens stacks or output groups, and starts at the first level with more than a handful", () => {
     const m = buildModel(gpt(), "unrolled");
     const { levels, lowest } = expansionLevels(m, false);
     expect(levels[0]).toEqual([]);
-    // head holds one op: open, it would only add a box around it
-    expect(levels.at(-1)!.sort()).toEqual(["t"]);
+    expect(levels.at(-1)!.sort()).toEqual(["head", "t"]);
     for (const l of levels) expect(l.some((a) => a.includes("×") || a.startsWith("output."))).toBe(false);
     // nothing open already shows input, t, head and the outputs
     expect(lowest).toBe(0);

@@ -21,10 +21,8 @@ export function expansionLevels(
   maxVisible: number = DEFAULT_MAX_VISIBLE,
 ): Levels {
   const opens = (key: string): boolean => {
-    const g = model.groups.get(key)!;
-    // a box around one op shows no more open than closed (lm_head's linear), one row taller
-    if (g.kind === "module") return g.nOps > 1 || g.childGroups.length > 0;
-    return g.kind === "chunk";
+    const kind = model.groups.get(key)!.kind;
+    return kind === "module" || kind === "chunk";
   };
   const expanded = new Set<string>();
   const levels: string[][] = [[]];
