@@ -5,7 +5,7 @@ import { defaultExpansion } from "../../js/src/graph/defaultExpansion";
 import type { GraphPayload } from "../../js/src/graph/protocol";
 import { search } from "../../js/src/graph/search";
 import { buildModel } from "../../js/src/graph/tree";
-import { computeVisible } from "../../js/src/graph/visibility";
+import { closedAround, computeVisible } from "../../js/src/graph/visibility";
 import { edge, node, payload } from "./builders";
 
 const MASK = "t.create_causal_mask()";
@@ -70,6 +70,9 @@ describe("function groups", () => {
       expect(shown).not.toContain(`@${key}`);
       const hits = search(m, "create_causal");
       expect(hits[0]).toMatchObject({ kind: "group", id: key });
+      // an op found inside the closed box opens it, as a module's would
+      expect(search(m, "le_1_3")[0]).toMatchObject({ kind: "node", id: "le_1_3" });
+      expect(closedAround(m, "le_1_3", new Set(["t"]))).toEqual([MASK]);
     });
   }
 });
