@@ -35,10 +35,6 @@ def function_address(module: str, function: str) -> str:
     return f"{module}.{function}{FUNCTION_MARK}" if module else f"{function}{FUNCTION_MARK}"
 
 
-def is_function_address(address: str) -> bool:
-    return address.endswith(FUNCTION_MARK)
-
-
 def function_groups(nodes: Iterable[OpRecord]) -> dict[str, FunctionGroup]:
     """Every function group, in the order its first op ran."""
     found: dict[str, FunctionGroup] = {}
