@@ -396,6 +396,7 @@ class Recorder(TorchFunctionMode):
         node.n_passes = 1
         node.module = stack[-1][0] if stack else ""
         node.module_stack = stack
+        node.function = ""  # named after the pass, per layer (helper_calls.py)
         node.shape = None  # shape, dtype, device: filled from the Pending entry
         node.dtype = None
         node.device = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -113,7 +114,7 @@ def trace(
     try:
         output = model(*args, **kwargs)
         if backward is not None:
-            _run_backward(backward, output)
+            _run_backward(backward, output, session)
     except BaseException as err:  # noqa: BLE001 - re-raised below with the log attached
         error = err
     log = session.finish(output, error, stacklevel=2)
@@ -128,7 +129,10 @@ def trace(
         del error, log, session, output
 
 
-def _run_backward(backward: Callable[[Any], Any], output: Any) -> None:
+def _run_backward(backward: Callable[[Any], Any], output: Any, session: Session) -> None:
+    # the loss function's ops have call paths up to here, as a section's up to its code: the
+    # function is their body (not a helper of whatever called trace()), and the walk is short
+    session.recorder.top_frame = sys._getframe()
     loss = backward(output)
     if isinstance(loss, torch.Tensor):
         loss.backward()

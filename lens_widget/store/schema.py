@@ -228,6 +228,7 @@ _NODE = record(
     },
     {
         "requires_grad": boolean,
+        "function": TEXT,
         "time_ms": nullable(number),
         "intervened": boolean,
         "grads": nullable(array(nullable(TENSOR_ID))),
