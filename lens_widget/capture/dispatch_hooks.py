@@ -51,7 +51,7 @@ _push_mode = torch._C._push_on_torch_function_stack
 
 
 @contextmanager
-def _mode_off_stack(mode: Any) -> Iterator[None]:
+def mode_off_stack(mode: Any) -> Iterator[None]:
     """`mode` taken off this thread's torch function mode stack (the modes above it stay,
     in order); put back where it was on exit."""
     depth = _stack_len()
@@ -240,7 +240,7 @@ class DispatchHooks:
         if threading.get_ident() != self._thread:
             return hook.pre_forward(module, *args, **kwargs)
         before = _slots(module)
-        with _mode_off_stack(self._recorder):
+        with mode_off_stack(self._recorder):
             result = hook.pre_forward(module, *args, **kwargs)
         self._note(module, "pre", before, (args, kwargs), result)
         return result
@@ -249,7 +249,7 @@ class DispatchHooks:
         if threading.get_ident() != self._thread:
             return hook.post_forward(module, output)
         before = _slots(module)
-        with _mode_off_stack(self._recorder):
+        with mode_off_stack(self._recorder):
             result = hook.post_forward(module, output)
         self._note(module, "post", before, output, result)
         return result

@@ -27,7 +27,8 @@ class CollectiveInfo:
     `group_ranks`: the global ranks of its process group, in group order; `nbytes`: the
     bytes this rank sent into the collective (its input tensors' sizes). `phase`: when in
     the step it ran. `engine`: which engine issued it ("" for the user's own call,
-    else ``"fsdp"``, ``"ddp"``, ``"dtensor"``).
+    else ``"fsdp"``, ``"ddp"``, ``"dtensor"``). `observed`: False when the call was
+    not seen but recorded from the engine's plan (DDP's bucket all-reduces).
     """
 
     kind: str
@@ -35,6 +36,9 @@ class CollectiveInfo:
     nbytes: int
     phase: StepPhase = "forward"
     engine: str = ""
+    # False where no Python call was seen and the record comes from the engine's plan (DDP's
+    # bucket all-reduces, which its C++ reducer issues)
+    observed: bool = True
 
     @property
     def group_size(self) -> int:

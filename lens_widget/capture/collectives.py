@@ -1,0 +1,150 @@
+"""What a collective call reads, writes and moves, for the c10d API and functional collectives.
+
+The c10d API (``dist.all_reduce``, ``dist.all_gather_into_tensor``...) is Python calling a
+ProcessGroup method, which no TorchFunctionMode sees: `C10dPatch` puts a wrapper in place of
+each function, in ``torch.distributed`` and ``torch.distributed.distributed_c10d``, while a
+trace runs, and puts the very same objects back on exit. Functional collectives
+(``torch.ops._c10d_functional.*``, what ``_functional_collectives`` and DTensor call) are torch
+ops, which the mode sees: `functional_kind` tells a collective from their bookkeeping
+(``wait_tensor``, ``_wrap_tensor_autograd``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+from lens_widget.log.replay import tensor_leaves
+
+Tensor = torch.Tensor
+
+# c10d function -> (the arguments it reads, the arguments it writes)
+C10D_COLLECTIVES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "all_reduce": (("tensor",), ("tensor",)),
+    "all_reduce_coalesced": (("tensors",), ("tensors",)),
+    "broadcast": (("tensor",), ("tensor",)),
+    "reduce": (("tensor",), ("tensor",)),
+    "all_gather": (("tensor",), ("tensor_list",)),
+    "all_gather_into_tensor": (("input_tensor",), ("output_tensor",)),
+    "all_gather_single": (("input_tensor",), ("output_tensor",)),
+    "all_gather_coalesced": (("input_tensor_list",), ("output_tensor_lists",)),
+    "gather": (("tensor",), ("gather_list",)),
+    "scatter": (("scatter_list",), ("tensor",)),
+    "reduce_scatter": (("input_list",), ("output",)),
+    "reduce_scatter_tensor": (("input",), ("output",)),
+    "reduce_scatter_single": (("input",), ("output",)),
+    "all_to_all": (("input_tensor_list",), ("output_tensor_list",)),
+    "all_to_all_single": (("input",), ("output",)),
+}
+
+# Functional collectives that move data; the namespace's other ops are bookkeeping.
+_FUNCTIONAL = frozenset(
+    {
+        "all_reduce", "all_reduce_", "all_reduce_coalesced", "all_reduce_coalesced_",
+        "all_gather_into_tensor", "all_gather_into_tensor_out",
+        "all_gather_into_tensor_coalesced", "reduce_scatter_tensor",
+        "reduce_scatter_tensor_coalesced", "all_to_all_single", "broadcast", "broadcast_",
+    }
+)  # fmt: skip
+_NAMESPACES = frozenset({"_c10d_functional", "_c10d_functional_autograd", "c10d_functional"})
+
+
+class CallTensors(NamedTuple):
+    """A collective call's tensors: those it reads, those it writes, its group."""
+
+    reads: list[Tensor]
+    writes: list[Tensor]
+    group_ranks: tuple[int, ...]
+
+
+def group_ranks(group: Any) -> tuple[int, ...]:
+    """The global ranks of a process group (None: the default group), or of a functional
+    collective's group name."""
+    if isinstance(group, str):
+        group = c10d._resolve_process_group(group)
+    return tuple(dist.get_process_group_ranks(group if group is not None else c10d.GroupMember.WORLD))  # pyright: ignore[reportArgumentType]  # WORLD is set once initialised
+
+
+def functional_kind(func: Any) -> tuple[str, bool] | None:
+    """(op name, whether it is a collective) for an op of the functional collectives'
+    namespaces; None for any other function."""
+    if not isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return None
+    namespace, _, name = func._qualified_op_name.partition("::") if isinstance(
+        func, torch._ops.OpOverloadPacket
+    ) else (func.namespace, "", func._opname)  # fmt: skip
+    if namespace not in _NAMESPACES:
+        return None
+    return name, name in _FUNCTIONAL
+
+
+def functional_tensors(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CallTensors:
+    """A functional collective reads its tensor arguments; its group is its last string."""
+    reads = tensor_leaves((args, kwargs))
+    group_name = next((a for a in reversed(args) if isinstance(a, str)), None)
+    if group_name is None:
+        group_name = kwargs.get("group_name")
+    ranks = group_ranks(group_name) if isinstance(group_name, str) else ()
+    writes = reads[:1] if name.endswith("_") else []
+    if name == "all_gather_into_tensor_out":
+        writes = tensor_leaves(kwargs.get("out", ()))
+    return CallTensors(reads, writes, ranks)
+
+
+def c10d_tensors(name: str, bound: inspect.BoundArguments) -> CallTensors:
+    read_names, write_names = C10D_COLLECTIVES[name]
+    arguments = bound.arguments
+    reads = tensor_leaves([arguments.get(n) for n in read_names])
+    writes = tensor_leaves([arguments.get(n) for n in write_names])
+    return CallTensors(reads, writes, group_ranks(arguments.get("group")))
+
+
+CollectiveCall = Callable[[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
+
+
+class C10dPatch:
+    """While entered, each c10d collective runs through `on_call(name, original, args,
+    kwargs)`; the original functions are put back on exit (also when the code raised)."""
+
+    def __init__(self, on_call: CollectiveCall) -> None:
+        self._on_call = on_call
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def _targets(self) -> Iterator[tuple[Any, str, Any]]:
+        for name in C10D_COLLECTIVES:
+            original = getattr(c10d, name, None)
+            if original is None:
+                continue
+            for holder in (c10d, dist):
+                if getattr(holder, name, None) is original:
+                    yield holder, name, original
+
+    def __enter__(self) -> C10dPatch:
+        wrappers: dict[str, Any] = {}
+        for holder, name, original in list(self._targets()):
+            wrapper = wrappers.get(name)
+            if wrapper is None:
+                wrapper = wrappers[name] = self._wrap(name, original)
+            self._saved.append((holder, name, original))
+            setattr(holder, name, wrapper)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for holder, name, original in reversed(self._saved):
+            setattr(holder, name, original)
+        self._saved.clear()
+
+    def _wrap(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        on_call = self._on_call
+
+        @functools.wraps(original)
+        def collective(*args: Any, **kwargs: Any) -> Any:
+            return on_call(name, original, args, kwargs)
+
+        return collective

@@ -1,0 +1,423 @@
+"""A trace inside torch.distributed: the model's ops as on one process, collectives as ops.
+
+Attached to the recorder (features.py) only when ``torch.distributed`` is initialised, so a
+trace outside it pays nothing. It makes every call careful, and the recorder hands it each
+call first (`intercept`):
+
+- **Engine bookkeeping** — a call made from an engine's code (engine_frames.py: FSDP's
+  copy-in, splits and empties, DDP's input moves, DTensor's wrapping and redistribution
+  views) runs as untraced, is not an op, and leaves an `EngineCall` in ``log.engine_calls``.
+  Its outputs read as the node of its first input the tracer knows (a view of an
+  activation stays that activation), and a saved value it is about to write is copied
+  first, as for the model's own writes.
+- **Collectives** — a functional collective (``torch.ops._c10d_functional.*``: DTensor's
+  redistributions, ``_functional_collectives``) or a c10d call (collectives.py wraps the
+  API while the trace runs) is an op of the log, named as torch names it (``all_reduce``,
+  ``all_gather_into_tensor``...), whose parents are the known tensors it read, with a
+  `CollectiveInfo` in ``log.collectives`` (its label -> group, bytes sent, phase, engine).
+  Those run in the backward (FSDP's reduce-scatter of gradients, DTensor's) are ops of the
+  log too, after the forward's, with phase "backward". DDP's bucket all-reduces are issued
+  by its C++ reducer, which no Python hook sees: after each traced backward they are
+  recorded from the reducer's buckets (``observed=False``).
+- **Parameters by name** — a parameter a module holds under a name that the walk at the
+  start did not see (FSDP's unsharded parameter, put in place by its pre-forward) is named
+  by its slot, with its full shape; a DTensor reads as the node of its local tensor and
+  back. FSDP's reshard frees the unsharded parameters' storage, which no version shows:
+  saved values sharing it are copied first (`FSDPParam.free_unsharded_param` is wrapped
+  while the trace runs).
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import TYPE_CHECKING, Any, cast
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from lens_widget.capture.collectives import (
+    C10dPatch,
+    CallTensors,
+    c10d_tensors,
+    functional_kind,
+    functional_tensors,
+)
+from lens_widget.capture.engine_frames import engine_of, step_phase
+from lens_widget.capture.features import Feature
+from lens_widget.capture.func_facts import FACTS, FuncFacts
+from lens_widget.capture.model_names import ModelNames
+from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
+from lens_widget.log.records import OpRecord
+from lens_widget.log.replay import ReplayCall, tensor_leaves
+
+if TYPE_CHECKING:
+    from lens_widget.capture.recorder import Recorder
+    from lens_widget.capture.tensor_book import TensorBook
+    from lens_widget.log.model_log import ModelLog
+
+Tensor = torch.Tensor
+NOT_HANDLED: Any = object()  # intercept's answer for a call the recorder records as usual
+_REPLAY_NOTE = "a collective: replaying it needs the other ranks"
+# c10d's newer names for the same collectives
+_SAME_AS = {
+    "all_gather_single": "all_gather_into_tensor",
+    "reduce_scatter_single": "reduce_scatter_tensor",
+}
+
+
+def distributed_active() -> bool:
+    return dist.is_available() and dist.is_initialized()
+
+
+def _dtensor_type() -> type | None:
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:  # a build without DTensor
+        return None
+    return DTensor
+
+
+def unwrap_data_parallel(module: nn.Module) -> tuple[nn.Module, nn.Module | None]:
+    """(the model DDP runs, the DDP wrapper) for a DistributedDataParallel module; else
+    (`module`, None). A DDP model is traced as the model it wraps: same addresses."""
+    parallel = nn.parallel.DistributedDataParallel
+    if isinstance(module, parallel):
+        inner = module.module
+        if isinstance(inner, nn.Module):
+            return inner, module
+    return module, None
+
+
+class DistributedCapture(Feature):
+    """See the module doc. `wrappers`: the DDP modules around the traced ones."""
+
+    careful = True
+
+    def __init__(self, recorder: Recorder, names: ModelNames, wrappers: list[nn.Module]) -> None:
+        self._recorder = cast("Recorder", weakref.proxy(recorder))
+        self._book = cast("TensorBook", weakref.proxy(recorder.book))
+        self._names = names
+        self._wrappers = wrappers
+        self._thread = threading.get_ident()
+        self.rank = dist.get_rank()
+        self.world_size = dist.get_world_size()
+        self.collectives: list[tuple[OpRecord, CollectiveInfo]] = []
+        self.engine_calls: list[EngineCall] = []
+        self._in_collective = False  # a c10d call running (all_gather_single calls another)
+        self._slots: dict[int, str] = {}  # id(parameter) -> its slot's name, found late
+        self._dtensor = _dtensor_type()
+        self._c10d = C10dPatch(self._c10d_call)
+        self._unwrapped: list[tuple[Any, str, Any]] = []
+        self._ddp_passes = 0  # backward passes a DDP reducer synchronised
+
+    # ---- entering and leaving ---------------------------------------------------------
+
+    def __enter__(self) -> DistributedCapture:
+        self._book.late_source = self._late_source
+        self._c10d.__enter__()
+        self._wrap_reshard()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._c10d.__exit__()
+        finally:
+            for holder, name, original in self._unwrapped:
+                setattr(holder, name, original)
+            self._unwrapped.clear()
+            self._book.late_source = None
+
+    def _wrap_reshard(self) -> None:
+        try:
+            from torch.distributed.fsdp._fully_shard._fsdp_param import FSDPParam
+        except ImportError:
+            return
+        original = FSDPParam.__dict__.get("free_unsharded_param")
+        if original is None:
+            return
+        book, thread = self._book, self._thread
+
+        def free_unsharded_param(param: Any) -> None:
+            unsharded = getattr(param, "_unsharded_param", None)
+            if threading.get_ident() == thread and unsharded is not None:
+                with torch._C.DisableTorchFunction():
+                    book.values.before_write([unsharded])
+            original(param)
+
+        self._unwrapped.append((FSDPParam, "free_unsharded_param", original))
+        FSDPParam.free_unsharded_param = free_unsharded_param  # pyright: ignore[reportAttributeAccessIssue]
+
+    # ---- the feature's hooks: a DTensor and its local tensor read as one node ----------
+
+    def outputs_noted(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
+        dtensor = self._dtensor
+        if dtensor is None:
+            return
+        for i, tensor in enumerate(outputs):
+            if isinstance(tensor, dtensor):
+                self._point_unknown(tensor._local_tensor, node, i)  # pyright: ignore[reportAttributeAccessIssue]
+
+    def source_added(self, tensor: Tensor, node: OpRecord) -> None:
+        if self._dtensor is not None and isinstance(tensor, self._dtensor):
+            self._point_unknown(tensor._local_tensor, node, 0)  # pyright: ignore[reportAttributeAccessIssue]
+
+    def _point_unknown(self, tensor: Tensor, node: OpRecord, index: int) -> None:
+        if self._book.producer_of(tensor) is None:
+            self._book.point(tensor, node, index)
+
+    def _late_source(self, tensor: Tensor) -> tuple[OpRecord, int] | None:
+        """The node of a tensor the book does not know, before it becomes a const."""
+        book = self._book
+        if self._dtensor is not None and isinstance(tensor, self._dtensor):
+            produced = book.producer_of(tensor._local_tensor)  # pyright: ignore[reportAttributeAccessIssue]
+            if produced is not None:
+                book.point(tensor, *produced)
+                return produced
+        if isinstance(tensor, nn.Parameter):
+            name = self._slot_name(tensor)
+            if name is not None:
+                return book.add_source(tensor, "param", name), 0
+        return None
+
+    def _slot_name(self, tensor: Tensor) -> str | None:
+        """The name of the module slot that holds `tensor` now (FSDP's unsharded params)."""
+        name = self._slots.get(id(tensor))
+        if name is None:
+            for module, address in self._modules():
+                for own, param in module._parameters.items():
+                    if param is not None and id(param) not in self._names.tensors:
+                        self._slots[id(param)] = f"{address}.{own}" if address else own
+            name = self._slots.get(id(tensor))
+        return name
+
+    def _modules(self) -> Iterator[tuple[nn.Module, str]]:
+        roots = self._names.roots
+        walked = [roots] if isinstance(roots, nn.Module) else list(roots.values())
+        addresses = self._names.modules
+        for root in walked:
+            for module in root.modules():
+                address = addresses.get(id(module))
+                if address is not None:
+                    yield module, address
+
+    # ---- each call, before the recorder's own bookkeeping ------------------------------
+
+    def intercept(
+        self,
+        facts: FuncFacts,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        frame: FrameType,
+    ) -> Any:
+        """The call's result when it is the engine's or a collective; else NOT_HANDLED."""
+        functional = functional_kind(func)
+        if functional is not None and functional[1]:
+            with torch._C.DisableTorchFunction():
+                tensors = functional_tensors(functional[0], args, kwargs or {})
+            return self._collective(facts, func, args, kwargs or {}, tensors, frame)
+        engine = engine_of(frame, self._recorder.top_frame)
+        if not engine and functional is None:
+            return NOT_HANDLED
+        return self._engine_call(engine or "dtensor", facts, func, args, kwargs, frame)
+
+    def _engine_call(
+        self,
+        engine: str,
+        facts: FuncFacts,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        frame: FrameType,
+    ) -> Any:
+        book = self._book
+        with torch._C.DisableTorchFunction():
+            writes = facts.mutation.targets(args, kwargs or {})
+            if writes and not book.keeps_nothing:
+                book.values.before_write(writes)
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        with torch._C.DisableTorchFunction():
+            outputs = tensor_leaves(out) if out is not None else list(writes)
+            source = self._first_known(tensor_leaves((args, kwargs or {})))
+            if source is not None:
+                for tensor in outputs:
+                    if book.producer_of(tensor) is None:
+                        book.point(tensor, *source)
+            self.engine_calls.append(
+                EngineCall(
+                    engine, facts.name, self._module(), step_phase(frame),
+                    sum([t.numel() * t.element_size() for t in outputs]),
+                )
+            )  # fmt: skip
+        return out
+
+    def _first_known(self, tensors: list[Tensor]) -> tuple[OpRecord, int] | None:
+        book, dtensor = self._book, self._dtensor
+        for tensor in tensors:
+            produced = book.producer_of(tensor)
+            if produced is None and dtensor is not None and isinstance(tensor, dtensor):
+                produced = book.producer_of(tensor._local_tensor)  # pyright: ignore[reportAttributeAccessIssue]
+            if produced is not None:
+                return produced
+        return None
+
+    def _module(self) -> str:
+        stack = self._recorder.tracker.stack
+        return stack[-1][0] if stack else ""
+
+    # ---- collectives ------------------------------------------------------------------
+
+    def _c10d_call(
+        self, name: str, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if self._in_collective or threading.get_ident() != self._thread:
+            return original(*args, **kwargs)
+        frame = cast(FrameType, inspect.currentframe()).f_back
+        with torch._C.DisableTorchFunction():
+            bound = inspect.signature(original).bind(*args, **kwargs)
+            tensors = c10d_tensors(name, bound)
+        self._in_collective = True
+        try:
+            return self._collective(FACTS[original], original, args, kwargs, tensors, frame)
+        finally:
+            self._in_collective = False
+
+    def _collective(
+        self,
+        facts: FuncFacts,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        tensors: CallTensors,
+        frame: FrameType | None,
+    ) -> Any:
+        """Run a collective with the recorder off the mode stack (its own torch calls are
+        part of it), then record it as an op."""
+        recorder, book = self._recorder, self._book
+        with torch._C.DisableTorchFunction():
+            if tensors.writes and not book.keeps_nothing:
+                book.values.before_write(tensors.writes)
+            parents = [(f"{i}", *p) for i, t in enumerate(tensors.reads) if (p := self._first_known([t]))]
+        with _recorder_off(recorder):
+            out = func(*args, **kwargs)
+        with torch._C.DisableTorchFunction():
+            outputs = tuple(tensors.writes) or tuple(tensor_leaves(out))
+            replay = ReplayCall(func, (), {})
+            replay.unavailable = _REPLAY_NOTE
+            node = recorder.record(facts, (replay, parents, ()), outputs, (), frame)
+            phase = step_phase(frame)
+            kind = facts.name.split(".")[0]
+            info = CollectiveInfo(
+                kind=_SAME_AS.get(kind, kind),
+                group_ranks=tensors.group_ranks,
+                nbytes=sum([t.numel() * t.element_size() for t in tensors.reads]),
+                phase=phase,
+                engine=engine_of(frame, recorder.top_frame),
+            )
+            self.collectives.append((node, info))
+        return out
+
+    def record_ddp_buckets(self) -> None:
+        """After a traced backward: DDP's bucket all-reduces, from its reducer's buckets."""
+        recorder, book = self._recorder, self._book
+        for wrapper in self._wrappers:
+            reducer = getattr(wrapper, "reducer", None)
+            if reducer is None or not getattr(wrapper, "require_backward_grad_sync", True):
+                continue
+            group = getattr(wrapper, "process_group", None)
+            with torch._C.DisableTorchFunction():
+                buckets = reducer._get_zeros_like_grad_buckets()
+                for bucket in buckets:
+                    params = bucket.parameters()
+                    parents = [
+                        (f"{i}", *p) for i, t in enumerate(params) if (p := book.producer_of(t))
+                    ]
+                    replay = ReplayCall(dist.all_reduce, (), {})
+                    replay.unavailable = _REPLAY_NOTE
+                    grads = tuple(p.grad for p in params if p.grad is not None)
+                    node = recorder.record(
+                        FACTS[dist.all_reduce], (replay, parents, ()), grads, (), None
+                    )
+                    buffer = bucket.buffer()
+                    info = CollectiveInfo(
+                        kind="all_reduce",
+                        group_ranks=tuple(dist.get_process_group_ranks(group))
+                        if group is not None
+                        else tuple(range(self.world_size)),
+                        nbytes=buffer.numel() * buffer.element_size(),
+                        phase="backward",
+                        engine="ddp",
+                        observed=False,
+                    )
+                    self.collectives.append((node, info))
+
+    # ---- the log ----------------------------------------------------------------------
+
+    def fill_log(self, log: ModelLog) -> None:
+        log.rank, log.world_size = self.rank, self.world_size
+        log.collectives = {node.label: info for node, info in self.collectives}
+        log.engine_calls = self.engine_calls
+        log.placements = self._placements()
+
+    def _placements(self) -> dict[str, ParamPlacement]:
+        placements: dict[str, ParamPlacement] = {}
+        dtensor = self._dtensor
+        tensors = self._names.tensors
+        for param in self._names.params:
+            named = tensors.get(id(param))
+            if named is None:
+                continue
+            if dtensor is not None and isinstance(param, dtensor):
+                mesh = param.device_mesh  # pyright: ignore[reportAttributeAccessIssue]
+                grad = param.grad
+                placements[named[0]] = ParamPlacement(
+                    full_shape=tuple(param.shape),
+                    local_shape=tuple(param._local_tensor.shape),  # pyright: ignore[reportAttributeAccessIssue]
+                    placements=tuple(str(p) for p in param.placements),  # pyright: ignore[reportAttributeAccessIssue]
+                    mesh_shape=tuple(mesh.shape),
+                    mesh_dim_names=tuple(mesh.mesh_dim_names or ()),
+                    grad=_grad_kind(grad, dtensor),
+                )
+            elif self._wrappers:
+                shape = tuple(param.shape)
+                placements[named[0]] = ParamPlacement(
+                    full_shape=shape,
+                    local_shape=shape,
+                    placements=("Replicate()",),
+                    mesh_shape=(self.world_size,),
+                    grad="none" if param.grad is None else "full (all-reduced, averaged)",
+                )
+        return placements
+
+
+def _grad_kind(grad: Tensor | None, dtensor: type) -> str:
+    if grad is None:
+        return "none"
+    if isinstance(grad, dtensor):
+        placements = grad.placements  # pyright: ignore[reportAttributeAccessIssue]
+        if any(p.is_shard() for p in placements):
+            return "local shard"
+        if any(p.is_partial() for p in placements):
+            return "partial (before reduction)"
+    return "full"
+
+
+class _recorder_off:  # noqa: N801 - used as a context manager, like torch's
+    """The recorder off this thread's mode stack (modes above it stay, in order)."""
+
+    def __init__(self, recorder: Any) -> None:
+        from lens_widget.capture.dispatch_hooks import mode_off_stack
+
+        self._context = mode_off_stack(recorder)
+
+    def __enter__(self) -> None:
+        self._context.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._context.__exit__(*exc)
+
