@@ -50,6 +50,7 @@ from lens_widget.capture.collectives import (
 from lens_widget.capture.engine_frames import engine_of, step_phase
 from lens_widget.capture.features import Feature
 from lens_widget.capture.func_facts import FACTS, FuncFacts
+from lens_widget.capture.links import Layer, Layers
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
 from lens_widget.log.records import OpRecord
@@ -93,6 +94,29 @@ def unwrap_data_parallel(module: nn.Module) -> tuple[nn.Module, nn.Module | None
     return module, None
 
 
+class CollectiveLayers(Layers):
+    """Labels of collectives, counted apart from the model's layers (``all_reduce_1``,
+    ``all_gather_into_tensor_2``): the model's ops keep the labels an undistributed trace
+    gives them."""
+
+    def place(self, node: OpRecord, key: tuple[Any, str, Any]) -> None:
+        layer = self.by_key.get(key)
+        if layer is None:
+            name = key[1]
+            count = self._func_counts[name] = self._func_counts.get(name, 0) + 1
+            layer = self.by_key[key] = Layer(f"{name}_{count}")
+        passes = layer.passes = layer.passes + 1
+        label = node.label = layer.base if passes == 1 else f"{layer.base}:{passes}"
+        node.layer, node.pass_index = layer.base, passes
+        self._by_label[label] = node
+        if passes == 1:
+            layer.first = node
+        else:
+            if passes == 2:
+                self.repeated.append(layer)
+            layer.later.append(node)
+
+
 class DistributedCapture(Feature):
     """See the module doc. `wrappers`: the DDP modules around the traced ones."""
 
@@ -113,7 +137,7 @@ class DistributedCapture(Feature):
         self._dtensor = _dtensor_type()
         self._c10d = C10dPatch(self._c10d_call)
         self._unwrapped: list[tuple[Any, str, Any]] = []
-        self._ddp_passes = 0  # backward passes a DDP reducer synchronised
+        self._layers = CollectiveLayers(recorder.book.by_label)
 
     # ---- entering and leaving ---------------------------------------------------------
 
@@ -307,13 +331,12 @@ class DistributedCapture(Feature):
             out = func(*args, **kwargs)
         with torch._C.DisableTorchFunction():
             outputs = tuple(tensors.writes) or tuple(tensor_leaves(out))
-            replay = ReplayCall(func, (), {})
-            replay.unavailable = _REPLAY_NOTE
-            node = recorder.record(facts, (replay, parents, ()), outputs, (), frame)
-            phase = step_phase(frame)
             kind = facts.name.split(".")[0]
+            kind = _SAME_AS.get(kind, kind)
+            node = self._record(kind, func, parents, outputs, frame)
+            phase = step_phase(frame)
             info = CollectiveInfo(
-                kind=_SAME_AS.get(kind, kind),
+                kind=kind,
                 group_ranks=tensors.group_ranks,
                 nbytes=sum([t.numel() * t.element_size() for t in tensors.reads]),
                 phase=phase,
@@ -321,6 +344,30 @@ class DistributedCapture(Feature):
             )
             self.collectives.append((node, info))
         return out
+
+    def _record(
+        self,
+        kind: str,
+        func: Callable[..., Any],
+        parents: list[tuple[str, OpRecord, int]],
+        outputs: tuple[Tensor, ...],
+        frame: FrameType | None,
+    ) -> OpRecord:
+        """A collective's op, labelled by `kind` apart from the model's layers."""
+        recorder, book = self._recorder, self._book
+        replay = ReplayCall(func, (), {})
+        replay.unavailable = _REPLAY_NOTE
+        facts = _collective_facts(kind, func)
+        model_layers, book.layers = book.layers, self._layers
+        try:
+            return recorder.record(facts, (replay, parents, ()), outputs, (), frame)
+        finally:
+            book.layers = model_layers
+
+    def finish(self) -> None:
+        """Before the log is built: the first passes of repeated collectives get ``:1``."""
+        self._recorder.repeated.extend(self._layers.repeated)
+        self._layers.repeated.clear()
 
     def record_ddp_buckets(self) -> None:
         """After a traced backward: DDP's bucket all-reduces, from its reducer's buckets."""
@@ -337,12 +384,8 @@ class DistributedCapture(Feature):
                     parents = [
                         (f"{i}", *p) for i, t in enumerate(params) if (p := book.producer_of(t))
                     ]
-                    replay = ReplayCall(dist.all_reduce, (), {})
-                    replay.unavailable = _REPLAY_NOTE
                     grads = tuple(p.grad for p in params if p.grad is not None)
-                    node = recorder.record(
-                        FACTS[dist.all_reduce], (replay, parents, ()), grads, (), None
-                    )
+                    node = self._record("all_reduce", dist.all_reduce, parents, grads, None)
                     buffer = bucket.buffer()
                     info = CollectiveInfo(
                         kind="all_reduce",
@@ -378,7 +421,7 @@ class DistributedCapture(Feature):
                 placements[named[0]] = ParamPlacement(
                     full_shape=tuple(param.shape),
                     local_shape=tuple(param._local_tensor.shape),  # pyright: ignore[reportAttributeAccessIssue]
-                    placements=tuple(str(p) for p in param.placements),  # pyright: ignore[reportAttributeAccessIssue]
+                    placements=tuple(repr(p) for p in param.placements),  # pyright: ignore[reportAttributeAccessIssue]
                     mesh_shape=tuple(mesh.shape),
                     mesh_dim_names=tuple(mesh.mesh_dim_names or ()),
                     grad=_grad_kind(grad, dtensor),
@@ -393,6 +436,18 @@ class DistributedCapture(Feature):
                     grad="none" if param.grad is None else "full (all-reduced, averaged)",
                 )
         return placements
+
+
+_FACTS_BY_KIND: dict[str, FuncFacts] = {}
+
+
+def _collective_facts(kind: str, func: Callable[..., Any]) -> FuncFacts:
+    """FuncFacts of `func` named `kind` (the collective's name, whichever API called it)."""
+    facts = _FACTS_BY_KIND.get(kind)
+    if facts is None:
+        facts = _FACTS_BY_KIND[kind] = FuncFacts(func)
+        facts.name = facts.clean = kind
+    return facts
 
 
 def _grad_kind(grad: Tensor | None, dtensor: type) -> str:

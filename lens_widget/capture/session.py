@@ -152,6 +152,8 @@ class Session:
                 if self.distributed is not None and self.backward is not None:
                     for _ in self.backward.state.passes:  # DDP's reducer synchronised each
                         self.distributed.record_ddp_buckets()
+                if self.distributed is not None:
+                    self.distributed.finish()
                 self._recording.close()
             finally:
                 self.recorder.top_frame = None  # holds the section's frame, and its locals

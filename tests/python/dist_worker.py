@@ -1,0 +1,153 @@
+"""One rank of the distributed tests (run by dist_ranks.run_ranks): for each engine and
+model, an untraced distributed step, the same step traced, and the model traced on one
+process; the checks' results go to ``<out>/rank<r>.json`` (case -> list of failures).
+
+Every rank runs the same cases in the same order (their collectives must match); a case
+that raises is a failure of that case, and the next one runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+import lens_widget as lw
+from model_zoo.distributed import DISTRIBUTED_MODELS, fsdp_units, tp_plan
+
+
+def wrap(engine: str, model: nn.Module) -> nn.Module:
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    if engine == "ddp":
+        return nn.parallel.DistributedDataParallel(model)
+    if engine == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        for unit in fsdp_units(model):
+            fully_shard(unit, mesh=mesh)
+        return fully_shard(model, mesh=mesh)  # pyright: ignore[reportReturnType]
+    from torch.distributed.tensor.parallel import parallelize_module
+
+    return parallelize_module(model, mesh, tp_plan("mlp3" if type(model).__name__ == "MLP3" else "llama_small"))
+
+
+def local(tensor: torch.Tensor) -> torch.Tensor:
+    to_local = getattr(tensor, "to_local", None)
+    return to_local() if to_local is not None else tensor
+
+
+def step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:
+    out = model(*args, **kwargs)
+    loss = out.loss if hasattr(out, "loss") else out.pow(2).mean()
+    loss.backward()
+    return out.logits if hasattr(out, "logits") else out
+
+
+def inputs(engine: str, name: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    case = DISTRIBUTED_MODELS[name]()
+    args = case.args
+    if engine != "tp" and name == "mlp3":  # data parallel: each rank its own batch
+        args = (args[0] * (1 + dist.get_rank()),)
+    return args, case.kwargs
+
+
+def model_ops(log: lw.ModelLog) -> list[tuple[str, str, str]]:
+    return [(o.func, o.label, o.module) for o in log.ops if o.label not in log.collectives]
+
+
+def check(engine: str, name: str) -> list[str]:
+    failures: list[str] = []
+    args, kwargs = inputs(engine, name)
+    plain = DISTRIBUTED_MODELS[name]().model
+    with lw.tracing(plain, grads=True) as ref:
+        step(plain, args, kwargs)
+    full_shapes = {n: tuple(p.shape) for n, p in plain.named_parameters()}
+
+    untraced = wrap(engine, DISTRIBUTED_MODELS[name]().model)
+    out_plain = step(untraced, args, kwargs)
+    model = wrap(engine, DISTRIBUTED_MODELS[name]().model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with lw.tracing(model, grads=True) as t:
+            out = step(model, args, kwargs)
+    log = t.log
+    failures += [f"warning: {w.message}" for w in caught if "lens_widget" in str(w.message)]
+
+    if (log.rank, log.world_size) != (dist.get_rank(), dist.get_world_size()):
+        failures.append(f"rank/world_size {log.rank}/{log.world_size}")
+    if model_ops(log) != model_ops(ref.log):
+        failures.append(f"model ops differ: {model_ops(log)[:12]} vs {model_ops(ref.log)[:12]}")
+    kinds = {(c.kind, c.phase, c.engine) for c in log.collectives.values()}
+    expected = {
+        "ddp": ("all_reduce", "backward", "ddp"),
+        "fsdp": ("all_gather_into_tensor", "forward", "fsdp"),
+        "tp": ("all_reduce", "forward", "dtensor"),
+    }[engine]
+    if expected not in kinds:
+        failures.append(f"no {expected} collective in {kinds}")
+    if engine == "fsdp" and ("reduce_scatter_tensor", "backward", "fsdp") not in kinds:
+        failures.append(f"no backward reduce-scatter in {kinds}")
+    for label, info in log.collectives.items():
+        if info.group_ranks != tuple(range(dist.get_world_size())) or info.nbytes <= 0:
+            failures.append(f"collective {label}: {info}")
+        if log[label].kind != "op":
+            failures.append(f"collective {label} is no op of the log")
+    if engine == "tp" and not any(log[label].parents for label in log.collectives):
+        failures.append("no collective has a parent in the graph")
+    if any(c.func in ("all_gather_copy_in", "split_with_sizes_copy", "view_as") for c in log.ops):
+        failures.append("engine bookkeeping among the ops")
+    if engine != "ddp" and not log.engine_calls:
+        failures.append("no engine calls recorded")
+    for param, shape in full_shapes.items():
+        node = next((n for n in log.nodes if n.label == param), None)
+        if node is None or node.kind != "param" or tuple(node.shape or ()) != shape:
+            failures.append(f"param {param}: {node and (node.kind, node.shape)} vs {shape}")
+            break
+    if engine in ("fsdp", "tp"):
+        sharded = {n: p for n, p in log.placements.items() if "Shard" in "".join(p.placements)}
+        if not sharded:
+            failures.append(f"no sharded placements: {log.placements}")
+        for n, p in sharded.items():
+            if p.full_shape != full_shapes[n] or p.full_shape == p.local_shape:
+                failures.append(f"placement {n}: {p}")
+            if p.mesh_shape != (dist.get_world_size(),):
+                failures.append(f"placement mesh {n}: {p}")
+
+    if not torch.equal(local(out), local(out_plain)):
+        failures.append("traced output differs from the untraced step's")
+    for (n, p), (_, q) in zip(model.named_parameters(), untraced.named_parameters(), strict=True):
+        if (p.grad is None) != (q.grad is None) or (
+            p.grad is not None and not torch.equal(local(p.grad), local(q.grad))  # pyright: ignore[reportArgumentType]
+        ):
+            failures.append(f"grad of {n} differs from the untraced step's")
+            break
+    return failures
+
+
+def main() -> None:
+    out_dir = Path(sys.argv[1])
+    cases = [c.split(":") for c in sys.argv[2:]]
+    dist.init_process_group("gloo")
+    results: dict[str, list[str]] = {}
+    try:
+        for engine, name in cases:
+            try:
+                results[f"{engine}:{name}"] = check(engine, name)
+            except Exception:  # noqa: BLE001 - reported as this case's failure
+                results[f"{engine}:{name}"] = [traceback.format_exc(limit=-6)]
+    finally:
+        (out_dir / f"rank{dist.get_rank()}.json").write_text(json.dumps(results))
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
