@@ -186,6 +186,7 @@ class BackwardCapture(Feature):
         self._watcher = RecomputeWatcher(
             self._matcher, self.run_nested, self.note_recomputed, self._book.values.before_write
         )
+        self._watcher.distributed = recorder.distributed
         handles: list[Any] = []
         swap_tracker(recorder.tracker, paths)
         recorder.backward_capture = None  # the recorder records the call as it always does

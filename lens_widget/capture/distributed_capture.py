@@ -52,6 +52,7 @@ from lens_widget.capture.features import Feature
 from lens_widget.capture.func_facts import FACTS, FuncFacts
 from lens_widget.capture.links import Layer, Layers
 from lens_widget.capture.model_names import ModelNames
+from lens_widget.capture.mode_stack import mode_off_stack
 from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import ReplayCall, tensor_leaves
@@ -121,9 +122,11 @@ class DistributedCapture(Feature):
     """See the module doc. `wrappers`: the DDP modules around the traced ones."""
 
     careful = True
+    NOT_HANDLED = NOT_HANDLED  # what `intercept` answers for a call it leaves alone
 
     def __init__(self, recorder: Recorder, names: ModelNames, wrappers: list[nn.Module]) -> None:
         self._recorder = cast("Recorder", weakref.proxy(recorder))
+        self._recorder_ref = weakref.ref(recorder)  # the object itself, to find on the stack
         self._book = cast("TensorBook", weakref.proxy(recorder.book))
         self._names = names
         self._wrappers = wrappers
@@ -134,7 +137,14 @@ class DistributedCapture(Feature):
         self.engine_calls: list[EngineCall] = []
         self._in_collective = False  # a c10d call running (all_gather_single calls another)
         self._slots: dict[int, str] = {}  # id(parameter) -> its slot's name, found late
+        self._unsharded: dict[str, Tensor] = {}  # name -> the engine's full parameter
         self._dtensor = _dtensor_type()
+        # The sharded parameters as the walk found them: name -> DTensor
+        self._sharded = {
+            names.tensors[id(p)][0]: p
+            for p in names.params
+            if self._dtensor is not None and isinstance(p, self._dtensor)
+        }
         self._c10d = C10dPatch(self._c10d_call)
         self._unwrapped: list[tuple[Any, str, Any]] = []
         self._layers = CollectiveLayers(recorder.book.by_label)
@@ -205,8 +215,21 @@ class DistributedCapture(Feature):
         if isinstance(tensor, nn.Parameter):
             name = self._slot_name(tensor)
             if name is not None:
+                self._stand_in(name, tensor)
                 return book.add_source(tensor, "param", name), 0
         return None
+
+    def _stand_in(self, name: str, tensor: Tensor) -> None:
+        """`tensor` is the parameter `name` from now on (its leaf, its gradient, the model's
+        size): the full parameter the model ran with, not the shard the walk saw."""
+        names = self._names
+        names.tensors[id(tensor)] = (name, "param")
+        self._unsharded[name] = tensor
+        for i, param in enumerate(names.params):
+            if names.tensors.get(id(param), ("",))[0] == name:
+                names.params[i] = tensor
+                return
+        names.params.append(tensor)
 
     def _slot_name(self, tensor: Tensor) -> str | None:
         """The name of the module slot that holds `tensor` now (FSDP's unsharded params)."""
@@ -248,7 +271,7 @@ class DistributedCapture(Feature):
         engine = engine_of(frame, self._recorder.top_frame)
         if not engine and functional is None:
             return NOT_HANDLED
-        return self._engine_call(engine or "dtensor", facts, func, args, kwargs, frame)
+        return self._engine_call(engine or "funcol", facts, func, args, kwargs, frame)
 
     def _engine_call(
         self,
@@ -267,6 +290,8 @@ class DistributedCapture(Feature):
         out = func(*args, **kwargs) if kwargs else func(*args)
         with torch._C.DisableTorchFunction():
             outputs = tensor_leaves(out) if out is not None else list(writes)
+            if not outputs:  # a flag, a profiler range, a hook registered: no data
+                return out
             source = self._first_known(tensor_leaves((args, kwargs or {})))
             if source is not None:
                 for tensor in outputs:
@@ -291,7 +316,7 @@ class DistributedCapture(Feature):
         return None
 
     def _module(self) -> str:
-        stack = self._recorder.tracker.stack
+        stack = getattr(self._recorder.tracker, "stack", ())  # a backward's path tracker too
         return stack[-1][0] if stack else ""
 
     # ---- collectives ------------------------------------------------------------------
@@ -327,7 +352,7 @@ class DistributedCapture(Feature):
             if tensors.writes and not book.keeps_nothing:
                 book.values.before_write(tensors.writes)
             parents = [(f"{i}", *p) for i, t in enumerate(tensors.reads) if (p := self._first_known([t]))]
-        with _recorder_off(recorder):
+        with mode_off_stack(self._recorder_ref()):
             out = func(*args, **kwargs)
         with torch._C.DisableTorchFunction():
             outputs = tuple(tensors.writes) or tuple(tensor_leaves(out))
@@ -408,33 +433,36 @@ class DistributedCapture(Feature):
         log.placements = self._placements()
 
     def _placements(self) -> dict[str, ParamPlacement]:
+        """The sharded parameters (DTensors: FSDP2, tensor parallel) and, under DDP, the
+        replicated ones; `grad` says what the log's gradient of each is (log.leaves: what
+        autograd handed the parameter, before the engine reduces it)."""
         placements: dict[str, ParamPlacement] = {}
-        dtensor = self._dtensor
-        tensors = self._names.tensors
-        for param in self._names.params:
-            named = tensors.get(id(param))
-            if named is None:
-                continue
-            if dtensor is not None and isinstance(param, dtensor):
-                mesh = param.device_mesh  # pyright: ignore[reportAttributeAccessIssue]
-                grad = param.grad
-                placements[named[0]] = ParamPlacement(
-                    full_shape=tuple(param.shape),
-                    local_shape=tuple(param._local_tensor.shape),  # pyright: ignore[reportAttributeAccessIssue]
-                    placements=tuple(repr(p) for p in param.placements),  # pyright: ignore[reportAttributeAccessIssue]
-                    mesh_shape=tuple(mesh.shape),
-                    mesh_dim_names=tuple(mesh.mesh_dim_names or ()),
-                    grad=_grad_kind(grad, dtensor),
-                )
-            elif self._wrappers:
+        for name, param in self._sharded.items():
+            mesh = param.device_mesh  # pyright: ignore[reportAttributeAccessIssue]
+            if name in self._unsharded:  # FSDP: the full parameter ran, the shard is kept
+                grad = "full, before reduce-scatter (the engine keeps its local shard)"
+            else:
+                grad = _grad_kind(param.grad, self._dtensor)
+            placements[name] = ParamPlacement(
+                full_shape=tuple(param.shape),
+                local_shape=tuple(param._local_tensor.shape),  # pyright: ignore[reportAttributeAccessIssue]
+                placements=tuple(repr(p) for p in param.placements),  # pyright: ignore[reportAttributeAccessIssue]
+                mesh_shape=tuple(mesh.shape),
+                mesh_dim_names=tuple(mesh.mesh_dim_names or ()),
+                grad=grad,
+            )
+        if self._wrappers:  # DDP: every parameter whole on every rank
+            for param in self._names.params:
+                name = self._names.tensors[id(param)][0]
                 shape = tuple(param.shape)
-                placements[named[0]] = ParamPlacement(
-                    full_shape=shape,
-                    local_shape=shape,
-                    placements=("Replicate()",),
-                    mesh_shape=(self.world_size,),
-                    grad="none" if param.grad is None else "full (all-reduced, averaged)",
-                )
+                placements.setdefault(
+                    name,
+                    ParamPlacement(
+                        full_shape=shape, local_shape=shape, placements=("Replicate()",),
+                        mesh_shape=(self.world_size,),
+                        grad="none" if param.grad is None else "full, before all-reduce",
+                    ),
+                )  # fmt: skip
         return placements
 
 
@@ -450,10 +478,10 @@ def _collective_facts(kind: str, func: Callable[..., Any]) -> FuncFacts:
     return facts
 
 
-def _grad_kind(grad: Tensor | None, dtensor: type) -> str:
+def _grad_kind(grad: Tensor | None, dtensor: type | None) -> str:
     if grad is None:
         return "none"
-    if isinstance(grad, dtensor):
+    if dtensor is not None and isinstance(grad, dtensor):
         placements = grad.placements  # pyright: ignore[reportAttributeAccessIssue]
         if any(p.is_shard() for p in placements):
             return "local shard"
@@ -461,18 +489,4 @@ def _grad_kind(grad: Tensor | None, dtensor: type) -> str:
             return "partial (before reduction)"
     return "full"
 
-
-class _recorder_off:  # noqa: N801 - used as a context manager, like torch's
-    """The recorder off this thread's mode stack (modes above it stay, in order)."""
-
-    def __init__(self, recorder: Any) -> None:
-        from lens_widget.capture.dispatch_hooks import mode_off_stack
-
-        self._context = mode_off_stack(recorder)
-
-    def __enter__(self) -> None:
-        self._context.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        self._context.__exit__(*exc)
 
