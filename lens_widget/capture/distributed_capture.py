@@ -48,7 +48,7 @@ from lens_widget.capture.collectives import (
     functional_tensors,
 )
 from lens_widget.capture.engine_frames import engine_of, step_phase
-from lens_widget.capture.features import Feature
+from lens_widget.capture.features import NOT_HANDLED, Feature
 from lens_widget.capture.func_facts import FACTS, FuncFacts
 from lens_widget.capture.links import Layer, Layers
 from lens_widget.capture.model_names import ModelNames
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from lens_widget.log.model_log import ModelLog
 
 Tensor = torch.Tensor
-NOT_HANDLED: Any = object()  # intercept's answer for a call the recorder records as usual
 _REPLAY_NOTE = "a collective: replaying it needs the other ranks"
 # c10d's newer names for the same collectives
 _SAME_AS = {
@@ -122,7 +121,6 @@ class DistributedCapture(Feature):
     """See the module doc. `wrappers`: the DDP modules around the traced ones."""
 
     careful = True
-    NOT_HANDLED = NOT_HANDLED  # what `intercept` answers for a call it leaves alone
 
     def __init__(self, recorder: Recorder, names: ModelNames, wrappers: list[nn.Module]) -> None:
         self._recorder = cast("Recorder", weakref.proxy(recorder))

@@ -29,8 +29,13 @@ from torch.overrides import TorchFunctionMode
 from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
-from lens_widget.capture.distributed_capture import NOT_HANDLED, DistributedCapture
-from lens_widget.capture.features import BackwardRunner, Feature, Steps
+from lens_widget.capture.features import (
+    NOT_HANDLED,
+    BackwardRunner,
+    CallInterceptor,
+    Feature,
+    Steps,
+)
 from lens_widget.capture.func_facts import FACTS, FuncFacts, may_write
 from lens_widget.capture.links import Layer
 from lens_widget.capture.model_names import ModelNames
@@ -145,7 +150,7 @@ class Recorder(TorchFunctionMode):
         # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
         self.backward_capture: BackwardRunner | None = None
         # Set inside torch.distributed: sees each careful call first (distributed_capture.py)
-        self.distributed: DistributedCapture | None = None
+        self.distributed: CallInterceptor | None = None
         self.features: list[Feature] = []  # in the order attached: their hooks run so
         self._bind(Steps(book, ()))
 

@@ -133,6 +133,46 @@ def check(engine: str, name: str) -> list[str]:
     return failures
 
 
+def check_world_restored(name: str) -> list[str]:
+    """A traced FSDP2 step that raises after its backward, then lw.trace of a DDP model:
+    every function the trace swapped is the same object afterwards, and nothing stays on
+    the mode stack."""
+    import torch.distributed.distributed_c10d as c10d
+    from torch.distributed.fsdp._fully_shard._fsdp_param import FSDPParam
+
+    failures: list[str] = []
+    before = (
+        dist.all_reduce, c10d.all_gather_into_tensor, c10d.reduce_scatter_tensor,
+        dist.broadcast, FSDPParam.__dict__["free_unsharded_param"], nn.Module.__dict__["_call_impl"],
+    )  # fmt: skip
+    args, kwargs = inputs("fsdp", name)
+    model = wrap("fsdp", DISTRIBUTED_MODELS[name]().model)
+    try:
+        with lw.tracing(model, grads=True):
+            step(model, args, kwargs)
+            raise KeyError("the step fails")
+    except KeyError as err:
+        partial = lw.partial_log(err)
+        if partial is None or partial.rank != dist.get_rank() or not partial.collectives:
+            failures.append("the partial log lacks its rank or collectives")
+    after = (
+        dist.all_reduce, c10d.all_gather_into_tensor, c10d.reduce_scatter_tensor,
+        dist.broadcast, FSDPParam.__dict__["free_unsharded_param"], nn.Module.__dict__["_call_impl"],
+    )  # fmt: skip
+    failures += [f"not put back: {a!r}" for a, b in zip(before, after, strict=True) if a is not b]
+    if torch._C._len_torch_function_stack():
+        failures.append("a mode stayed on the stack")
+
+    plain = DISTRIBUTED_MODELS[name]().model
+    ddp = wrap("ddp", DISTRIBUTED_MODELS[name]().model)
+    x = args[0]
+    ref = lw.trace(plain, x, backward=lambda y: y.pow(2).mean())
+    log = lw.trace(ddp, x, backward=lambda y: y.pow(2).mean())
+    if model_ops(log) != model_ops(ref) or not log.collectives:
+        failures.append(f"lw.trace of DDP: {model_ops(log)} vs {model_ops(ref)}")
+    return failures
+
+
 def main() -> None:
     out_dir = Path(sys.argv[1])
     cases = [c.split(":") for c in sys.argv[2:]]
@@ -141,7 +181,10 @@ def main() -> None:
     try:
         for engine, name in cases:
             try:
-                results[f"{engine}:{name}"] = check(engine, name)
+                checked = check_world_restored if engine == "restore" else None
+                results[f"{engine}:{name}"] = (
+                    checked(name) if checked is not None else check(engine, name)
+                )
             except Exception:  # noqa: BLE001 - reported as this case's failure
                 results[f"{engine}:{name}"] = [traceback.format_exc(limit=-6)]
     finally:

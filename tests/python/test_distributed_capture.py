@@ -25,18 +25,20 @@ from dist_ranks import failure_report, run_ranks  # noqa: E402
 CASES = [
     f"{engine}:{model}" for model in ("mlp3", "llama_small") for engine in ("ddp", "fsdp", "tp")
 ]
+# A traced FSDP2 step that raises: the world is put back; lw.trace of a DDP model
+RESTORE = "restore:mlp3"
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, list[str]]]:
     out = tmp_path_factory.mktemp("ranks")
-    runs = run_ranks(["tests/python/dist_worker.py", str(out), *CASES], timeout=180)
+    runs = run_ranks(["tests/python/dist_worker.py", str(out), *CASES, RESTORE], timeout=180)
     report = failure_report(runs)
     assert not report, f"a rank failed:\n{report}"
     return [json.loads((Path(out) / f"rank{r}.json").read_text()) for r in range(2)]
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [*CASES, RESTORE])
 def test_rank_traces_as_one_process(results: list[dict[str, list[str]]], case: str) -> None:
     for rank, by_case in enumerate(results):
         assert case in by_case, f"rank {rank} did not run {case}"
