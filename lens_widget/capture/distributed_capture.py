@@ -429,6 +429,8 @@ class DistributedCapture(Feature):
         log.collectives = {node.label: info for node, info in self.collectives}
         log.engine_calls = self.engine_calls
         log.placements = self._placements()
+        if self._dtensor is not None:
+            _keep_local_values(log, self._dtensor)
 
     def _placements(self) -> dict[str, ParamPlacement]:
         """The sharded parameters (DTensors: FSDP2, tensor parallel) and, under DDP, the
@@ -462,6 +464,32 @@ class DistributedCapture(Feature):
                     ),
                 )  # fmt: skip
         return placements
+
+
+def _keep_local_values(log: ModelLog, dtensor: type) -> None:
+    """DTensor values are kept as plain tensors, readable without the other ranks: a node's
+    value (whose shape is the logical one) where the rank holds all of it (replicated),
+    else none; a leaf's gradient as this rank's local tensor (``log.placements`` says what
+    it is)."""
+
+    def plain(values: Any, whole_only: bool) -> Any:
+        if values is None or not any(isinstance(t, dtensor) for t in values):
+            return values
+        kept = []
+        for t in values:
+            if isinstance(t, dtensor):
+                local = t._local_tensor.detach()  # pyright: ignore[reportAttributeAccessIssue]
+                if whole_only and local.shape != t.shape:
+                    return None  # a shard: the value needs the other ranks
+                t = local
+            kept.append(t)
+        return tuple(kept)
+
+    for node in log.nodes:
+        node.activations = plain(node.activations, whole_only=True)
+        node.grads = plain(node.grads, whole_only=True)
+    for leaf in log.leaves.values():
+        leaf.grads = plain(leaf.grads, whole_only=False)
 
 
 _FACTS_BY_KIND: dict[str, FuncFacts] = {}

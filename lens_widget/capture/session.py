@@ -170,10 +170,10 @@ class Session:
                     section=self.section, stacklevel=stacklevel + 1,
                 )  # fmt: skip
                 log.dispatch = self._dispatch.calls
-                if self.distributed is not None:
-                    self.distributed.fill_log(log)
                 if self.backward is not None:
                     self.backward.finish(log)  # and drops its references to the autograd graph
+                if self.distributed is not None:
+                    self.distributed.fill_log(log)
             if self.offload is not None:
                 log.disk_values = self.offload.disk
             if error is None:  # a partial log may sit in a cycle with its error: leave it young
