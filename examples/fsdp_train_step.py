@@ -33,7 +33,7 @@ def small_llama() -> transformers.LlamaForCausalLM:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", default="runs/step", help="folder of the per-rank logs")
     out = parser.parse_args().out
 
@@ -47,7 +47,8 @@ def main() -> None:
     device = torch.device("cuda", local_rank) if on_gpu else torch.device("cpu")
 
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
-    model = small_llama().to(device)
+    with device:  # its weights made there
+        model = small_llama()
     for layer in model.model.layers:  # one FSDP unit per decoder block, then the root
         fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
@@ -57,16 +58,15 @@ def main() -> None:
     ids = ids.to(device)
 
     with lw.tracing(model, grads=True) as t:
-        loss = model(ids, labels=ids).loss
-        loss.backward()
+        model(ids, labels=ids).loss.backward()
         optimizer.step()
     log = t.log
     log.save(f"{out}/rank{rank}")
     sent = sum(c.nbytes for c in log.collectives.values())
     print(
         f"rank {log.rank}/{log.world_size}: {len(log.ops)} ops, {len(log.collectives)} "
-        f"collectives ({sent} bytes sent), {len(log.engine_calls)} engine calls, "
-        f"loss {loss.item():.4f} -> {out}/rank{rank}"
+        f"collectives ({sent} bytes sent), {len(log.engine_calls)} engine calls -> "
+        f"{out}/rank{rank}"
     )
     dist.destroy_process_group()
 

@@ -23,6 +23,8 @@ import torch.distributed.distributed_c10d as c10d
 from lens_widget.log.replay import tensor_leaves
 
 Tensor = torch.Tensor
+# A functional collective's group name -> its ProcessGroup (torch keeps this private)
+_resolve_group: Callable[[str], Any] = getattr(c10d, "_resolve_process_group")  # noqa: B009
 
 # c10d function -> (the arguments it reads, the arguments it writes)
 C10D_COLLECTIVES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -67,8 +69,10 @@ def group_ranks(group: Any) -> tuple[int, ...]:
     """The global ranks of a process group (None: the default group), or of a functional
     collective's group name."""
     if isinstance(group, str):
-        group = c10d._resolve_process_group(group)
-    return tuple(dist.get_process_group_ranks(group if group is not None else c10d.GroupMember.WORLD))  # pyright: ignore[reportArgumentType]  # WORLD is set once initialised
+        group = _resolve_group(group)
+    return tuple(
+        dist.get_process_group_ranks(group if group is not None else c10d.GroupMember.WORLD)
+    )
 
 
 def functional_kind(func: Any) -> tuple[str, bool] | None:

@@ -44,6 +44,7 @@ Tensor = torch.Tensor
 # (id(module), its own name for the tensor) -> the tensor, for a module and its submodules
 Slots = dict[tuple[int, str], Tensor]
 
+
 class _HookProxy:
     """Stands in for a module's hook: every attribute is the real hook's (read, set and
     ``isinstance`` alike), but its forward hooks run through `DispatchHooks`."""

@@ -51,8 +51,8 @@ from lens_widget.capture.engine_frames import engine_of, step_phase
 from lens_widget.capture.features import NOT_HANDLED, Feature
 from lens_widget.capture.func_facts import FACTS, FuncFacts
 from lens_widget.capture.links import Layer, Layers
-from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.mode_stack import mode_off_stack
+from lens_widget.capture.model_names import ModelNames
 from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import ReplayCall, tensor_leaves
@@ -349,7 +349,9 @@ class DistributedCapture(Feature):
         with torch._C.DisableTorchFunction():
             if tensors.writes and not book.keeps_nothing:
                 book.values.before_write(tensors.writes)
-            parents = [(f"{i}", *p) for i, t in enumerate(tensors.reads) if (p := self._first_known([t]))]
+            parents = [
+                (f"{i}", *p) for i, t in enumerate(tensors.reads) if (p := self._first_known([t]))
+            ]
         with mode_off_stack(self._recorder_ref()):
             out = func(*args, **kwargs)
         with torch._C.DisableTorchFunction():
@@ -394,7 +396,7 @@ class DistributedCapture(Feature):
 
     def record_ddp_buckets(self) -> None:
         """After a traced backward: DDP's bucket all-reduces, from its reducer's buckets."""
-        recorder, book = self._recorder, self._book
+        book = self._book
         for wrapper in self._wrappers:
             reducer = getattr(wrapper, "reducer", None)
             if reducer is None or not getattr(wrapper, "require_backward_grad_sync", True):
@@ -478,7 +480,7 @@ def _keep_local_values(log: ModelLog, dtensor: type) -> None:
         kept = []
         for t in values:
             if isinstance(t, dtensor):
-                local = t._local_tensor.detach()  # pyright: ignore[reportAttributeAccessIssue]
+                local = t._local_tensor.detach()
                 if whole_only and local.shape != t.shape:
                     return None  # a shard: the value needs the other ranks
                 t = local
@@ -514,5 +516,3 @@ def _grad_kind(grad: Tensor | None, dtensor: type | None) -> str:
         if any(p.is_partial() for p in placements):
             return "partial (before reduction)"
     return "full"
-
-

@@ -88,8 +88,11 @@ def run_ranks(args: list[str], world_size: int = 2, timeout: float = 120.0) -> l
 def failure_report(runs: list[RankRun]) -> str:
     """One line per rank that failed: its exit code and the last line of its stderr."""
     return "\n".join(
-        f"rank {r.rank}: {'killed at the time limit' if r.returncode is None else f'exit {r.returncode}'}: "
-        f"{r.last_line()}"
+        f"rank {r.rank}: {_ending(r.returncode)}: {r.last_line()}"
         for r in runs
         if r.returncode != 0
     )
+
+
+def _ending(returncode: int | None) -> str:
+    return "killed at the time limit" if returncode is None else f"exit {returncode}"

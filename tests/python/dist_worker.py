@@ -37,7 +37,9 @@ def wrap(engine: str, model: nn.Module) -> nn.Module:
         return fully_shard(model, mesh=mesh)  # pyright: ignore[reportReturnType]
     from torch.distributed.tensor.parallel import parallelize_module
 
-    return parallelize_module(model, mesh, tp_plan("mlp3" if type(model).__name__ == "MLP3" else "llama_small"))
+    return parallelize_module(
+        model, mesh, tp_plan("mlp3" if type(model).__name__ == "MLP3" else "llama_small")
+    )
 
 
 def local(tensor: torch.Tensor) -> torch.Tensor:
@@ -75,6 +77,7 @@ def check(engine: str, name: str) -> list[str]:
     untraced = wrap(engine, DISTRIBUTED_MODELS[name]().model)
     out_plain = step(untraced, args, kwargs)
     model = wrap(engine, DISTRIBUTED_MODELS[name]().model)
+    out = torch.empty(0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with lw.tracing(model, grads=True) as t:
@@ -133,18 +136,24 @@ def check(engine: str, name: str) -> list[str]:
     return failures
 
 
+def swapped_functions() -> tuple[object, ...]:
+    """The functions a distributed trace swaps while it runs, as they are now."""
+    import torch.distributed.distributed_c10d as c10d
+    from torch.distributed.fsdp._fully_shard._fsdp_param import FSDPParam
+
+    return (
+        dist.all_reduce, c10d.all_gather_into_tensor, c10d.reduce_scatter_tensor,
+        dist.broadcast, FSDPParam.__dict__["free_unsharded_param"],
+        nn.Module.__dict__["_call_impl"],
+    )  # fmt: skip
+
+
 def check_world_restored(name: str) -> list[str]:
     """A traced FSDP2 step that raises after its backward, then lw.trace of a DDP model:
     every function the trace swapped is the same object afterwards, and nothing stays on
     the mode stack."""
-    import torch.distributed.distributed_c10d as c10d
-    from torch.distributed.fsdp._fully_shard._fsdp_param import FSDPParam
-
     failures: list[str] = []
-    before = (
-        dist.all_reduce, c10d.all_gather_into_tensor, c10d.reduce_scatter_tensor,
-        dist.broadcast, FSDPParam.__dict__["free_unsharded_param"], nn.Module.__dict__["_call_impl"],
-    )  # fmt: skip
+    before = swapped_functions()
     args, kwargs = inputs("fsdp", name)
     model = wrap("fsdp", DISTRIBUTED_MODELS[name]().model)
     try:
@@ -155,10 +164,7 @@ def check_world_restored(name: str) -> list[str]:
         partial = lw.partial_log(err)
         if partial is None or partial.rank != dist.get_rank() or not partial.collectives:
             failures.append("the partial log lacks its rank or collectives")
-    after = (
-        dist.all_reduce, c10d.all_gather_into_tensor, c10d.reduce_scatter_tensor,
-        dist.broadcast, FSDPParam.__dict__["free_unsharded_param"], nn.Module.__dict__["_call_impl"],
-    )  # fmt: skip
+    after = swapped_functions()
     failures += [f"not put back: {a!r}" for a, b in zip(before, after, strict=True) if a is not b]
     if torch._C._len_torch_function_stack():
         failures.append("a mode stayed on the stack")
