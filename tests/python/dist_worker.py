@@ -179,6 +179,50 @@ def check_world_restored(name: str) -> list[str]:
     return failures
 
 
+def check_user_collectives(name: str) -> list[str]:
+    """The user's own collectives in a traced block: c10d calls and a functional
+    collective are ops with their kind, group, bytes and parents; results as untraced."""
+    import torch.distributed._functional_collectives as funcol
+
+    def block(x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        dist.all_reduce(y)
+        gathered = torch.empty(2 * y.numel())
+        dist.all_gather_into_tensor(gathered, y)
+        dist.broadcast(gathered, src=0)
+        z = funcol.all_reduce(gathered + 1, "sum", dist.group.WORLD)
+        return z * 3
+
+    x = torch.arange(4.0) + dist.get_rank()
+    expected = block(x)
+    with lw.tracing() as t:
+        got = block(x)
+    log = t.log
+    failures: list[str] = []
+    if not torch.equal(got, expected):
+        failures.append("traced result differs")
+    kinds = [(c.kind, c.nbytes, c.engine, c.group_ranks) for c in log.collectives.values()]
+    world = tuple(range(dist.get_world_size()))
+    want = [
+        ("all_reduce", 16, "", world), ("all_gather_into_tensor", 16, "", world),
+        ("broadcast", 32, "", world), ("all_reduce", 32, "", world),
+    ]  # fmt: skip
+    if kinds != want:
+        failures.append(f"collectives {kinds}")
+    labels = list(log.collectives)
+    if labels and log[labels[0]].parents != ["mul_1_1"]:
+        failures.append(f"all_reduce's parents {log[labels[0]].parents}")
+    saved = log[labels[0]].activations if labels else None
+    ranks = range(dist.get_world_size())
+    reduced = sum(2 * (torch.arange(4.0) + r) for r in ranks)  # what the all_reduce made
+    if saved is None or not torch.equal(saved[0], reduced):
+        failures.append(f"all_reduce's saved value {saved}")
+    last = next(o for o in reversed(log.ops) if o.func == "mul")
+    if not set(last.parents) & set(labels):
+        failures.append(f"the op after the functional all_reduce reads {last.parents}")
+    return failures
+
+
 def main() -> None:
     out_dir = Path(sys.argv[1])
     cases = [c.split(":") for c in sys.argv[2:]]
@@ -187,7 +231,9 @@ def main() -> None:
     try:
         for engine, name in cases:
             try:
-                checked = check_world_restored if engine == "restore" else None
+                checked = {"restore": check_world_restored, "user": check_user_collectives}.get(
+                    engine
+                )
                 results[f"{engine}:{name}"] = (
                     checked(name) if checked is not None else check(engine, name)
                 )

@@ -27,18 +27,20 @@ CASES = [
 ]
 # A traced FSDP2 step that raises: the world is put back; lw.trace of a DDP model
 RESTORE = "restore:mlp3"
+# The user's own c10d and functional collectives in a traced block
+USER = "user:mlp3"
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, list[str]]]:
     out = tmp_path_factory.mktemp("ranks")
-    runs = run_ranks(["tests/python/dist_worker.py", str(out), *CASES, RESTORE], timeout=180)
+    runs = run_ranks(["tests/python/dist_worker.py", str(out), *CASES, RESTORE, USER], timeout=180)
     report = failure_report(runs)
     assert not report, f"a rank failed:\n{report}"
     return [json.loads((Path(out) / f"rank{r}.json").read_text()) for r in range(2)]
 
 
-@pytest.mark.parametrize("case", [*CASES, RESTORE])
+@pytest.mark.parametrize("case", [*CASES, RESTORE, USER])
 def test_rank_traces_as_one_process(results: list[dict[str, list[str]]], case: str) -> None:
     for rank, by_case in enumerate(results):
         assert case in by_case, f"rank {rank} did not run {case}"
