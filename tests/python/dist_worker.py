@@ -125,6 +125,12 @@ def check(engine: str, name: str) -> list[str]:
             if p.mesh_shape != (dist.get_world_size(),):
                 failures.append(f"placement mesh {n}: {p}")
 
+    try:  # saved values are those the ops made: each op replays to its saved output
+        report = log.validate()
+        if report.checked == 0:
+            failures.append(f"validate replayed nothing: {report}")
+    except Exception as err:  # noqa: BLE001 - reported as a failure of this case
+        failures.append(f"validate: {str(err)[:300]}")
     if not torch.equal(local(out), local(out_plain)):
         failures.append("traced output differs from the untraced step's")
     for (n, p), (_, q) in zip(model.named_parameters(), untraced.named_parameters(), strict=True):
