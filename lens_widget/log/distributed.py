@@ -52,8 +52,10 @@ class ParamPlacement:
     `full_shape`: its logical shape (as the undistributed model has it); `local_shape`: the
     shard this rank holds; `placements`: one per mesh dimension, as DTensor prints them
     (``"Shard(dim=0)"``, ``"Replicate()"``); `mesh_shape` and `mesh_dim_names`: the device
-    mesh. `grad`: what the gradient kept for it is (``"local shard"``, ``"full"``,
-    ``"none"``).
+    mesh. `grad`: what the log's gradient of it (``log.leaves``) is: ``"local shard"``,
+    ``"full"``, ``"none"``, or, where autograd handed the engine a full gradient it then
+    reduces, ``"full, before reduce-scatter (the engine keeps its local shard)"`` (FSDP2),
+    ``"full, before all-reduce"`` (DDP).
     """
 
     full_shape: tuple[int, ...]
@@ -68,7 +70,9 @@ class ParamPlacement:
 class EngineCall:
     """A torch call that a distributed engine made for its own bookkeeping, not the model's.
 
-    `engine`: ``"fsdp"``, ``"ddp"`` or ``"dtensor"``; `func`: the call's name; `module`:
+    `engine`: ``"fsdp"``, ``"ddp"`` or ``"dtensor"`` (``"funcol"``: the functional
+    collectives' own wrapping and waits, called from the user's code); `func`: the call's
+    name; `module`:
     the address of the module whose call it belongs to ("" for the model); `phase`: when in
     the step it ran; `nbytes`: the bytes of its outputs.
     """
