@@ -24,6 +24,7 @@ _DIST_DIR = os.path.join(_TORCH_DIR, "distributed") + os.sep
 # (engine, the folder of its code), the most specific first
 _ENGINE_DIRS = (
     ("fsdp", os.path.join(_DIST_DIR, "fsdp") + os.sep),
+    ("ddp", os.path.join(_DIST_DIR, "_composable", "replicate")),  # composable DDP
     ("fsdp", os.path.join(_DIST_DIR, "_composable") + os.sep),
     ("dtensor", os.path.join(_DIST_DIR, "tensor") + os.sep),
     ("ddp", os.path.join(_TORCH_DIR, "nn", "parallel") + os.sep),

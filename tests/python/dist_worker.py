@@ -125,6 +125,18 @@ def check(engine: str, name: str) -> list[str]:
             if p.mesh_shape != (dist.get_world_size(),):
                 failures.append(f"placement mesh {n}: {p}")
 
+    # The log's gradient of each parameter is what ParamPlacement.grad says: FSDP2 and DDP,
+    # the full gradient before the engine reduces it (this rank's, as on one process);
+    # tensor parallel, this rank's local tensor of the DTensor gradient.
+    untraced_grads = dict(untraced.named_parameters())
+    for param, leaf in ref.log.leaves.items():
+        if leaf.kind != "param" or param not in log.leaves:
+            continue
+        got = log.leaves[param].grad
+        want = leaf.grad if engine != "tp" else local(untraced_grads[param].grad)  # pyright: ignore[reportArgumentType]
+        if got is None or want is None or not torch.equal(got, want):
+            failures.append(f"leaf gradient of {param} ({log.placements.get(param)})")
+            break
     try:  # saved values are those the ops made: each op replays to its saved output
         report = log.validate()
         if report.checked == 0:
