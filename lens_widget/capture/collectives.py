@@ -6,7 +6,8 @@ each function, in ``torch.distributed`` and ``torch.distributed.distributed_c10d
 trace runs, and puts the very same objects back on exit. Functional collectives
 (``torch.ops._c10d_functional.*``, what ``_functional_collectives`` and DTensor call) are torch
 ops, which the mode sees: `functional_kind` tells a collective from their bookkeeping
-(``wait_tensor``, ``_wrap_tensor_autograd``).
+(``wait_tensor``, ``_wrap_tensor_autograd``). `CollectiveLayers` labels collectives apart
+from the model's layers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from lens_widget.capture.func_facts import FuncFacts
+from lens_widget.capture.links import Layer, Layers
+from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves
 
 Tensor = torch.Tensor
@@ -152,3 +156,38 @@ class C10dPatch:
             return on_call(name, original, args, kwargs)
 
         return collective
+
+
+class CollectiveLayers(Layers):
+    """Labels of collectives, counted apart from the model's layers (``all_reduce_1``,
+    ``all_gather_into_tensor_2``): the model's ops keep the labels an undistributed trace
+    gives them."""
+
+    def place(self, node: OpRecord, key: tuple[Any, str, Any]) -> None:
+        layer = self.by_key.get(key)
+        if layer is None:
+            name = key[1]
+            count = self._func_counts[name] = self._func_counts.get(name, 0) + 1
+            layer = self.by_key[key] = Layer(f"{name}_{count}")
+        passes = layer.passes = layer.passes + 1
+        label = node.label = layer.base if passes == 1 else f"{layer.base}:{passes}"
+        node.layer, node.pass_index = layer.base, passes
+        self._by_label[label] = node
+        if passes == 1:
+            layer.first = node
+        else:
+            if passes == 2:
+                self.repeated.append(layer)
+            layer.later.append(node)
+
+
+_FACTS_BY_KIND: dict[str, FuncFacts] = {}
+
+
+def collective_facts(kind: str, func: Callable[..., Any]) -> FuncFacts:
+    """FuncFacts of `func` named `kind` (the collective's name, whichever API called it)."""
+    facts = _FACTS_BY_KIND.get(kind)
+    if facts is None:
+        facts = _FACTS_BY_KIND[kind] = FuncFacts(func)
+        facts.name = facts.clean = kind
+    return facts

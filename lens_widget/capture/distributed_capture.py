@@ -43,17 +43,19 @@ from torch import nn
 from lens_widget.capture.collectives import (
     C10dPatch,
     CallTensors,
+    CollectiveLayers,
     c10d_tensors,
+    collective_facts,
     functional_kind,
     functional_tensors,
 )
 from lens_widget.capture.engine_frames import engine_of, step_phase
 from lens_widget.capture.features import NOT_HANDLED, Feature
 from lens_widget.capture.func_facts import FACTS, FuncFacts
-from lens_widget.capture.links import Layer, Layers
 from lens_widget.capture.mode_stack import mode_off_stack
 from lens_widget.capture.model_names import ModelNames
-from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
+from lens_widget.capture.sharding import dtensor_type, keep_local_values, placements
+from lens_widget.log.distributed import CollectiveInfo, EngineCall
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import ReplayCall, tensor_leaves
 
@@ -75,14 +77,6 @@ def distributed_active() -> bool:
     return dist.is_available() and dist.is_initialized()
 
 
-def _dtensor_type() -> type | None:
-    try:
-        from torch.distributed.tensor import DTensor
-    except ImportError:  # a build without DTensor
-        return None
-    return DTensor
-
-
 def unwrap_data_parallel(module: nn.Module) -> tuple[nn.Module, nn.Module | None]:
     """(the model DDP runs, the DDP wrapper) for a DistributedDataParallel module; else
     (`module`, None). A DDP model is traced as the model it wraps: same addresses."""
@@ -92,29 +86,6 @@ def unwrap_data_parallel(module: nn.Module) -> tuple[nn.Module, nn.Module | None
         if isinstance(inner, nn.Module):
             return inner, module
     return module, None
-
-
-class CollectiveLayers(Layers):
-    """Labels of collectives, counted apart from the model's layers (``all_reduce_1``,
-    ``all_gather_into_tensor_2``): the model's ops keep the labels an undistributed trace
-    gives them."""
-
-    def place(self, node: OpRecord, key: tuple[Any, str, Any]) -> None:
-        layer = self.by_key.get(key)
-        if layer is None:
-            name = key[1]
-            count = self._func_counts[name] = self._func_counts.get(name, 0) + 1
-            layer = self.by_key[key] = Layer(f"{name}_{count}")
-        passes = layer.passes = layer.passes + 1
-        label = node.label = layer.base if passes == 1 else f"{layer.base}:{passes}"
-        node.layer, node.pass_index = layer.base, passes
-        self._by_label[label] = node
-        if passes == 1:
-            layer.first = node
-        else:
-            if passes == 2:
-                self.repeated.append(layer)
-            layer.later.append(node)
 
 
 class DistributedCapture(Feature):
@@ -136,7 +107,7 @@ class DistributedCapture(Feature):
         self._in_collective = False  # a c10d call running (all_gather_single calls another)
         self._slots: dict[int, str] = {}  # id(parameter) -> its slot's name, found late
         self._unsharded: dict[str, Tensor] = {}  # name -> the engine's full parameter
-        self._dtensor = _dtensor_type()
+        self._dtensor = dtensor_type()
         # The sharded parameters as the walk found them: name -> DTensor
         self._sharded = {
             names.tensors[id(p)][0]: p
@@ -382,7 +353,7 @@ class DistributedCapture(Feature):
         recorder, book = self._recorder, self._book
         replay = ReplayCall(func, (), {})
         replay.unavailable = _REPLAY_NOTE
-        facts = _collective_facts(kind, func)
+        facts = collective_facts(kind, func)
         model_layers, book.layers = book.layers, self._layers
         try:
             return recorder.record(facts, (replay, parents, ()), outputs, (), frame)
@@ -430,89 +401,9 @@ class DistributedCapture(Feature):
         log.rank, log.world_size = self.rank, self.world_size
         log.collectives = {node.label: info for node, info in self.collectives}
         log.engine_calls = self.engine_calls
-        log.placements = self._placements()
+        log.placements = placements(
+            self._sharded, set(self._unsharded), self._names if self._wrappers else None,
+            self.world_size,
+        )  # fmt: skip
         if self._dtensor is not None:
-            _keep_local_values(log, self._dtensor)
-
-    def _placements(self) -> dict[str, ParamPlacement]:
-        """The sharded parameters (DTensors: FSDP2, tensor parallel) and, under DDP, the
-        replicated ones; `grad` says what the log's gradient of each is (log.leaves: what
-        autograd handed the parameter, before the engine reduces it)."""
-        placements: dict[str, ParamPlacement] = {}
-        for name, param in self._sharded.items():
-            mesh = param.device_mesh  # pyright: ignore[reportAttributeAccessIssue]
-            if name in self._unsharded:  # FSDP: the full parameter ran, the shard is kept
-                grad = "full, before reduce-scatter (the engine keeps its local shard)"
-            else:
-                grad = _grad_kind(param.grad, self._dtensor)
-            placements[name] = ParamPlacement(
-                full_shape=tuple(param.shape),
-                local_shape=tuple(param._local_tensor.shape),  # pyright: ignore[reportAttributeAccessIssue]
-                placements=tuple(repr(p) for p in param.placements),  # pyright: ignore[reportAttributeAccessIssue]
-                mesh_shape=tuple(mesh.shape),
-                mesh_dim_names=tuple(mesh.mesh_dim_names or ()),
-                grad=grad,
-            )
-        if self._wrappers:  # DDP: every parameter whole on every rank
-            for param in self._names.params:
-                name = self._names.tensors[id(param)][0]
-                shape = tuple(param.shape)
-                placements.setdefault(
-                    name,
-                    ParamPlacement(
-                        full_shape=shape, local_shape=shape, placements=("Replicate()",),
-                        mesh_shape=(self.world_size,),
-                        grad="none" if param.grad is None else "full, before all-reduce",
-                    ),
-                )  # fmt: skip
-        return placements
-
-
-def _keep_local_values(log: ModelLog, dtensor: type) -> None:
-    """DTensor values are kept as plain tensors, readable without the other ranks: a node's
-    value (whose shape is the logical one) where the rank holds all of it (replicated),
-    else none; a leaf's gradient as this rank's local tensor (``log.placements`` says what
-    it is)."""
-
-    def plain(values: Any, whole_only: bool) -> Any:
-        if values is None or not any(isinstance(t, dtensor) for t in values):
-            return values
-        kept = []
-        for t in values:
-            if isinstance(t, dtensor):
-                local = t._local_tensor.detach()
-                if whole_only and local.shape != t.shape:
-                    return None  # a shard: the value needs the other ranks
-                t = local
-            kept.append(t)
-        return tuple(kept)
-
-    for node in log.nodes:
-        node.activations = plain(node.activations, whole_only=True)
-        node.grads = plain(node.grads, whole_only=True)
-    for leaf in log.leaves.values():
-        leaf.grads = plain(leaf.grads, whole_only=False)
-
-
-_FACTS_BY_KIND: dict[str, FuncFacts] = {}
-
-
-def _collective_facts(kind: str, func: Callable[..., Any]) -> FuncFacts:
-    """FuncFacts of `func` named `kind` (the collective's name, whichever API called it)."""
-    facts = _FACTS_BY_KIND.get(kind)
-    if facts is None:
-        facts = _FACTS_BY_KIND[kind] = FuncFacts(func)
-        facts.name = facts.clean = kind
-    return facts
-
-
-def _grad_kind(grad: Tensor | None, dtensor: type | None) -> str:
-    if grad is None:
-        return "none"
-    if dtensor is not None and isinstance(grad, dtensor):
-        placements = grad.placements  # pyright: ignore[reportAttributeAccessIssue]
-        if any(p.is_shard() for p in placements):
-            return "local shard"
-        if any(p.is_partial() for p in placements):
-            return "partial (before reduction)"
-    return "full"
+            keep_local_values(log, self._dtensor)
