@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
 import torch.distributed.distributed_c10d as c10d
 
 from lens_widget.capture.func_facts import FuncFacts
@@ -113,27 +114,84 @@ def c10d_tensors(name: str, bound: inspect.BoundArguments) -> CallTensors:
     return CallTensors(reads, writes, group_ranks(arguments.get("group")))
 
 
+# The functional collectives' Python API (what DTensor's placements call, also inside its
+# dispatch, where no mode sees the ops) -> the collective's kind
+FUNCOL_COLLECTIVES: dict[str, str] = {
+    "all_reduce": "all_reduce",
+    "all_gather_single": "all_gather_into_tensor",
+    "all_gather_single_autograd": "all_gather_into_tensor",
+    "all_gather_tensor": "all_gather_into_tensor",
+    "all_gather_tensor_autograd": "all_gather_into_tensor",
+    "reduce_scatter_single": "reduce_scatter_tensor",
+    "reduce_scatter_single_autograd": "reduce_scatter_tensor",
+    "reduce_scatter_tensor": "reduce_scatter_tensor",
+    "reduce_scatter_tensor_autograd": "reduce_scatter_tensor",
+    "all_to_all_single": "all_to_all_single",
+    "all_to_all_single_autograd": "all_to_all_single",
+    "broadcast": "broadcast",
+}
+
+
+def funcol_tensors(bound: inspect.BoundArguments) -> CallTensors:
+    """A functional collective of the Python API reads its first argument."""
+    arguments = bound.arguments
+    first = next(iter(arguments.values()), None)
+    reads = [first] if isinstance(first, Tensor) else []
+    name = _group_name(arguments.get("group"), arguments.get("tag", ""))
+    return CallTensors(reads, [], group_ranks(name) if name is not None else ())
+
+
+def _group_name(group: Any, tag: Any) -> str | None:
+    resolve = getattr(funcol, "_resolve_group_name", None)
+    if group is None or resolve is None:
+        return None
+    return str(resolve(group, tag if isinstance(tag, str) else ""))
+
+
 CollectiveCall = Callable[[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
 
 
-class C10dPatch:
-    """While entered, each c10d collective runs through `on_call(name, original, args,
-    kwargs)`; the original functions are put back on exit (also when the code raised)."""
+def _c10d_holders() -> list[Any]:
+    """Modules holding the c10d collectives: torch.distributed, its c10d module, and
+    DTensor's helpers, which import broadcast and scatter by name."""
+    holders: list[Any] = [c10d, dist]
+    try:
+        from torch.distributed.tensor import _collective_utils
+    except ImportError:
+        return holders
+    return [*holders, _collective_utils]
 
-    def __init__(self, on_call: CollectiveCall) -> None:
+
+class ApiPatch:
+    """While entered, each function of `names` in `primary` (and wherever `holders` hold
+    the same object) runs through `on_call(name, original, args, kwargs)`; the original
+    functions are put back on exit (also when the code raised)."""
+
+    def __init__(
+        self, primary: Any, holders: list[Any], names: Iterable[str], on_call: CollectiveCall
+    ) -> None:
+        self._primary, self._holders, self._names = primary, holders, tuple(names)
         self._on_call = on_call
         self._saved: list[tuple[Any, str, Any]] = []
 
+    @classmethod
+    def c10d(cls, on_call: CollectiveCall) -> ApiPatch:
+        return cls(c10d, _c10d_holders(), C10D_COLLECTIVES, on_call)
+
+    @classmethod
+    def functional(cls, on_call: CollectiveCall) -> ApiPatch:
+        return cls(funcol, [funcol], FUNCOL_COLLECTIVES, on_call)
+
     def _targets(self) -> Iterator[tuple[Any, str, Any]]:
-        for name in C10D_COLLECTIVES:
-            original = getattr(c10d, name, None)
+        for name in self._names:
+            original = getattr(self._primary, name, None)
             if original is None:
                 continue
-            for holder in (c10d, dist):
+            for holder in self._holders:
                 if getattr(holder, name, None) is original:
                     yield holder, name, original
 
-    def __enter__(self) -> C10dPatch:
+    def __enter__(self) -> ApiPatch:
         wrappers: dict[str, Any] = {}
         for holder, name, original in list(self._targets()):
             wrapper = wrappers.get(name)

@@ -10,15 +10,16 @@ call first (`intercept`):
   Its outputs read as the node of its first input the tracer knows (a view of an
   activation stays that activation), and a saved value it is about to write is copied
   first, as for the model's own writes.
-- **Collectives** — a functional collective (``torch.ops._c10d_functional.*``: DTensor's
-  redistributions, ``_functional_collectives``) or a c10d call (collectives.py wraps the
-  API while the trace runs) is an op of the log, named as torch names it (``all_reduce``,
+- **Collectives** — a functional collective (``torch.ops._c10d_functional.*``, seen by the
+  mode; the ``_functional_collectives`` API, which DTensor's redistributions call also
+  inside its dispatch, where no mode sees them) or a c10d call (collectives.py wraps both
+  APIs while the trace runs) is an op of the log, named as torch names it (``all_reduce``,
   ``all_gather_into_tensor``...), whose parents are the known tensors it read, with a
   `CollectiveInfo` in ``log.collectives`` (its label -> group, bytes sent, phase, engine).
   Those run in the backward (FSDP's reduce-scatter of gradients, DTensor's) are ops of the
   log too, after the forward's, with phase "backward". DDP's bucket all-reduces are issued
-  by its C++ reducer, which no Python hook sees: after each traced backward they are
-  recorded from the reducer's buckets (``observed=False``).
+  by its C++ reducer, which no Python hook sees: for each traced backward they are
+  recorded from the reducer's buckets as the trace ends (``observed=False``).
 - **Parameters by name** — a parameter a module holds under a name that the walk at the
   start did not see (FSDP's unsharded parameter, put in place by its pre-forward) is named
   by its slot, with its full shape; a DTensor reads as the node of its local tensor and
@@ -41,17 +42,19 @@ import torch.distributed as dist
 from torch import nn
 
 from lens_widget.capture.collectives import (
-    C10dPatch,
+    FUNCOL_COLLECTIVES,
+    ApiPatch,
     CallTensors,
     CollectiveLayers,
     c10d_tensors,
     collective_facts,
+    funcol_tensors,
     functional_kind,
     functional_tensors,
 )
 from lens_widget.capture.engine_frames import engine_of, step_phase
 from lens_widget.capture.features import NOT_HANDLED, Feature
-from lens_widget.capture.func_facts import FACTS, FuncFacts
+from lens_widget.capture.func_facts import FuncFacts
 from lens_widget.capture.mode_stack import mode_off_stack
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.sharding import dtensor_type, keep_local_values, placements
@@ -114,7 +117,8 @@ class DistributedCapture(Feature):
             for p in names.params
             if self._dtensor is not None and isinstance(p, self._dtensor)
         }
-        self._c10d = C10dPatch(self._c10d_call)
+        self._c10d = ApiPatch.c10d(self._c10d_call)
+        self._funcol = ApiPatch.functional(self._funcol_call)
         self._unwrapped: list[tuple[Any, str, Any]] = []
         self._layers = CollectiveLayers(recorder.book.by_label)
 
@@ -123,11 +127,13 @@ class DistributedCapture(Feature):
     def __enter__(self) -> DistributedCapture:
         self._book.late_source = self._late_source
         self._c10d.__enter__()
+        self._funcol.__enter__()
         self._wrap_reshard()
         return self
 
     def __exit__(self, *exc: object) -> None:
         try:
+            self._funcol.__exit__()
             self._c10d.__exit__()
         finally:
             for holder, name, original in self._unwrapped:
@@ -232,11 +238,14 @@ class DistributedCapture(Feature):
         frame: FrameType,
     ) -> Any:
         """The call's result when it is the engine's or a collective; else NOT_HANDLED."""
+        if self._in_collective:  # part of a collective being recorded (backward watcher)
+            return func(*args, **kwargs) if kwargs else func(*args)
         functional = functional_kind(func)
         if functional is not None and functional[1]:
             with torch._C.DisableTorchFunction():
                 tensors = functional_tensors(functional[0], args, kwargs or {})
-            return self._collective(facts, func, args, kwargs or {}, tensors, frame)
+            kind = functional[0].removesuffix("_")
+            return self._collective(kind, func, args, kwargs or {}, tensors, frame)
         engine = engine_of(frame, self._recorder.top_frame)
         if not engine and functional is None:
             return NOT_HANDLED
@@ -301,13 +310,31 @@ class DistributedCapture(Feature):
             tensors = c10d_tensors(name, bound)
         self._in_collective = True
         try:
-            return self._collective(FACTS[original], original, args, kwargs, tensors, frame)
+            return self._collective(
+                _SAME_AS.get(name, name), original, args, kwargs, tensors, frame
+            )
+        finally:
+            self._in_collective = False
+
+    def _funcol_call(
+        self, name: str, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if self._in_collective or threading.get_ident() != self._thread:
+            return original(*args, **kwargs)
+        frame = cast(FrameType, inspect.currentframe()).f_back
+        with torch._C.DisableTorchFunction():
+            tensors = funcol_tensors(inspect.signature(original).bind(*args, **kwargs))
+        self._in_collective = True
+        try:
+            return self._collective(
+                FUNCOL_COLLECTIVES[name], original, args, kwargs, tensors, frame
+            )
         finally:
             self._in_collective = False
 
     def _collective(
         self,
-        facts: FuncFacts,
+        kind: str,
         func: Callable[..., Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
@@ -327,9 +354,14 @@ class DistributedCapture(Feature):
             out = func(*args, **kwargs)
         with torch._C.DisableTorchFunction():
             outputs = tuple(tensors.writes) or tuple(tensor_leaves(out))
-            kind = facts.name.split(".")[0]
-            kind = _SAME_AS.get(kind, kind)
+            # An AsyncCollectiveTensor (waits on first use): its tensor is the output
+            wrapped = outputs[0] if len(outputs) == 1 else None
+            elem = getattr(wrapped, "elem", None)
+            if isinstance(elem, Tensor):
+                outputs = (elem,)
             node = self._record(kind, func, parents, outputs, frame)
+            if wrapped is not None and elem is not None:
+                book.point(wrapped, node, 0)
             phase = step_phase(frame)
             info = CollectiveInfo(
                 kind=kind,

@@ -241,6 +241,32 @@ def check_user_collectives(name: str) -> list[str]:
     return failures
 
 
+def check_implicit_redistribution(name: str) -> list[str]:
+    """A DTensor op that needs its inputs redistributed (a matmul of two row-sharded
+    DTensors all-gathers one) runs the collective inside DTensor's dispatch, where no mode
+    sees it: it is a collective of the log all the same, and the result is as untraced."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    a = distribute_tensor(torch.arange(16.0).reshape(4, 4), mesh, [Shard(0)])
+    b = distribute_tensor(torch.arange(16.0).reshape(4, 4) / 7, mesh, [Shard(0)])
+    expected = (a @ b).to_local()
+    with lw.tracing() as t:
+        c = a @ b
+    log = t.log
+    failures: list[str] = []
+    if not torch.equal(c.to_local(), expected):  # pyright: ignore[reportAttributeAccessIssue]
+        failures.append("traced result differs")
+    found = [(i.kind, i.engine, i.group_ranks) for i in log.collectives.values()]
+    world = tuple(range(dist.get_world_size()))
+    if ("all_gather_into_tensor", "dtensor", world) not in found:
+        failures.append(f"no all-gather of the redistribution in {found}")
+    if [o.func for o in log.ops if o.label not in log.collectives] != ["matmul"]:
+        failures.append(f"model ops {[o.func for o in log.ops]}")
+    return failures
+
+
 def main() -> None:
     out_dir = Path(sys.argv[1])
     cases = [c.split(":") for c in sys.argv[2:]]
@@ -249,9 +275,11 @@ def main() -> None:
     try:
         for engine, name in cases:
             try:
-                checked = {"restore": check_world_restored, "user": check_user_collectives}.get(
-                    engine
-                )
+                checked = {
+                    "restore": check_world_restored,
+                    "user": check_user_collectives,
+                    "implicit": check_implicit_redistribution,
+                }.get(engine)
                 results[f"{engine}:{name}"] = (
                     checked(name) if checked is not None else check(engine, name)
                 )

@@ -29,18 +29,22 @@ CASES = [
 RESTORE = "restore:mlp3"
 # The user's own c10d and functional collectives in a traced block
 USER = "user:mlp3"
+# A DTensor op whose redistribution runs inside DTensor's dispatch
+IMPLICIT = "implicit:mlp3"
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, list[str]]]:
     out = tmp_path_factory.mktemp("ranks")
-    runs = run_ranks(["tests/python/dist_worker.py", str(out), *CASES, RESTORE, USER], timeout=180)
+    runs = run_ranks(
+        ["tests/python/dist_worker.py", str(out), *CASES, RESTORE, USER, IMPLICIT], timeout=180
+    )
     report = failure_report(runs)
     assert not report, f"a rank failed:\n{report}"
     return [json.loads((Path(out) / f"rank{r}.json").read_text()) for r in range(2)]
 
 
-@pytest.mark.parametrize("case", [*CASES, RESTORE, USER])
+@pytest.mark.parametrize("case", [*CASES, RESTORE, USER, IMPLICIT])
 def test_rank_traces_as_one_process(results: list[dict[str, list[str]]], case: str) -> None:
     for rank, by_case in enumerate(results):
         assert case in by_case, f"rank {rank} did not run {case}"
