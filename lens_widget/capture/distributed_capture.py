@@ -362,16 +362,38 @@ class DistributedCapture(Feature):
             node = self._record(kind, func, parents, outputs, frame)
             if wrapped is not None and elem is not None:
                 book.point(wrapped, node, 0)
-            phase = step_phase(frame)
+            engine = engine_of(frame, recorder.top_frame)
             info = CollectiveInfo(
                 kind=kind,
                 group_ranks=tensors.group_ranks,
                 nbytes=sum([t.numel() * t.element_size() for t in tensors.reads]),
-                phase=phase,
-                engine=engine_of(frame, recorder.top_frame),
+                phase=step_phase(frame),
+                engine=engine,
+                params=self._fsdp_params(frame) if engine == "fsdp" else (),
             )
             self.collectives.append((node, info))
         return out
+
+    def _fsdp_params(self, frame: FrameType | None) -> tuple[str, ...]:
+        """The parameters of the FSDP parameter group whose method issued the collective
+        (the nearest frame whose ``self`` holds ``fsdp_params``), by name."""
+        addresses = self._names.modules
+        for _ in range(32):
+            if frame is None:
+                break
+            group = frame.f_locals.get("self")
+            fsdp_params = getattr(group, "fsdp_params", None)
+            if isinstance(fsdp_params, list):
+                names = []
+                for param in fsdp_params:
+                    info = getattr(param, "_module_info", None)
+                    address = addresses.get(id(getattr(info, "module", None)))
+                    if address is not None:
+                        own = getattr(info, "param_name", "")
+                        names.append(f"{address}.{own}" if address else own)
+                return tuple(names)
+            frame = frame.f_back
+        return ()
 
     def _record(
         self,
@@ -424,6 +446,11 @@ class DistributedCapture(Feature):
                         phase="backward",
                         engine="ddp",
                         observed=False,
+                        params=tuple(
+                            named[0]
+                            for p in params
+                            if (named := self._names.tensors.get(id(p))) is not None
+                        ),
                     )
                     self.collectives.append((node, info))
 

@@ -28,7 +28,9 @@ class CollectiveInfo:
     bytes this rank sent into the collective (its input tensors' sizes). `phase`: when in
     the step it ran. `engine`: which engine issued it ("" for the user's own call,
     else ``"fsdp"``, ``"ddp"``, ``"dtensor"``). `observed`: False when the call was
-    not seen but recorded from the engine's plan (DDP's bucket all-reduces).
+    not seen but recorded from the engine's plan (DDP's bucket all-reduces). `params`: the
+    parameters (by ``named_parameters`` name) whose values or gradients it moved, for an
+    engine's collective of parameters (FSDP, DDP).
     """
 
     kind: str
@@ -39,6 +41,9 @@ class CollectiveInfo:
     # False where no Python call was seen and the record comes from the engine's plan (DDP's
     # bucket all-reduces, which its C++ reducer issues)
     observed: bool = True
+    # The parameters whose values or gradients it moved, by name (FSDP's all-gathers and
+    # reduce-scatters, DDP's buckets); () for activations and the user's own calls
+    params: tuple[str, ...] = ()
 
     @property
     def group_size(self) -> int:

@@ -99,6 +99,10 @@ def check(engine: str, name: str) -> list[str]:
         failures.append(f"no {expected} collective in {kinds}")
     if engine == "fsdp" and ("reduce_scatter_tensor", "backward", "fsdp") not in kinds:
         failures.append(f"no backward reduce-scatter in {kinds}")
+    if engine in ("fsdp", "ddp"):  # each parameter moved by some collective of its engine
+        moved = {p for c in log.collectives.values() for p in c.params}
+        if moved != set(full_shapes):
+            failures.append(f"collectives moved {sorted(moved)[:6]}, not every parameter")
     for label, info in log.collectives.items():
         if info.group_ranks != tuple(range(dist.get_world_size())) or info.nbytes <= 0:
             failures.append(f"collective {label}: {info}")
