@@ -63,11 +63,13 @@ _NAMESPACES = frozenset({"_c10d_functional", "_c10d_functional_autograd", "c10d_
 
 
 class CallTensors(NamedTuple):
-    """A collective call's tensors: those it reads, those it writes, its group."""
+    """A collective call's tensors: those it reads, those it writes, its group; whether it
+    returns before its outputs are written (``async_op=True``, a functional collective)."""
 
     reads: list[Tensor]
     writes: list[Tensor]
     group_ranks: tuple[int, ...]
+    async_op: bool = True
 
 
 def group_ranks(group: Any) -> tuple[int, ...]:
@@ -111,7 +113,8 @@ def c10d_tensors(name: str, bound: inspect.BoundArguments) -> CallTensors:
     arguments = bound.arguments
     reads = tensor_leaves([arguments.get(n) for n in read_names])
     writes = tensor_leaves([arguments.get(n) for n in write_names])
-    return CallTensors(reads, writes, group_ranks(arguments.get("group")))
+    async_op = bool(arguments.get("async_op", False))
+    return CallTensors(reads, writes, group_ranks(arguments.get("group")), async_op)
 
 
 # The functional collectives' Python API (what DTensor's placements call, also inside its

@@ -363,6 +363,8 @@ class DistributedCapture(Feature):
             if wrapped is not None and elem is not None:
                 book.point(wrapped, node, 0)
             engine = engine_of(frame, recorder.top_frame)
+            if engine and not tensors.async_op:
+                self._keep_copies(node)
             info = CollectiveInfo(
                 kind=kind,
                 group_ranks=tensors.group_ranks,
@@ -373,6 +375,21 @@ class DistributedCapture(Feature):
             )
             self.collectives.append((node, info))
         return out
+
+    def _keep_copies(self, node: OpRecord) -> None:
+        """An engine's collective writes into its own buffers, which the engine adds into
+        or reuses later where no call shows it (FSDP accumulates gradients into the
+        reduce-scatter's output): its saved value is a copy, taken once it finished (a
+        synchronous call; on a GPU, ordered on the stream that waited for it)."""
+        book = self._book
+        where = book.values.locate(node) if not book.keeps_nothing else None
+        if where is None or node.activations is None:
+            return
+        entries, k = where
+        copies = tuple(t.detach().clone() for t in node.activations)
+        versions: Any = tuple(t._version for t in copies)
+        node.activations = copies
+        entries[k] = (node, copies, versions[0] if len(copies) == 1 else versions)
 
     def _fsdp_params(self, frame: FrameType | None) -> tuple[str, ...]:
         """The parameters of the FSDP parameter group whose method issued the collective

@@ -66,22 +66,29 @@ def model_ops(log: lw.ModelLog) -> list[tuple[str, str, str]]:
     return [(o.func, o.label, o.module) for o in log.ops if o.label not in log.collectives]
 
 
-def check(engine: str, name: str) -> list[str]:
+def check(case: str, name: str) -> list[str]:
+    """`case`: the engine ("ddp", "fsdp", "tp"); "+accum" runs two micro-batches (two
+    forwards and backwards: the engine accumulates gradients in place)."""
+    engine, _, extra = case.partition("+")
+    steps = range(2 if extra == "accum" else 1)
     failures: list[str] = []
     args, kwargs = inputs(engine, name)
     plain = DISTRIBUTED_MODELS[name]().model
     with lw.tracing(plain, grads=True) as ref:
-        step(plain, args, kwargs)
+        for _ in steps:
+            step(plain, args, kwargs)
     full_shapes = {n: tuple(p.shape) for n, p in plain.named_parameters()}
 
     untraced = wrap(engine, DISTRIBUTED_MODELS[name]().model)
-    out_plain = step(untraced, args, kwargs)
+    out_plain = out = torch.empty(0)
+    for _ in steps:
+        out_plain = step(untraced, args, kwargs)
     model = wrap(engine, DISTRIBUTED_MODELS[name]().model)
-    out = torch.empty(0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with lw.tracing(model, grads=True) as t:
-            out = step(model, args, kwargs)
+            for _ in steps:
+                out = step(model, args, kwargs)
     log = t.log
     failures += [f"warning: {w.message}" for w in caught if "lens_widget" in str(w.message)]
 

@@ -25,6 +25,8 @@ from dist_ranks import failure_report, run_ranks  # noqa: E402
 CASES = [
     f"{engine}:{model}" for model in ("mlp3", "llama_small") for engine in ("ddp", "fsdp", "tp")
 ]
+# Two micro-batches under FSDP2: gradients accumulated in place by the engine
+ACCUM = "fsdp+accum:mlp3"
 # A traced FSDP2 step that raises: the world is put back; lw.trace of a DDP model
 RESTORE = "restore:mlp3"
 # The user's own c10d and functional collectives in a traced block
@@ -37,14 +39,15 @@ IMPLICIT = "implicit:mlp3"
 def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, list[str]]]:
     out = tmp_path_factory.mktemp("ranks")
     runs = run_ranks(
-        ["tests/python/dist_worker.py", str(out), *CASES, RESTORE, USER, IMPLICIT], timeout=180
+        ["tests/python/dist_worker.py", str(out), *CASES, ACCUM, RESTORE, USER, IMPLICIT],
+        timeout=180,
     )
     report = failure_report(runs)
     assert not report, f"a rank failed:\n{report}"
     return [json.loads((Path(out) / f"rank{r}.json").read_text()) for r in range(2)]
 
 
-@pytest.mark.parametrize("case", [*CASES, RESTORE, USER, IMPLICIT])
+@pytest.mark.parametrize("case", [*CASES, ACCUM, RESTORE, USER, IMPLICIT])
 def test_rank_traces_as_one_process(results: list[dict[str, list[str]]], case: str) -> None:
     for rank, by_case in enumerate(results):
         assert case in by_case, f"rank {rank} did not run {case}"
