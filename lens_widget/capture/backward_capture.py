@@ -213,6 +213,8 @@ class BackwardCapture(Feature):
             for handle in handles:
                 handle.remove()
             self._pass = self._matcher = self._watcher = None
+            if recorder.distributed is not None and pass_state.error is None:
+                recorder.distributed.after_backward()  # DDP's bucket all-reduces
 
     def run_nested(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
         """A backward call made inside a backward (a reentrant checkpoint backpropagating

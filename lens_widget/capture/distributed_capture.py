@@ -18,8 +18,8 @@ call first (`intercept`):
   `CollectiveInfo` in ``log.collectives`` (its label -> group, bytes sent, phase, engine).
   Those run in the backward (FSDP's reduce-scatter of gradients, DTensor's) are ops of the
   log too, after the forward's, with phase "backward". DDP's bucket all-reduces are issued
-  by its C++ reducer, which no Python hook sees: for each traced backward they are
-  recorded from the reducer's buckets as the trace ends (``observed=False``).
+  by its C++ reducer, which no Python hook sees: after each traced backward that
+  synchronised they are recorded from the reducer's buckets (``observed=False``).
 - **Parameters by name** — a parameter a module holds under a name that the walk at the
   start did not see (FSDP's unsharded parameter, put in place by its pre-forward) is named
   by its slot, with its full shape; a DTensor reads as the node of its local tensor and
@@ -436,8 +436,9 @@ class DistributedCapture(Feature):
         self._recorder.repeated.extend(self._layers.repeated)
         self._layers.repeated.clear()
 
-    def record_ddp_buckets(self) -> None:
-        """After a traced backward: DDP's bucket all-reduces, from its reducer's buckets."""
+    def after_backward(self) -> None:
+        """After a traced backward: DDP's bucket all-reduces (unless under ``no_sync``), from
+        its reducer's buckets."""
         book = self._book
         for wrapper in self._wrappers:
             reducer = getattr(wrapper, "reducer", None)

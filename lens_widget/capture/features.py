@@ -137,6 +137,9 @@ class CallInterceptor(Protocol):
         frame: Any,
     ) -> Any: ...
 
+    def after_backward(self) -> None:
+        """A traced backward call returned."""
+
 
 def _hooks(features: Sequence[Feature], name: str) -> tuple[Callable[..., Any], ...]:
     """The features' bound `name` hooks, for those that override it."""

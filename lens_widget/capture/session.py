@@ -149,9 +149,6 @@ class Session:
         `stacklevel`: of the user's code, counted from the caller (for warnings)."""
         try:
             try:
-                if self.distributed is not None and self.backward is not None:
-                    for _ in self.backward.state.passes:  # DDP's reducer synchronised each
-                        self.distributed.record_ddp_buckets()
                 if self.distributed is not None:
                     self.distributed.finish()
                 self._recording.close()

@@ -8,6 +8,7 @@ that raises is a failure of that case, and the next one runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
@@ -68,27 +69,35 @@ def model_ops(log: lw.ModelLog) -> list[tuple[str, str, str]]:
 
 def check(case: str, name: str) -> list[str]:
     """`case`: the engine ("ddp", "fsdp", "tp"); "+accum" runs two micro-batches (two
-    forwards and backwards: the engine accumulates gradients in place)."""
+    forwards and backwards: the engine accumulates gradients in place), "+nosync" too, the
+    first under DDP's ``no_sync`` (no all-reduce)."""
     engine, _, extra = case.partition("+")
-    steps = range(2 if extra == "accum" else 1)
+    steps = range(2 if extra else 1)
+
+    def micro_step(model: nn.Module, i: int) -> torch.Tensor:
+        no_sync = getattr(model, "no_sync", None)
+        skip = extra == "nosync" and i == 0 and no_sync is not None
+        with no_sync() if skip else contextlib.nullcontext():  # pyright: ignore[reportOptionalCall]
+            return step(model, args, kwargs)  # one line for every model: the same labels
+
     failures: list[str] = []
     args, kwargs = inputs(engine, name)
     plain = DISTRIBUTED_MODELS[name]().model
     with lw.tracing(plain, grads=True) as ref:
-        for _ in steps:
-            step(plain, args, kwargs)
+        for i in steps:
+            micro_step(plain, i)
     full_shapes = {n: tuple(p.shape) for n, p in plain.named_parameters()}
 
     untraced = wrap(engine, DISTRIBUTED_MODELS[name]().model)
     out_plain = out = torch.empty(0)
-    for _ in steps:
-        out_plain = step(untraced, args, kwargs)
+    for i in steps:
+        out_plain = micro_step(untraced, i)
     model = wrap(engine, DISTRIBUTED_MODELS[name]().model)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with lw.tracing(model, grads=True) as t:
-            for _ in steps:
-                out = step(model, args, kwargs)
+            for i in steps:
+                out = micro_step(model, i)
     log = t.log
     failures += [f"warning: {w.message}" for w in caught if "lens_widget" in str(w.message)]
 
@@ -104,6 +113,12 @@ def check(case: str, name: str) -> list[str]:
     }[engine]
     if expected not in kinds:
         failures.append(f"no {expected} collective in {kinds}")
+    if engine == "ddp":  # one all-reduce per bucket per synchronised backward
+        n_buckets = len(model.reducer._get_zeros_like_grad_buckets())  # pyright: ignore[reportAttributeAccessIssue, reportCallIssue]
+        synced = len(steps) - (extra == "nosync")
+        n_ddp = sum(c.engine == "ddp" for c in log.collectives.values())
+        if n_ddp != n_buckets * synced:
+            failures.append(f"{n_ddp} DDP all-reduces for {n_buckets} buckets x {synced}")
     if engine == "fsdp" and ("reduce_scatter_tensor", "backward", "fsdp") not in kinds:
         failures.append(f"no backward reduce-scatter in {kinds}")
     if engine in ("fsdp", "ddp"):  # each parameter moved by some collective of its engine

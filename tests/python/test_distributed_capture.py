@@ -27,6 +27,8 @@ CASES = [
 ]
 # Two micro-batches under FSDP2: gradients accumulated in place by the engine
 ACCUM = "fsdp+accum:mlp3"
+# Two micro-batches under DDP, the first under no_sync: one bucket all-reduce per bucket
+NO_SYNC = "ddp+nosync:mlp3"
 # A traced FSDP2 step that raises: the world is put back; lw.trace of a DDP model
 RESTORE = "restore:mlp3"
 # The user's own c10d and functional collectives in a traced block
@@ -39,7 +41,7 @@ IMPLICIT = "implicit:mlp3"
 def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, list[str]]]:
     out = tmp_path_factory.mktemp("ranks")
     runs = run_ranks(
-        ["tests/python/dist_worker.py", str(out), *CASES, ACCUM, RESTORE, USER, IMPLICIT],
+        ["tests/python/dist_worker.py", str(out), *CASES, ACCUM, NO_SYNC, RESTORE, USER, IMPLICIT],
         timeout=180,
     )
     report = failure_report(runs)
@@ -47,7 +49,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, list[str
     return [json.loads((Path(out) / f"rank{r}.json").read_text()) for r in range(2)]
 
 
-@pytest.mark.parametrize("case", [*CASES, ACCUM, RESTORE, USER, IMPLICIT])
+@pytest.mark.parametrize("case", [*CASES, ACCUM, NO_SYNC, RESTORE, USER, IMPLICIT])
 def test_rank_traces_as_one_process(results: list[dict[str, list[str]]], case: str) -> None:
     for rank, by_case in enumerate(results):
         assert case in by_case, f"rank {rank} did not run {case}"
