@@ -182,13 +182,16 @@ def check(case: str, name: str) -> list[str]:
 
 def swapped_functions() -> tuple[object, ...]:
     """The functions a distributed trace swaps while it runs, as they are now."""
+    import torch.distributed._functional_collectives as funcol
     import torch.distributed.distributed_c10d as c10d
     from torch.distributed.fsdp._fully_shard._fsdp_param import FSDPParam
+    from torch.distributed.tensor import _collective_utils
 
     return (
         dist.all_reduce, c10d.all_gather_into_tensor, c10d.reduce_scatter_tensor,
-        dist.broadcast, FSDPParam.__dict__["free_unsharded_param"],
-        nn.Module.__dict__["_call_impl"],
+        dist.broadcast, _collective_utils.broadcast, funcol.all_reduce,
+        funcol.all_gather_single, funcol.reduce_scatter_single,
+        FSDPParam.__dict__["free_unsharded_param"], nn.Module.__dict__["_call_impl"],
     )  # fmt: skip
 
 
