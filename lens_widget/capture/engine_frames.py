@@ -30,7 +30,11 @@ _ENGINE_DIRS = (
     ("ddp", os.path.join(_TORCH_DIR, "nn", "parallel") + os.sep),
     ("ddp", os.path.join(_DIST_DIR, "algorithms") + os.sep),
 )
-_OPTIM_DIR = os.path.join(_TORCH_DIR, "optim") + os.sep
+# An optimizer's code, and gradient clipping before its step
+_OPTIMIZER_CODE = (
+    os.path.join(_TORCH_DIR, "optim") + os.sep,
+    os.path.join(_TORCH_DIR, "nn", "utils", "clip_grad.py"),
+)
 STOP = "|"  # a user line or a module call: the call is not the engine's
 _PASS = ""  # torch's other code, lens_widget: look further up
 
@@ -68,11 +72,11 @@ def engine_of(frame: FrameType | None, stop: FrameType | None = None) -> str:
 
 def step_phase(frame: FrameType | None) -> StepPhase:
     """When in a training step the call runs: inside the autograd engine ("backward"), in an
-    optimizer's code ("optimizer"), else "forward"."""
+    optimizer's code or gradient clipping ("optimizer"), else "forward"."""
     if torch._C._current_graph_task_id() != -1:
         return "backward"
     while frame is not None:
-        if frame.f_code.co_filename.startswith(_OPTIM_DIR):
+        if frame.f_code.co_filename.startswith(_OPTIMIZER_CODE):
             return "optimizer"
         frame = frame.f_back
     return "forward"

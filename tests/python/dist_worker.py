@@ -189,7 +189,7 @@ def swapped_functions() -> tuple[object, ...]:
 
     return (
         dist.all_reduce, c10d.all_gather_into_tensor, c10d.reduce_scatter_tensor,
-        dist.broadcast, _collective_utils.broadcast, funcol.all_reduce,
+        dist.broadcast, getattr(_collective_utils, "broadcast"), funcol.all_reduce,  # noqa: B009
         funcol.all_gather_single, funcol.reduce_scatter_single,
         FSDPParam.__dict__["free_unsharded_param"], nn.Module.__dict__["_call_impl"],
     )  # fmt: skip
@@ -298,6 +298,34 @@ def check_implicit_redistribution(name: str) -> list[str]:
     return failures
 
 
+def check_optimizer_phase(name: str) -> list[str]:
+    """An FSDP2 step with gradient clipping and the optimizer in the traced block: the
+    clipping's all-reduce of the norm (DTensor's, inside its dispatch) is a collective of
+    phase "optimizer", and the parameters after the step are those of an untraced step."""
+    args, kwargs = inputs("fsdp", name)
+
+    def train_step(model: nn.Module) -> None:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        step(model, args, kwargs)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        opt.step()
+
+    untraced = wrap("fsdp", DISTRIBUTED_MODELS[name]().model)
+    train_step(untraced)
+    model = wrap("fsdp", DISTRIBUTED_MODELS[name]().model)
+    with lw.tracing(model, grads=True) as t:
+        train_step(model)
+    failures: list[str] = []
+    found = {(c.kind, c.phase, c.engine) for c in t.log.collectives.values()}
+    if ("all_reduce", "optimizer", "dtensor") not in found:
+        failures.append(f"no optimizer-phase all-reduce in {found}")
+    for (n, p), q in zip(model.named_parameters(), untraced.parameters(), strict=True):
+        if not torch.equal(local(p.detach()), local(q.detach())):
+            failures.append(f"{n} after the step differs from the untraced step's")
+            break
+    return failures
+
+
 def main() -> None:
     out_dir = Path(sys.argv[1])
     cases = [c.split(":") for c in sys.argv[2:]]
@@ -310,6 +338,7 @@ def main() -> None:
                     "restore": check_world_restored,
                     "user": check_user_collectives,
                     "implicit": check_implicit_redistribution,
+                    "optim": check_optimizer_phase,
                 }.get(engine)
                 results[f"{engine}:{name}"] = (
                     checked(name) if checked is not None else check(engine, name)

@@ -35,21 +35,21 @@ RESTORE = "restore:mlp3"
 USER = "user:mlp3"
 # A DTensor op whose redistribution runs inside DTensor's dispatch
 IMPLICIT = "implicit:mlp3"
+# Gradient clipping and the optimizer step in the traced block (phase "optimizer")
+OPTIM = "optim:mlp3"
+ALL_CASES = [*CASES, ACCUM, NO_SYNC, RESTORE, USER, IMPLICIT, OPTIM]
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, list[str]]]:
     out = tmp_path_factory.mktemp("ranks")
-    runs = run_ranks(
-        ["tests/python/dist_worker.py", str(out), *CASES, ACCUM, NO_SYNC, RESTORE, USER, IMPLICIT],
-        timeout=180,
-    )
+    runs = run_ranks(["tests/python/dist_worker.py", str(out), *ALL_CASES], timeout=180)
     report = failure_report(runs)
     assert not report, f"a rank failed:\n{report}"
     return [json.loads((Path(out) / f"rank{r}.json").read_text()) for r in range(2)]
 
 
-@pytest.mark.parametrize("case", [*CASES, ACCUM, NO_SYNC, RESTORE, USER, IMPLICIT])
+@pytest.mark.parametrize("case", ALL_CASES)
 def test_rank_traces_as_one_process(results: list[dict[str, list[str]]], case: str) -> None:
     for rank, by_case in enumerate(results):
         assert case in by_case, f"rank {rank} did not run {case}"
