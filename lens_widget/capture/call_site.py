@@ -61,6 +61,12 @@ def _learn(code: CodeType) -> int:
     return kind
 
 
+def frame_kind(code: CodeType) -> int:
+    """SKIP, TORCH_MODULE, USER or MODULE_CALL for a frame running `code` (engine_frames.py)."""
+    kind = _KINDS.get(id(code))
+    return _learn(code) if kind is None else kind
+
+
 def mark_module_call(code: CodeType) -> None:
     """`code` runs a module's forward as torch's module calls do (module_tracker.py's
     stand-in): a call path ends at its frames."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from lens_widget.capture.distributed_capture import unwrap_data_parallel
 from lens_widget.capture.interventions import InterventionFn
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.offload import offload_spec
@@ -102,9 +103,12 @@ def trace(
         )
     args = inputs if isinstance(inputs, tuple) else (inputs,)
     spec = offload_spec(offload, memory_budget)
+    # DDP: traced as the model it wraps (same addresses); its wrapper's call is no module call
+    inner, wrapper = unwrap_data_parallel(model)
     session = Session(
-        ModelNames(model), model, type(model).__name__, save=save, timing=timing,
+        ModelNames(inner), inner, type(inner).__name__, save=save, timing=timing,
         intervene=intervene, grads=backward is not None, offload=spec,
+        wrappers=[wrapper] if wrapper is not None else None,
     )  # fmt: skip
     session.add_inputs(args, kwargs)
 
