@@ -343,6 +343,8 @@ _DISTRIBUTED = record(
                     "nbytes": COUNT,
                     "phase": _PHASE,
                     "engine": TEXT,
+                    "observed": boolean,
+                    "params": array(string(non_empty=True)),
                 }
             )
         ),

@@ -1,6 +1,7 @@
 """examples/fsdp_train_step.py under torchrun (``python -m torch.distributed.run``) with 2
-ranks on gloo: each rank writes its log, and each log opens with ``lw.load`` with the
-step's ops and collectives."""
+ranks on gloo: each rank writes its log; ``lw.load_ranks`` opens them with their rank, the
+step's ops, collectives and placements, and ``LensWidget.from_logs`` shows and compares the
+ranks (each rank trained on its own batch: their activations differ)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from widget_replies import ask
 
 import lens_widget as lw
+from lens_widget.widget.lens_widget import LensWidget
 
 torch_dist = pytest.importorskip("torch.distributed")
 if not torch_dist.is_available() or not torch_dist.is_gloo_available():
@@ -48,11 +52,33 @@ def test_example_writes_one_loadable_log_per_rank(tmp_path: Path) -> None:
     lines = [line for line in output.splitlines() if line.strip()]
     assert proc.returncode == 0, f"torchrun failed: {lines[-1] if lines else ''}\n{output[-3000:]}"
 
-    logs = [lw.load(out / f"rank{rank}") for rank in range(2)]
-    for rank, log in enumerate(logs):
+    logs = lw.load_ranks(out)
+    assert list(logs) == [0, 1]
+    for rank, log in logs.items():
         assert f"rank {rank}/2" in output
+        assert (log.rank, log.world_size) == (rank, 2)
         funcs = {op.func for op in log.ops}
         assert {"embedding", "linear", "all_gather_into_tensor", "reduce_scatter_tensor"} <= funcs
         assert not funcs & {"all_gather_copy_in", "split_with_sizes_copy"}
         assert log["model.embed_tokens.weight"].shape == (96, 64)  # its full shape
+        gathers = [c for c in log.collectives.values() if c.kind == "all_gather_into_tensor"]
+        assert gathers and all(c.engine == "fsdp" and c.group_ranks == (0, 1) for c in gathers)
+        assert any("model.embed_tokens.weight" in c.params for c in gathers)  # saved and loaded
+        scatters = [c for c in log.collectives.values() if c.kind == "reduce_scatter_tensor"]
+        assert scatters and {c.phase for c in scatters} == {"backward"}
+        placement = log.placements["model.embed_tokens.weight"]
+        assert (placement.full_shape, placement.local_shape) == ((96, 64), (48, 64))
     assert [op.label for op in logs[0].ops] == [op.label for op in logs[1].ops]
+
+    w = LensWidget.from_logs(logs)
+    first = next(op.label for op in logs[0].ops if op.func == "embedding")
+    _, at_0 = ask(w, "activation", {"id": first, "value": "activation"})
+    reply, _ = ask(w, "showRank", {"rank": 1})
+    assert reply["ok"] and w.model_log is logs[1]
+    _, at_1 = ask(w, "activation", {"id": first, "value": "activation"})
+    assert at_0[0] != at_1[0]  # the values served are rank 1's
+    w.compare_rank = 0
+    diffs = {d.label: d for d in w.comparison}
+    assert diffs[first].rel_l2 > 0  # another batch on each rank
+    weight = logs[1]["model.embed_tokens.weight"].activation
+    assert np.array_equal(weight.numpy(), logs[0]["model.embed_tokens.weight"].activation.numpy())
