@@ -190,7 +190,8 @@ def swapped_functions() -> tuple[object, ...]:
     return (
         dist.all_reduce, c10d.all_gather_into_tensor, c10d.reduce_scatter_tensor,
         dist.broadcast, getattr(_collective_utils, "broadcast"), funcol.all_reduce,  # noqa: B009
-        funcol.all_gather_single, funcol.reduce_scatter_single,
+        # (newer torch only: torch 2.11 has neither)
+        getattr(funcol, "all_gather_single", None), getattr(funcol, "reduce_scatter_single", None),
         FSDPParam.__dict__["free_unsharded_param"], nn.Module.__dict__["_call_impl"],
     )  # fmt: skip
 
