@@ -120,6 +120,9 @@ export class LensApp {
       gradients: () => this.grads.gradients,
       noSide: (id) => this.overlay.noSide(id),
       sideLabel: () => this.overlay.sideLabel,
+      fetchOpDetails: (id) => this.requests.opDetails(id),
+      fetchModuleDetails: (address) => this.requests.moduleDetails(address),
+      selectUnrolled: (id) => this.selectUnrolled(id),
     });
     main.append(this.pane.el, this.inspector.el, this.grads.panel.el);
     this.overlay = new OverlayControl({
@@ -159,7 +162,11 @@ export class LensApp {
     this.unbindInput = bindCanvasInput(
       this.pane.canvas,
       this.renderer,
-      { toggleGroup: (key, expand) => this.toggleGroup(key, expand), select: (id) => this.select(id, {}) },
+      {
+        toggleGroup: (key, expand) => this.toggleGroup(key, expand),
+        select: (id) => this.select(id, {}),
+        inspectGroup: (key) => this.inspectGroup(key),
+      },
       this.pane.wheelHint,
     );
     this.root.classList.toggle("lens-dark", this.theme.dark);
@@ -443,8 +450,18 @@ export class LensApp {
 
   private jump(hit: SearchHit): void {
     if (hit.kind === "node") return this.select(hit.id, { center: true });
-    this.select("", {}); // a module, not the op shown before: the inspector closes
+    this.select("", {}); // a module, not the op shown before: its own inspector follows
     this.focusGroup(hit.id);
+    this.inspectGroup(hit.id);
+  }
+
+  /** The module inspector of group `key` (a module's box or title was clicked, or found). */
+  private inspectGroup(key: string): void {
+    const m = this.current;
+    const g = m?.groups.get(key);
+    if (!m || !g || g.kind !== "module") return;
+    if (this.selected) this.select("", {});
+    this.inspector.showModule(m, { address: g.address, pass: g.pass }, g.className);
   }
 
   /** Downloads what the canvas shows now as an SVG. */
