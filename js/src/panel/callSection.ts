@@ -98,7 +98,9 @@ export class CallSection {
       const td = h("td", "lens-mono");
       if (a.producer === null) td.append(h("span", "lens-call-value", a.value ?? ""));
       else td.append(this.link(a));
-      tr.append(h("th", "lens-mono", a.name), td);
+      const th = h("th", "lens-mono", a.name);
+      th.title = a.name; // cut with an ellipsis where long (scale_grad_by_freq)
+      tr.append(th, td);
       table.append(tr);
     }
     return table;

@@ -4,8 +4,10 @@ const CSS = `
 .lens-call{margin:6px 0}
 .lens-call-fn{overflow-wrap:anywhere;margin:2px 0}
 .lens-call-numbers{margin:2px 0 4px}
-.lens-call-args{table-layout:auto;margin-bottom:2px}
-.lens-call-args th{width:1%;white-space:nowrap;padding-right:10px}
+.lens-call-args{table-layout:fixed;margin-bottom:2px}
+.lens-call-args th{width:92px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;padding-right:8px}
+.lens-call-args td{min-width:0;overflow-wrap:anywhere}
+.lens-call-args .lens-link{white-space:normal;overflow-wrap:anywhere;text-align:left;max-width:100%}
 .lens-call-value{overflow-wrap:anywhere}
 .lens-call-defaults summary{cursor:pointer;font-size:11px}
 .lens-module-settings{overflow-wrap:anywhere}
