@@ -30,6 +30,7 @@ export interface LensDebug {
   overlayColor(id: string): string | null; // the metric overlay's fill of a visible item
   overlayShares(id: string): { device: string; color: string; count: number }[] | null; // a mixed item's device bar
   overlayFlagged(id: string): boolean; // drawn with the NaN/Inf mark
+  overlayQuietFlagged(id: string): boolean; // ... the quieter one: its NaN/Inf is masked later
   overlayGradFlagged(id: string): boolean; // drawn with the NaN/Inf-gradient mark
   overlayStarved(id: string): boolean; // drawn with the "got no gradient" outline
   /** The laid-out scene in graph coordinates, for geometric checks. */
@@ -120,6 +121,7 @@ export function exposeDebug(
     overlayColor: (id) => r.overlay?.fill(id) ?? null,
     overlayShares: (id) => r.overlay?.shares(id)?.map((s) => ({ ...s })) ?? null,
     overlayFlagged: (id) => r.overlay?.flagged(id) ?? false,
+    overlayQuietFlagged: (id) => r.overlay?.quietFlag?.(id) ?? false,
     overlayGradFlagged: (id) => r.overlay?.gradFlagged(id) ?? false,
     overlayStarved: (id) => r.overlay?.starved(id) ?? false,
     sceneGeometry: () => {

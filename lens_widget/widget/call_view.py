@@ -9,6 +9,7 @@ values, with a slot where each tensor was.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -27,7 +28,11 @@ MAX_VALUE = 120
 MAX_TENSORS = 64
 
 
-def op_details(record: OpRecord) -> protocol.OpDetailsResult:
+def op_details(
+    record: OpRecord, reach: Callable[[], Mapping[str, bool]] | None = None
+) -> protocol.OpDetailsResult:
+    """The answer for `record`; `reach` gives log/nonfinite.py's `nonfinite_reach` of its log,
+    asked only when the op's own output holds NaN/Inf."""
     call, refs = record.replay if record.replay is not None else (None, [])
     arguments: list[protocol.CallArgument] = []
     function = ""
@@ -42,6 +47,10 @@ def op_details(record: OpRecord) -> protocol.OpDetailsResult:
     elif record.kind == "output" and refs:
         arguments = _arguments("value", TensorSlot(0), refs)
     flops = record.flops if record.kind == "op" else None
+    stats = record.output_stats
+    nonfinite: protocol.NonfiniteReach | None = None
+    if reach is not None and stats is not None and not all(s.finite for s in stats):
+        nonfinite = "masked" if reach().get(record.label) is False else "reaches"
     return {
         "id": record.label,
         "function": function,
@@ -50,6 +59,7 @@ def op_details(record: OpRecord) -> protocol.OpDetailsResult:
         "flops": flops,
         "timeMs": record.time_ms,
         "paramCount": record.param_count,
+        "nonfinite": nonfinite,
     }
 
 

@@ -368,7 +368,7 @@ class LensWidget(anywidget.AnyWidget, MonitorView):
         return requests.attention(self._records, params)
 
     def _op_details(self, params: object) -> requests.Answer:
-        return requests.op_details(self._records, params)
+        return requests.op_details(self._model_log, params)
 
     def _module_details(self, params: object) -> requests.Answer:
         return requests.module_info(self._model_log, params, self._model)

@@ -45,6 +45,7 @@ MetricName = Literal[
     "absmax",
     "zeroFraction",
     "nonfinite",
+    "nonfiniteMasked",
     "relL2",
     "maxAbs",
     "cosine",
@@ -279,6 +280,9 @@ class CallArgument(TypedDict):
     default: bool
 
 
+NonfiniteReach = Literal["reaches", "masked"]
+
+
 class OpDetailsResult(TypedDict):
     id: str
     function: str
@@ -287,6 +291,7 @@ class OpDetailsResult(TypedDict):
     flops: int | None
     timeMs: float | None
     paramCount: int
+    nonfinite: NonfiniteReach | None
 
 
 class ModuleParam(TypedDict):

@@ -15,7 +15,7 @@ import torch
 from lens_widget.compare.comparison import OpDiff
 from lens_widget.log.attention import AttentionUnavailable
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.nonfinite import NotSavedError
+from lens_widget.log.nonfinite import NotSavedError, nonfinite_reach
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import protocol
 from lens_widget.widget.attention_view import attention_view
@@ -188,10 +188,11 @@ def attention(records: Mapping[str, OpRecord], params: object) -> Answer:
     return result, [data]
 
 
-def op_details(records: Mapping[str, OpRecord], params: object) -> Answer:
+def op_details(log: ModelLog, params: object) -> Answer:
     """Answer an "opDetails" request: the op's call, argument by argument, and its numbers."""
     p = request_params(params, {"id"}, {"id"})
-    return call_details(node_record(records, p["id"])), []
+    record = node_record(log.by_label, p["id"])
+    return call_details(record, lambda: nonfinite_reach(log.nodes)), []
 
 
 def module_info(log: ModelLog, params: object, model: torch.nn.Module | None) -> Answer:

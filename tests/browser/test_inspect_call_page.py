@@ -93,7 +93,8 @@ def _module_facts(page) -> dict[str, str]:
     page.locator("[data-testid=module-facts]").wait_for()
     return page.evaluate(
         """() => Object.fromEntries([...document.querySelectorAll(
-             '[data-testid=module-facts] tr')].map(r => [r.dataset.key, r.querySelector('td').innerText]))"""
+             '[data-testid=module-facts] tr')]
+             .map(r => [r.dataset.key, r.querySelector('td').innerText]))"""
     )
 
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { argumentText, callNumbers } from "../../js/src/panel/callSection";
+import { argumentText, callNumbers, reachText } from "../../js/src/panel/callSection";
 
 describe("the inspector's call section", () => {
   it("says what the kernel knows of an op's cost, and nothing it does not", () => {
@@ -16,5 +16,13 @@ describe("the inspector's call section", () => {
     expect(argumentText({ ...base, name: "query", value: null, producer: "transpose_3_43" })).toBe(
       "query ← transpose_3_43",
     );
+  });
+});
+
+describe("what became of an op's NaN/Inf", () => {
+  it("says masked values never reach the output, and says nothing of finite ops", () => {
+    expect(reachText("masked")).toContain("never reach the model's output");
+    expect(reachText("reaches")).toContain("reach the model's output");
+    expect(reachText(null)).toBe("");
   });
 });

@@ -196,6 +196,7 @@ export type MetricName =
   | "absmax"
   | "zeroFraction"
   | "nonfinite"
+  | "nonfiniteMasked"
   | "relL2"
   | "maxAbs"
   | "cosine"
@@ -324,6 +325,10 @@ export interface CallArgument {
   default: boolean; // not passed: the function's default
 }
 
+/** Where an op's NaN/Inf goes: on to the model's output or a gradient, or masked away later
+ * (T5's log(0) in its relative-position buckets). */
+export type NonfiniteReach = "reaches" | "masked";
+
 export interface OpDetailsResult {
   id: string;
   function: string; // "torch.nn.functional.scaled_dot_product_attention"; "" without a recorded call
@@ -332,6 +337,7 @@ export interface OpDetailsResult {
   flops: number | null;
   timeMs: number | null;
   paramCount: number;
+  nonfinite: NonfiniteReach | null; // null: its saved outputs are finite (or not saved)
 }
 
 export interface ModuleParam {

@@ -21,6 +21,14 @@ export function callNumbers(d: Pick<OpDetailsResult, "flops" | "timeMs" | "param
   return parts.join(" · ");
 }
 
+/** What became of the op's NaN/Inf, in words; "" when its outputs are finite. */
+export function reachText(reach: OpDetailsResult["nonfinite"]): string {
+  if (reach === "masked")
+    return "NaN/Inf here are masked away later: later ops turn them into finite values, and they never reach the model's output or a gradient";
+  if (reach === "reaches") return "NaN/Inf here reach the model's output (or a gradient)";
+  return "";
+}
+
 /** `name = value` of a non-tensor argument, as one line of text (what a test reads). */
 export function argumentText(a: CallArgument): string {
   return a.producer === null ? `${a.name} = ${a.value ?? ""}` : `${a.name} ← ${a.producer}`;
@@ -73,6 +81,12 @@ export class CallSection {
       const el = h("div", "lens-muted lens-call-numbers", numbers);
       el.dataset.testid = "call-numbers";
       nodes.push(el);
+    }
+    const reach = reachText(d.nonfinite);
+    if (reach) {
+      const note = h("div", `lens-note lens-nonfinite-${d.nonfinite}`, reach);
+      note.dataset.testid = "nonfinite-reach";
+      nodes.push(note);
     }
     const passed = d.arguments.filter((a) => !a.default);
     const defaults = d.arguments.filter((a) => a.default);

@@ -13,6 +13,7 @@ const CSS = `
 .lens-module-settings{overflow-wrap:anywhere}
 .lens-kind-module{background:#e7f5ff;color:#1c7ed6}
 .lens-nonfinite-masked{color:var(--lens-muted)}
+.lens-nonfinite-reaches{color:#e03131}
 `;
 
 export function injectPanelStyles(doc: Document): void {
