@@ -38,7 +38,11 @@ def test_t5_relative_position_log_is_masked_and_the_widget_says_so() -> None:
     assert logs and log.first_nonfinite().label == logs[0]
     reply, (buf,) = ask(widget, "metrics", {"metric": "nonfiniteMasked"})
     values = dict(
-        zip(reply["result"]["ids"], struct.unpack(f"<{len(reply['result']['ids'])}f", buf))
+        zip(
+            reply["result"]["ids"],
+            struct.unpack(f"<{len(reply['result']['ids'])}f", buf),
+            strict=True,
+        )
     )
     assert all(values[label] == 1.0 for label in logs)
     # every op whose NaN/Inf is masked, and only those: nothing in T5 reaches its outputs
