@@ -83,6 +83,11 @@ def test_a_gru_cell_state_plots_batch_by_hidden(page) -> None:
     axes = _layout(page, cell)
     assert (axes["xaxis"]["title"], axes["yaxis"]["title"]) == ("hidden", "batch")
     assert page.inner_text("[data-testid=activation-dims]") == "(batch, hidden)"
+    hist = page.evaluate(
+        "() => { const l = document.querySelector('[data-testid=plot-hist]').layout;"
+        " return [l.xaxis.title.text, l.yaxis.title.text]; }"
+    )
+    assert hist == ["value", "count"]
     assert page.errors == []
 
 

@@ -292,7 +292,8 @@ export function plotHistogram(div: HTMLElement, act: Activation, th: Theme): voi
     marker: { color: th.dark ? "#748ffc" : "#5c7cfa", line: { width: 0 } },
     hovertemplate: "%{x:.4g}: %{y}<extra></extra>",
   };
-  const l = { ...baseLayout(th, 140), bargap: 0, margin: { l: 48, r: 12, t: 6, b: 24 } };
+  // the histogram of the output's values (or of the gradient's): value across, count up
+  const l = { ...baseLayout(th, 150, "value", "count"), bargap: 0, margin: { l: 48, r: 12, t: 6, b: 32 } };
   plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
 }
 
