@@ -459,9 +459,15 @@ export class LensApp {
   private inspectGroup(key: string): void {
     const m = this.current;
     const g = m?.groups.get(key);
-    if (!m || !g || g.kind !== "module") return;
+    if (!m || !g) return;
+    // a ×N stack of identical blocks: the first block's facts, saying it stands for all
+    const stack = g.kind === "stack" && g.members.length > 0;
+    if (g.kind !== "module" && !stack) return;
     if (this.selected) this.select("", {});
-    this.inspector.showModule(m, { address: g.address, pass: g.pass }, g.className);
+    const shown = stack
+      ? { address: g.members[0], pass: null, note: `the first of ${g.members.length} blocks folded here` }
+      : { address: g.address, pass: g.pass };
+    this.inspector.showModule(m, shown, g.className);
   }
 
   /** Downloads what the canvas shows now as an SVG. */

@@ -138,3 +138,18 @@ def test_clicking_a_module_on_the_graph_opens_it_and_its_inspector(page, widget)
     assert address not in lens(page, "expanded")
     assert page.inner_text("[data-testid=module-title]") == address
     assert page.errors == []
+
+
+def test_a_stack_of_blocks_shows_its_first_block(page, widget) -> None:
+    open_widget(page, widget.graph, python_kernel=widget_kernel(widget))
+    stacks = [i for i in lens(page, "visibleIds") if i.startswith("@") and "×" in i]
+    assert stacks == ["@transformer.h.0×2"], lens(page, "visibleIds")
+    pos = scroll_into_view(page, stacks[0])
+    page.mouse.click(pos["x"], pos["y"])
+    wait_idle(page)
+    assert page.inner_text("[data-testid=module-title]") == "transformer.h.0"
+    assert page.inner_text("[data-testid=module-id]") == (
+        "GPT2Block · the first of 2 blocks folded here"
+    )
+    assert _module_facts(page)["class"] == "GPT2Block"
+    assert page.errors == []

@@ -42,6 +42,7 @@ export interface InspectorDeps {
 export interface ModuleShown {
   address: string;
   pass: number | null;
+  note?: string; // what else it stands for ("the first of 12 blocks folded here")
 }
 
 export class Inspector {
@@ -169,7 +170,9 @@ export class Inspector {
     head.append(title, close);
     const facts = h("div", "lens-muted", "module…");
     facts.dataset.testid = "module-inspector";
-    this.body.replaceChildren(head, h("div", "lens-insp-id", className), facts);
+    const idLine = h("div", "lens-insp-id", shown.note ? `${className} · ${shown.note}` : className);
+    idLine.dataset.testid = "module-id";
+    this.body.replaceChildren(head, idLine, facts);
     this.el.dataset.module = shown.address;
     const token = ++this.moduleToken;
     this.deps
