@@ -5,11 +5,12 @@ inside it (FLOPs, time, bytes), its passes and the nodes that produced its outpu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.records import NodeKind
-from lens_widget.log.totals import module_totals
+from lens_widget.log.totals import ModuleTotals
 from lens_widget.widget import protocol
 from lens_widget.widget.checks import cut, quote
 
@@ -23,17 +24,20 @@ class UnknownModule(LookupError):
 
 
 def module_details(
-    log: ModelLog, address: object, model: torch.nn.Module | None
+    log: ModelLog,
+    address: object,
+    model: torch.nn.Module | None,
+    totals: Mapping[str, ModuleTotals] | None = None,
 ) -> protocol.ModuleDetailsResult:
     """The facts of module `address` ("" is the model itself); `model` (None for a widget
-    built from a log) gives the constructor settings and the parameters no op read."""
+    built from a log) gives the constructor settings and the parameters no op read;
+    `totals`: `log.module_totals` (computed once per log), as it is by default."""
     if not isinstance(address, str):
         raise UnknownModule(f"address must be a string, got {type(address).__name__}")
     info = log.modules.get(address)
     if info is None:
         raise UnknownModule(f"no module {quote(address)} ran in this trace")
-    kinds: dict[str, NodeKind] = {n.label: n.kind for n in log.nodes if n.kind != "op"}
-    totals = module_totals(log.ops, [address], kinds)[address]
+    total = (totals if totals is not None else log.module_totals)[address]
     module = _submodule(model, address)
     parameters = _parameters(log, address, module)
     outputs = [labels[0] for _, labels in sorted(info.outputs.items()) if labels]
@@ -43,11 +47,11 @@ def module_details(
         "extraRepr": cut(module.extra_repr(), MAX_EXTRA_REPR) if module is not None else None,
         "parameters": parameters[:MAX_PARAMS],
         "nParams": sum(p["numel"] for p in parameters),
-        "nOps": totals.n_ops,
+        "nOps": total.n_ops,
         "nPasses": info.n_passes,
-        "flops": totals.flops,
-        "timeMs": totals.time_ms,
-        "bytes": totals.bytes,
+        "flops": total.flops,
+        "timeMs": total.time_ms,
+        "bytes": total.bytes,
         "outputs": outputs,
     }
 

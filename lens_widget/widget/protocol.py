@@ -445,6 +445,6 @@ REQUEST_KINDS: dict[str, RequestKind] = {
     "endAblation": RequestKind(EndAblationRequest, RerunResult, False, False),
     "monitorStep": RequestKind(MonitorStepRequest, MonitorStepResult, False, False),
     "monitorSeries": RequestKind(MonitorSeriesRequest, MonitorSeriesResult, False, False),
-    "opDetails": RequestKind(OpDetailsRequest, OpDetailsResult, False, False),
-    "moduleDetails": RequestKind(ModuleDetailsRequest, ModuleDetailsResult, False, False),
+    "opDetails": RequestKind(OpDetailsRequest, OpDetailsResult, False, True),
+    "moduleDetails": RequestKind(ModuleDetailsRequest, ModuleDetailsResult, False, True),
 }

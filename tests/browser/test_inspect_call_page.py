@@ -11,6 +11,7 @@ from lens_harness import lens, open_widget, scroll_into_view, wait_idle, widget_
 
 pytest.importorskip("transformers")
 
+import lens_widget as lw  # noqa: E402
 from lens_widget.widget import LensWidget  # noqa: E402
 from model_zoo import gpt2  # noqa: E402
 
@@ -23,8 +24,12 @@ def widget() -> LensWidget:
     return LensWidget(case.model, case.args, case.kwargs)
 
 
+def _first_of(log: lw.ModelLog, func: str) -> str:
+    return next(op.label for op in log.ops if op.func == func)
+
+
 def _first(widget: LensWidget, func: str) -> str:
-    return next(op.label for op in widget.model_log.ops if op.func == func)
+    return _first_of(widget.model_log, func)
 
 
 def _search_enter(page, query: str) -> None:
@@ -152,4 +157,21 @@ def test_a_stack_of_blocks_shows_its_first_block(page, widget) -> None:
         "GPT2Block · the first of 2 blocks folded here"
     )
     assert _module_facts(page)["class"] == "GPT2Block"
+    assert page.errors == []
+
+
+def test_a_saved_page_shows_the_whole_call_without_a_kernel(page, tmp_path) -> None:
+    from test_standalone_html import open_from_disk
+
+    case = gpt2()
+    log = lw.trace(case.model, case.args, case.kwargs)
+    path = log.to_html(tmp_path / "gpt2.html")
+    assert open_from_disk(page, path) == []
+    label = _first_of(log, "scaled_dot_product_attention")
+    _search_enter(page, label)
+    args = _arguments(page)
+    assert args["is_causal"] == "False" and args["dropout_p"] == "0.0"
+    assert "is_causal=is_causal," in page.inner_text("[data-testid=source-code]")
+    _search_enter(page, "ln_f")
+    assert _module_facts(page)["class"] == "LayerNorm"
     assert page.errors == []

@@ -11,6 +11,7 @@ from torch import nn
 import lens_widget as lw
 from lens_widget.widget import LensWidget
 from lens_widget.widget.call_view import value_text
+from lens_widget.widget.page_answers import page_answers
 from model_zoo import gpt2, small_cnn
 from tests.python.widget_replies import ask
 
@@ -126,3 +127,19 @@ def test_module_details_from_a_log_and_of_the_root() -> None:
     assert r["nParams"] == sum(p.numel() for p in case.model.parameters())
     reply, _ = ask(widget, "moduleDetails", {"address": "no.such"})
     assert not reply["ok"] and "no module 'no.such'" in reply["error"]
+
+
+def test_a_saved_page_answers_the_call_and_the_modules() -> None:
+    """The standalone page embeds what the kernel would answer (page_answers.py), so a
+    reopened notebook's page shows the whole call too."""
+    case = gpt2()
+    log = lw.trace(case.model, case.args, case.kwargs)
+    meta = page_answers(log).meta
+    sdpa = next(op.label for op in log.ops if op.func == "scaled_dot_product_attention")
+    assert (
+        meta["opDetails"][sdpa]
+        == ask(LensWidget.from_log(log), "opDetails", {"id": sdpa})[0]["result"]
+    )
+    assert set(meta["moduleDetails"]) == set(log.modules)
+    assert meta["moduleDetails"]["transformer.ln_f"]["className"] == "LayerNorm"
+    assert meta["moduleDetails"]["transformer.ln_f"]["extraRepr"] is None  # no model in a page

@@ -388,8 +388,8 @@ export const REQUEST_KINDS = {
   endAblation: { runsModel: false, onPage: false },
   monitorStep: { runsModel: false, onPage: false },
   monitorSeries: { runsModel: false, onPage: false },
-  opDetails: { runsModel: false, onPage: false },
-  moduleDetails: { runsModel: false, onPage: false },
+  opDetails: { runsModel: false, onPage: true },
+  moduleDetails: { runsModel: false, onPage: true },
 } as const satisfies Record<Request["method"], { runsModel: boolean; onPage: boolean }>;
 
 export type PlotKind = "scalar" | "line" | "heatmap" | "images" | "sequence";
