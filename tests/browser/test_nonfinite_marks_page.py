@@ -49,6 +49,13 @@ def test_t5_masked_log_gets_the_quiet_mark_and_says_why(page, artifacts) -> None
     marks = _marks(page)
     assert marks and all(quiet for _, quiet in marks.values())
     page.screenshot(path=str(artifacts / "t5_quiet_marks.png"))
+    # "first NaN/Inf" finds T5's log and says it is masked later
+    page.click("text=first NaN/Inf")
+    first = next(op.label for op in widget.model_log.ops if op.func == "log")
+    page.wait_for_function(
+        "(id) => document.body.innerText.includes('first NaN/Inf: ' + id + ' (masked later')",
+        arg=first,
+    )
     log_op = next(op.label for op in widget.model_log.ops if op.func == "log")
     text = _open_op(page, log_op)
     assert "masked away later" in text and "never reach the model's output" in text

@@ -202,7 +202,9 @@ export class OverlayControl implements NodeOverlay {
       .request({ method: "firstNonfinite", params: {} }, { timeoutMs: 120000 })
       .then(({ result }) => {
         const id = (result as FirstNonfiniteResult).id;
-        this.picker.showNote(id ? `first NaN/Inf: ${id}` : this.noneFound());
+        // say so when it never reaches the output (T5's log(0)): not the alarm it looks like
+        const masked = id && this.masked.has(id) ? " (masked later, never reaches the output)" : "";
+        this.picker.showNote(id ? `first NaN/Inf: ${id}${masked}` : this.noneFound());
         if (id) this.deps.selectUnrolled(id);
       })
       .catch((e: Error) => this.picker.showNote(`first NaN/Inf: ${e.message}`));
