@@ -103,7 +103,7 @@ def _module_facts(page) -> dict[str, str]:
     )
 
 
-def test_a_module_found_by_search_gets_a_module_inspector(page, widget) -> None:
+def test_a_module_found_by_search_gets_a_module_inspector(page, widget, artifacts) -> None:
     open_widget(page, widget.graph, python_kernel=widget_kernel(widget))
     _search_enter(page, "ln_f")
     assert page.inner_text("[data-testid=module-title]") == "transformer.ln_f"
@@ -116,6 +116,7 @@ def test_a_module_found_by_search_gets_a_module_inspector(page, widget) -> None:
     assert "weight" in params and "(32)" in params
     # its output is plotted
     page.locator("[data-testid=plot-main].js-plotly-plot").wait_for()
+    page.locator("[data-testid=inspector]").screenshot(path=str(artifacts / "inspect_module.png"))
     assert page.errors == []
 
 

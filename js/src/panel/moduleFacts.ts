@@ -24,7 +24,7 @@ export function moduleRows(d: ModuleDetailsResult, pass: string): [string, strin
   rows.push(["passes", pass ? `${d.nPasses} — ${pass}` : String(d.nPasses)]);
   rows.push(["FLOPs", d.flops === null ? "— (no op inside has a formula)" : fmtCount(d.flops)]);
   if (d.timeMs !== null) rows.push(["time", `${d.timeMs.toFixed(2)} ms`]);
-  rows.push(["outputs", fmtBytes(d.bytes)]);
+  rows.push(["op outputs", `${fmtBytes(d.bytes)} (all ops inside)`]);
   return rows;
 }
 
