@@ -19,6 +19,7 @@ import torch
 
 from lens_widget.compare.comparison import OpDiff
 from lens_widget.log.model_log import ModelLog
+from lens_widget.log.nonfinite import nonfinite_reach
 from lens_widget.widget import requests
 from lens_widget.widget.metric_values import METRICS
 from lens_widget.widget.module_view import module_details
@@ -81,7 +82,8 @@ def _details(log: ModelLog) -> dict[str, Any]:
     nodes = [n for n in log.nodes if n.kind in ("op", "output")]
     if len(nodes) > MAX_DETAILS:
         return {"detailsLeftOut": f"this page holds the calls of up to {MAX_DETAILS:,} ops"}
-    ops = {n.label: requests.op_details(log, {"id": n.label})[0] for n in nodes}
+    reach = nonfinite_reach(log.nodes)  # once, not once per op with a NaN/Inf
+    ops = {n.label: requests.op_details(log, {"id": n.label}, reach)[0] for n in nodes}
     totals = log.module_totals
     modules = {a: module_details(log, a, None, totals) for a in log.modules}
     return {"opDetails": ops, "moduleDetails": modules}

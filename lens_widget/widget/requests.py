@@ -188,11 +188,12 @@ def attention(records: Mapping[str, OpRecord], params: object) -> Answer:
     return result, [data]
 
 
-def op_details(log: ModelLog, params: object) -> Answer:
-    """Answer an "opDetails" request: the op's call, argument by argument, and its numbers."""
+def op_details(log: ModelLog, params: object, reach: Mapping[str, bool] | None = None) -> Answer:
+    """Answer an "opDetails" request: the op's call, argument by argument, and its numbers
+    (`reach`: `nonfinite_reach(log.nodes)` when the caller asks of many ops)."""
     p = request_params(params, {"id"}, {"id"})
     record = node_record(log.by_label, p["id"])
-    return call_details(record, lambda: nonfinite_reach(log.nodes)), []
+    return call_details(record, lambda: reach or nonfinite_reach(log.nodes)), []
 
 
 def module_info(log: ModelLog, params: object, model: torch.nn.Module | None) -> Answer:
