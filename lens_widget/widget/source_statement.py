@@ -35,32 +35,37 @@ def statement_at(source: str, fallback: str) -> str:
 def _statement_span(path: str, line: int) -> tuple[int, int] | None:
     """(first, last) line of the innermost statement that starts at or spans `line`; of a
     compound statement (if, for, with) only its header."""
-    tree = _parsed(path, len(linecache.getlines(path)))
-    if tree is None:
-        return None
-    spanning = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
-    ]
+    return _span_at(path, len(linecache.getlines(path)), line)
+
+
+@functools.lru_cache(maxsize=4096)
+def _span_at(path: str, n_lines: int, line: int) -> tuple[int, int] | None:
+    """`_statement_span`, once per call site (the ops of 12 blocks share a few dozen lines)."""
+    spanning = [span for span in _spans(path, n_lines) if span[0] <= line <= span[1]]
     if not spanning:
         return None
     # the innermost: the shortest span (a function's body spans its statements)
-    best = min(spanning, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.lineno))
-    end = best.end_lineno or best.lineno
-    body = getattr(best, "body", None)
-    if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-        end = max(best.lineno, body[0].lineno - 1)  # the header, not the block
-    return best.lineno, end
+    first, last, header_end = min(spanning, key=lambda s: (s[1] - s[0], -s[0]))
+    return first, header_end
 
 
 @functools.lru_cache(maxsize=64)
-def _parsed(path: str, n_lines: int) -> ast.Module | None:
-    """The file's syntax tree (`n_lines` in the key: an edited file is parsed again)."""
+def _spans(path: str, n_lines: int) -> list[tuple[int, int, int]]:
+    """(first line, last line, last line of its header) of every statement of the file
+    (`n_lines` in the key: an edited file is parsed again); [] when it does not parse."""
     text = "".join(linecache.getlines(path))
-    if not text:
-        return None
     try:
-        return ast.parse(text)
+        tree = ast.parse(text) if text else None
     except (SyntaxError, ValueError):
-        return None
+        tree = None
+    spans = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.stmt):
+            continue
+        end = node.end_lineno or node.lineno
+        body = getattr(node, "body", None)
+        header = end
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            header = max(node.lineno, body[0].lineno - 1)  # the header, not the block
+        spans.append((node.lineno, end, header))
+    return spans
