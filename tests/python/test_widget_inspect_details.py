@@ -12,6 +12,7 @@ import lens_widget as lw
 from lens_widget.widget import LensWidget
 from lens_widget.widget.call_view import value_text
 from lens_widget.widget.page_answers import page_answers
+from lens_widget.widget.source_statement import statement_at
 from model_zoo import gpt2, small_cnn
 from tests.python.widget_replies import ask
 
@@ -143,3 +144,21 @@ def test_a_saved_page_answers_the_call_and_the_modules() -> None:
     assert set(meta["moduleDetails"]) == set(log.modules)
     assert meta["moduleDetails"]["transformer.ln_f"]["className"] == "LayerNorm"
     assert meta["moduleDetails"]["transformer.ln_f"]["extraRepr"] is None  # no model in a page
+
+
+def _sample() -> int:
+    total = sum(
+        [1, 2],
+    )
+    if total > 2:
+        return total
+    return 0
+
+
+def test_statement_at_reads_whole_statements_and_falls_back() -> None:
+    first = _sample.__code__.co_firstlineno
+    assert statement_at(f"{__file__}:{first + 1}", "x") == "total = sum(\n    [1, 2],\n)"
+    assert statement_at(f"{__file__}:{first + 2}", "x") == "total = sum(\n    [1, 2],\n)"
+    assert statement_at(f"{__file__}:{first + 4}", "x") == "if total > 2:"  # the header only
+    assert statement_at("/no/such/file.py:3", "recorded line") == "recorded line"
+    assert statement_at("no line number", "recorded line") == "recorded line"
