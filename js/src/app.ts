@@ -15,7 +15,7 @@ import { expansionLevels } from "./graph/defaultExpansion";
 import { GraphViews } from "./graph/graphViews";
 import type { GraphPayload, ViewName } from "./graph/protocol";
 import { type SearchHit, search } from "./graph/search";
-import type { GraphModel } from "./graph/tree";
+import { type GraphModel, SOURCE_KINDS } from "./graph/tree";
 import { allGroups, closedAbove, closedAround, computeVisible, toggledGroup, type Visible } from "./graph/visibility";
 import { type KernelLink, notebookLink } from "./kernel/kernelLink";
 import { RequestClient } from "./kernel/messages";
@@ -122,7 +122,11 @@ export class LensApp {
       sideLabel: () => this.overlay.sideLabel,
       fetchOpDetails: (id) => this.requests.opDetails(id),
       fetchModuleDetails: (address) => this.requests.moduleDetails(address),
-      selectUnrolled: (id) => this.selectUnrolled(id),
+      // a parameter (a call's weight) is shown first where parameters are hidden
+      selectUnrolled: (id) => {
+        const kind = this.getModel("unrolled")?.nodes.get(id)?.kind ?? "";
+        this.selectUnrolled(id, SOURCE_KINDS.has(kind) ? "leaf" : "node");
+      },
     });
     main.append(this.pane.el, this.inspector.el, this.grads.panel.el);
     this.overlay = new OverlayControl({

@@ -86,6 +86,10 @@ def test_search_enter_on_a_function_lands_on_its_op_with_a_plot(page, widget) ->
     assert lens(page, "selected") == _first(widget, "linear")
     page.locator("[data-testid=plot-main].js-plotly-plot").wait_for()
     assert _arguments(page)["weight"].startswith("transformer.wte.weight")
+    # a parameter's link shows it, parameters hidden or not
+    page.click("[data-testid=call-args] tr[data-name=weight] button")
+    wait_idle(page)
+    assert lens(page, "selected") == "transformer.wte.weight"
     # "attn" finds the ops inside the attention modules too, not only the modules
     page.fill("[data-testid=search]", "attn")
     page.locator("[data-testid=search-result]").first.wait_for()
