@@ -16,7 +16,15 @@ import { GraphViews } from "./graph/graphViews";
 import type { GraphPayload, ViewName } from "./graph/protocol";
 import { type SearchHit, search } from "./graph/search";
 import { type GraphModel, SOURCE_KINDS } from "./graph/tree";
-import { allGroups, closedAbove, closedAround, computeVisible, toggledGroup, type Visible } from "./graph/visibility";
+import {
+  allGroups,
+  closedAbove,
+  closedAround,
+  computeVisible,
+  GROUP_PREFIX,
+  toggledGroup,
+  type Visible,
+} from "./graph/visibility";
 import { type KernelLink, notebookLink } from "./kernel/kernelLink";
 import { RequestClient } from "./kernel/messages";
 import { type Origin, resolveSelection, selectionAfterSwitch, TraitSync } from "./kernel/traitSync";
@@ -399,7 +407,7 @@ export class LensApp {
     }
     this.vis = vis;
     this.renderer.frame = { model: m, vis, ...laid };
-    this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : null;
+    this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : this.inspectedBox(vis);
     this.layoutCount++;
     placeCamera(this.store.takeCamera(), this.renderer, vis, laid.scene);
     after?.();
@@ -471,7 +479,16 @@ export class LensApp {
     const shown = stack
       ? { address: g.members[0], pass: null, note: `the first of ${g.members.length} blocks folded here` }
       : { address: g.address, pass: g.pass };
-    this.inspector.showModule(m, shown, g.className);
+    this.inspector.showModule(m, { ...shown, key }, g.className);
+    this.renderer.selected = this.vis ? this.inspectedBox(this.vis) : null;
+    this.renderer.request();
+  }
+
+  /** The collapsed module whose inspector is open, marked as a selected node is; null when
+   * none is, or it is open (its box is drawn as it was). */
+  private inspectedBox(vis: Visible): string | null {
+    const key = this.inspector.moduleShown?.key;
+    return key && vis.itemById.has(GROUP_PREFIX + key) ? GROUP_PREFIX + key : null;
   }
 
   /** Downloads what the canvas shows now as an SVG. */

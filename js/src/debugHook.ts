@@ -15,6 +15,7 @@ export interface LensDebug {
   readonly layoutCount: number; // layouts applied so far
   readonly view: ViewName;
   readonly expanded: string[];
+  readonly markedItem: string | null; // the item drawn selected (a node, or a module inspected)
   readonly selected: string;
   readonly drawnItems: number;
   readonly lastFrameMs: number;
@@ -92,6 +93,9 @@ export function exposeDebug(
     },
     get selected() {
       return state().selected;
+    },
+    get markedItem() {
+      return r.selected;
     },
     get drawnItems() {
       return r.drawnItems;

@@ -111,6 +111,8 @@ def test_a_module_found_by_search_gets_a_module_inspector(page, widget, artifact
     open_widget(page, widget.graph, python_kernel=widget_kernel(widget))
     _search_enter(page, "ln_f")
     assert page.inner_text("[data-testid=module-title]") == "transformer.ln_f"
+    # highlighted on the graph as a selected node is
+    assert lens(page, "markedItem") == "@transformer.ln_f:1"
     facts = _module_facts(page)
     assert facts["class"] == "LayerNorm"
     assert facts["settings"] == widget._model.transformer.ln_f.extra_repr()  # noqa: SLF001

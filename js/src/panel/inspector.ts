@@ -43,6 +43,7 @@ export interface ModuleShown {
   address: string;
   pass: number | null;
   note?: string; // what else it stands for ("the first of 12 blocks folded here")
+  key?: string; // the graph's group it was picked from
 }
 
 export class Inspector {
