@@ -78,7 +78,12 @@ def write_run(results: dict[str, Any], folder: pathlib.Path, name: str) -> pathl
 
 
 def newest_run(folder: pathlib.Path) -> pathlib.Path:
-    runs = sorted((folder / RESULTS_DIR).glob("*.json"))
+    """The newest CPU run: a file named by its UTC time (`2026-...Z-<commit>.json`), not a
+    CUDA run (the report shows the newest beside it) nor a section's own figures
+    (`offload.json`, `monitor.json`)."""
+    runs = sorted(
+        p for p in (folder / RESULTS_DIR).glob("[0-9]*Z-*.json") if not p.stem.endswith("-cuda")
+    )
     if not runs:
         raise FileNotFoundError(f"no bench runs in {folder / RESULTS_DIR}")
     return runs[-1]

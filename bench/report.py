@@ -435,7 +435,7 @@ def gpu_section(results_dir: pathlib.Path) -> str:
         f"The newest `python -m bench.run --device cuda` run, commit {meta.get('commit', '?')} at "
         f"{meta['started']} UTC (`{runs[-1].name}`), torch {env.get('torch')}, "
         f"{env.get('cpu')}; wall time, synchronised after every call. "
-        "`bash bench/gpu_check.sh` makes it in one run, with the per-op table "
+        "`bash bench/gpu_session.sh` makes it in one run, with the per-op table "
         "(`bench.per_op --device cuda`) and the count of synchronising CUDA calls per pass "
         "(`bench.host_sync`) beside it in `bench/results/cuda-<date>-<commit>/`.",
         "",

@@ -16,6 +16,7 @@ from lens_widget.log.validate import ValidationError, ValidationReport
 from lens_widget.store.format import LogFormatError
 from lens_widget.store.load import load
 from lens_widget.store.monitor_file import load_history as load_monitor
+from lens_widget.store.ranks import MissingRanksWarning, load_ranks
 
 __all__ = [
     "LogFormatError",
@@ -33,6 +34,8 @@ __all__ = [
     "ValidationReport",
     "load",
     "load_monitor",
+    "load_ranks",
+    "MissingRanksWarning",
     "compare",
     "partial_log",
     "trace",
@@ -47,4 +50,8 @@ def __getattr__(name: str) -> object:
         from lens_widget.widget import LensWidget
 
         return LensWidget
+    if name == "show":
+        from lens_widget.widget.show import show
+
+        return show
     raise AttributeError(f"module 'lens_widget' has no attribute {name!r}")

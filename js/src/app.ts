@@ -7,6 +7,7 @@ import { AblationBanner } from "./controls/ablationBanner";
 import { Banner } from "./controls/banner";
 import { bindCanvasInput } from "./controls/canvasInput";
 import { GradientControl, type SelectAs } from "./controls/gradientControl";
+import { DEFAULT_HEIGHT, HeightHandle } from "./controls/heightHandle";
 import { keepKeysInControls } from "./controls/hostKeys";
 import { OverlayControl } from "./controls/overlayControl";
 import { Toolbar } from "./controls/toolbar";
@@ -29,15 +30,20 @@ import { type KernelLink, notebookLink } from "./kernel/kernelLink";
 import { RequestClient } from "./kernel/messages";
 import { type Origin, resolveSelection, selectionAfterSwitch, TraitSync } from "./kernel/traitSync";
 import type { WidgetModel } from "./kernel/widgetModel";
+import { type Wrap, wrapFor } from "./layout/columns";
 import { DEFAULT_METRICS, type Metrics, measureMetrics } from "./layout/labels";
 import { type Laid, LayoutRunner } from "./layout/sceneLayout";
 import { heightFloor, SizeCache } from "./layout/scenePlan";
 import { MonitorView } from "./monitor/monitorView";
 import { Inspector } from "./panel/inspector";
+import { injectPanelLayout } from "./panel/panelLayout";
 import { preloadPlots } from "./panel/plots";
+import { sameRankGraph } from "./ranks/rankLogic";
+import { RankPicker } from "./ranks/rankPicker";
 import { pickAnchor } from "./render/anchor";
 import { FitSearch } from "./render/camera";
 import { nextExpansion, placeCamera } from "./render/cameraPlan";
+import { CameraTrail } from "./render/cameraTrail";
 import { h } from "./render/dom";
 import { GraphPane } from "./render/graphPane";
 import type { Renderer } from "./render/renderer";
@@ -45,8 +51,6 @@ import { injectStyles } from "./render/styles";
 import { downloadViewSvg } from "./render/svgExport";
 import { pickTheme, type Theme, watchTheme } from "./render/theme";
 import { FIT, KEEP, ViewStore } from "./state/viewStore";
-
-const GRAPH_HEIGHT = 620;
 
 export interface AppOptions {
   /** Who answers requests; by default the kernel of the widget's notebook (see notebookLink). */
@@ -81,10 +85,19 @@ export class LensApp {
   private overlay: OverlayControl;
   private monitor: MonitorView;
   private grads = new GradientControl((id, as) => this.selectUnrolled(id, as));
+  // several ranks' logs (LensWidget.from_logs): which rank is shown, compared with which
+  private ranks = new RankPicker({
+    showRank: (params) => this.requests.request({ method: "showRank", params }, { timeoutMs: 120000 }),
+    onPage: () => !!this.link.noRerun,
+  });
   private link: KernelLink;
+  private heightHandle: HeightHandle;
+  private wrapKey = ""; // the wrap of tall chains the last layout used
+  private trail = new CameraTrail(); // where the camera was before each module opened
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
     injectStyles(el.ownerDocument);
+    injectPanelLayout(el.ownerDocument);
     this.theme = pickTheme(el);
     this.root = h("div", "lens-root");
     this.root.dataset.testid = "lens-root";
@@ -106,9 +119,10 @@ export class LensApp {
     });
 
     const main = h("div", "lens-main");
-    main.style.height = `${GRAPH_HEIGHT}px`;
+    this.heightHandle = new HeightHandle(model, main); // the height trait, and a handle to drag it
     this.pane = new GraphPane(this.theme);
     this.renderer = this.pane.renderer;
+    this.pane.onResize = () => this.resized();
     this.inspector = new Inspector({
       theme: () => this.theme,
       select: (id) => this.select(id, { center: true }),
@@ -157,11 +171,13 @@ export class LensApp {
     this.root.append(
       this.toolbar.el,
       this.overlay.picker.el,
+      this.ranks.el,
       this.monitor.bar,
       this.banner.el,
       this.grads.banner.el,
       this.ablationBanner.el,
       main,
+      this.heightHandle.el,
       this.monitor.el,
     );
     this.metrics = measureMetrics(this.pane.canvas) ?? DEFAULT_METRICS;
@@ -208,7 +224,7 @@ export class LensApp {
     this.kernelStatus = status;
     this.toolbar.showView(this.viewName);
     this.store.subscribe(["view"], (s) => this.toolbar.showView(s.view));
-    this.pane.fitCanvas({ w: 800, h: GRAPH_HEIGHT });
+    this.pane.fitCanvas({ w: 800, h: DEFAULT_HEIGHT });
     void this.sync.deliverGraph(); // decoded off this call: setGraph(payload, initial) follows
 
     exposeDebug(
@@ -262,7 +278,11 @@ export class LensApp {
   }
 
   private setGraph(payload: GraphPayload | null, initial = false): void {
+    // another rank's values on the same graph: the layout and the camera stay
+    const sameLayout = sameRankGraph(this.views?.payload ?? null, payload);
+    this.ranks.show(payload?.ranks);
     this.views = payload ? new GraphViews(payload) : null;
+    this.trail.clear();
     this.overlay.setGraph(payload, this.grads.setGraph(payload));
     this.ablationBanner.show(payload?.ablation);
     this.layouts.clear();
@@ -280,7 +300,7 @@ export class LensApp {
       this.select(this.mapId(op, "unrolled", this.viewName), { center: true }),
     );
     const sel = this.selected && m.nodes.has(this.selected) ? this.selected : "";
-    this.store.update({ camera: FIT });
+    this.store.update({ camera: sameLayout ? KEEP : FIT });
     if (initial && this.expanded.size === 0) {
       const { levels, lowest } = expansionLevels(m, this.showParams);
       // with a selection the view opens on it: no need to look for a whole view
@@ -289,7 +309,7 @@ export class LensApp {
       if (sel) this.sync.writeExpanded(this.expanded);
     }
     this.store.update({ selected: "" });
-    if (sel) this.select(sel, { center: true, origin: "kernel" });
+    if (sel) this.select(sel, { center: !sameLayout, origin: "kernel" });
     else {
       this.inspector.show(m, null);
       this.refresh();
@@ -316,6 +336,7 @@ export class LensApp {
       id === this.selected && shown && view === "unrolled" ? shown : this.mapId(id, from, view);
     const sel = selectionAfterSwitch(mapSel(this.selected), kernelSelected, kernelInView, origin);
     this.store.update({ view });
+    this.trail.clear();
     if (origin === "user") this.sync.writeView(view);
     const m = this.current;
     if (!m) return;
@@ -354,17 +375,28 @@ export class LensApp {
 
   private toggleGroup(key: string, expand: boolean): void {
     const next = this.current && toggledGroup(this.current, key, expand, this.expanded);
-    // keep the clicked module where it was on screen
-    if (next) this.setExpanded(next, this.renderer.holdOnScreen(key));
+    if (!next) return;
+    // the clicked module stays where it was on screen, then what opened comes into view;
+    // closing it returns to where the camera was before it opened
+    const hold = this.renderer.holdOnScreen(key);
+    const back = expand ? null : this.trail.closed(key);
+    if (expand) this.trail.opened(key, this.renderer.cam);
+    this.setExpanded(next, () => {
+      if (back) this.renderer.cam = back;
+      else hold();
+      this.renderer.reveal(key);
+    });
   }
 
   private expandAll(): void {
     if (!this.current) return;
+    this.trail.clear();
     this.fitNext();
     this.setExpanded(allGroups(this.current));
   }
 
   private collapseAll(): void {
+    this.trail.clear();
     this.fitNext();
     this.setExpanded(new Set());
   }
@@ -384,12 +416,26 @@ export class LensApp {
     const m = this.current;
     if (!m || !this.sizes) return;
     const vis = computeVisible(m, { expanded: this.expanded, showParams: this.showParams });
-    const prefix = `${this.viewName}|${this.showParams ? 1 : 0}|`;
+    // a tall chain wraps into columns in a wide widget: from the widget's width (not the
+    // canvas's, which an inspector opening narrows) and the graph's height
+    const wrap = this.wrap();
+    this.wrapKey = wrap ? `${wrap.w}x${wrap.h}` : "";
+    const prefix = `${this.viewName}|${this.showParams ? 1 : 0}|${this.wrapKey}|`;
     this.layouts.run(
-      { vis, model: m, sizes: this.sizes, prefix },
+      { vis, model: m, sizes: this.sizes, prefix, wrap },
       (laid) => this.apply(m, vis, laid, after),
       () => this.current === m,
     );
+  }
+
+  private wrap(): Wrap | null {
+    return wrapFor(this.root.clientWidth, this.pane.el.clientHeight || DEFAULT_HEIGHT);
+  }
+
+  /** The widget changed size: lay out again where its wrap of tall chains changed (columns.ts). */
+  private resized(): void {
+    const wrap = this.wrap();
+    if ((wrap ? `${wrap.w}x${wrap.h}` : "") !== this.wrapKey && this.renderer.frame) this.refresh();
   }
 
   private apply(m: GraphModel, vis: Visible, laid: Laid, after?: () => void): void {
@@ -506,6 +552,7 @@ export class LensApp {
   dispose(): void {
     this.unwatchTheme();
     this.unbindInput();
+    this.heightHandle.dispose();
     this.sync.dispose();
     this.link.dispose();
     this.pane.dispose();

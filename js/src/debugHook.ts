@@ -3,7 +3,7 @@
 // Its surface is a contract with those readers: add to it, do not change it.
 
 import type { ViewName } from "./graph/protocol";
-import { groupLines, nodeLines } from "./layout/labels";
+import { groupLines, headerLines, nodeLines } from "./layout/labels";
 import type { Rect } from "./layout/scenePlan";
 import { LABEL_FONT, labelBoxes, traceEdge } from "./render/drawEdges";
 import type { Renderer } from "./render/renderer";
@@ -25,6 +25,8 @@ export interface LensDebug {
   nodeScreenPos(id: string): { x: number; y: number } | null;
   /** The text drawn on an item (a node's name and shape; a module's class, address, summary). */
   itemLines(id: string): string[] | null;
+  /** The title drawn on an open module's box: its class and short address. */
+  headerLines(key: string): string[] | null;
   /** The drawn item that stands for node `id`: itself, or the collapsed module around it. */
   visibleItemFor(id: string): string | null;
   groupHeaderPos(key: string): { x: number; y: number } | null;
@@ -40,13 +42,18 @@ export interface LensDebug {
   edgeLabelBoxes(): { source: string; target: string; text: string; x: number; y: number; w: number; h: number }[];
   /** Every edge's path as drawn (the canvas's own path calls), as SVG path data in graph coordinates. */
   edgePaths(): { source: string; target: string; d: string }[];
+  /** Far out (semantic zoom): the module names drawn at a fixed size, in canvas pixels. */
+  readonly overviewLabels: { key: string; text: string; x: number; y: number; w: number; h: number }[];
+  /** The smallest text drawn in the last frame, in screen pixels (0: no text). */
+  readonly minTextPx: number;
   /** The overview in the canvas's corner: null when not drawn; its box in page coordinates. */
   readonly minimap: { x: number; y: number; w: number; h: number } | null;
 }
 
 export interface SceneGeometry {
   items: { id: string; x: number; y: number; w: number; h: number; container: string }[];
-  boxes: { key: string; x: number; y: number; w: number; h: number; parent: string }[]; // expanded modules
+  // expanded modules; `title`: the band of its header its title covers (edges keep off it)
+  boxes: { key: string; x: number; y: number; w: number; h: number; parent: string; title: Rect | null }[];
   edges: { source: string; target: string; pts: number[]; curve: boolean }[];
 }
 
@@ -121,6 +128,11 @@ export function exposeDebug(
       const g = f?.model.groups.get(id.replace(/^@/, ""));
       return f && g ? groupLines(g, f.model.viewName) : null;
     },
+    headerLines: (key) => {
+      const f = r.frame;
+      const g = f?.model.groups.get(key);
+      return f && g ? headerLines(g, f.model.viewName) : null;
+    },
     groupHeaderPos: (key) => screen(r.frame?.scene.boxes.get(key), true),
     overlayColor: (id) => r.overlay?.fill(id) ?? null,
     overlayShares: (id) => r.overlay?.shares(id)?.map((s) => ({ ...s })) ?? null,
@@ -133,7 +145,12 @@ export function exposeDebug(
       if (!f) return null;
       return {
         items: f.vis.items.map((it) => ({ id: it.id, container: it.container, ...f.scene.items.get(it.id)! })),
-        boxes: [...f.scene.boxes].map(([key, b]) => ({ key, parent: f.model.groups.get(key)?.parent ?? "", ...b })),
+        boxes: [...f.scene.boxes].map(([key, b]) => ({
+          key,
+          parent: f.model.groups.get(key)?.parent ?? "",
+          title: f.scene.titles.get(key) ?? null,
+          ...b,
+        })),
         edges: f.edges.map((e) => ({ source: e.edge.source, target: e.edge.target, pts: e.pts, curve: e.curve })),
       };
     },
@@ -169,6 +186,12 @@ export function exposeDebug(
         );
         return { source: e.edge.source, target: e.edge.target, d: d.join("") };
       }),
+    get overviewLabels() {
+      return r.overview.map(({ key, text, x, y, w, h }) => ({ key, text, x, y, w, h }));
+    },
+    get minTextPx() {
+      return r.minTextPx;
+    },
     get minimap() {
       const c = minimap();
       if (!c) return null;

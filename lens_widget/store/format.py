@@ -9,8 +9,13 @@ FORMAT_NAME = "lens_widget.log"
 # Bumped when a reader of the previous version could misread a file or refuse it for an
 # unknown field. Readers refuse newer versions and read every older one. Version 2 adds a
 # traced backward (leaves, passes, the autograd graph) and each replay's autocast; version 3
-# values in more files than tensors.safetensors (`tensor_files`: an offloaded trace's shards).
-FORMAT_VERSION = 3
+# values in more files than tensors.safetensors (`tensor_files`: an offloaded trace's shards);
+# version 4 `distributed` (rank, world size, collectives, placements, engine calls). A log
+# without what a version adds is written as the version before (DISTRIBUTED_VERSION's field
+# is the only one written conditionally): readers of version 3 still open every log made
+# outside torch.distributed.
+FORMAT_VERSION = 4
+DISTRIBUTED_VERSION = 4
 JSON_FILE = "log.json"
 TENSOR_FILE = "tensors.safetensors"
 

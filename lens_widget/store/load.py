@@ -18,6 +18,7 @@ from lens_widget.log.disk_values import SHARD_FORMAT, DiskEntry, DiskValues, Sha
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord, ParamUse, ParentArg
 from lens_widget.log.replay import ReplayCall, TensorSlot
+from lens_widget.store.distributed import decode_distributed
 from lens_widget.store.format import JSON_FILE, LogFormatError, fail
 from lens_widget.store.schema import parse_document
 from lens_widget.store.tensor_read import make_sparse, make_view, open_storages
@@ -63,6 +64,7 @@ def load(path: str | os.PathLike[str]) -> ModelLog:
     if meta["failed_op"] is not None and meta["failed_op"] not in by_label:
         raise fail(JSON_FILE, f"log.failed_op {meta['failed_op'][:80]!r} is not a node")
     step = decode_training_step(document.get("backward"), by_label, tensors.get)
+    dist = decode_distributed(document.get("distributed"), by_label)
     return ModelLog(
         model_class=meta["model_class"],
         nodes=nodes,
@@ -78,6 +80,11 @@ def load(path: str | os.PathLike[str]) -> ModelLog:
         backward_graph=step.backward_graph,
         recomputed=step.recomputed,
         disk_values=disk,
+        rank=dist.rank,
+        world_size=dist.world_size,
+        collectives=dist.collectives,
+        placements=dist.placements,
+        engine_calls=dist.engine_calls,
         label_index=by_label,
     )
 

@@ -16,9 +16,11 @@ import torch
 from safetensors.torch import save_file
 
 from lens_widget.log.disk_values import DiskValues, ShardFile
+from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.records import ModuleInfo, OpRecord
-from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, JSON_FILE, TENSOR_FILE
+from lens_widget.store.distributed import encode_distributed
+from lens_widget.store.format import DISTRIBUTED_VERSION, FORMAT_NAME, JSON_FILE, TENSOR_FILE
 from lens_widget.store.tensor_table import TensorTable
 from lens_widget.store.torch_functions import describe_function, function_name
 from lens_widget.store.training_step import encode_training_step
@@ -44,6 +46,11 @@ class SavableLog(Protocol):
     backward_graph: nx.DiGraph
     recomputed: list[Recomputation]
     disk_values: DiskValues | None
+    rank: int | None
+    world_size: int | None
+    collectives: dict[str, CollectiveInfo]
+    placements: dict[str, ParamPlacement]
+    engine_calls: list[EngineCall]
 
 
 def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = True) -> Path:
@@ -52,9 +59,12 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     disk = log.disk_values
     _prepare(directory, {f.path.name for f in disk.shards} if disk is not None else set())
     table = TensorTable(log.disk_values)
+    distributed = encode_distributed(log)
+    # a log made outside torch.distributed stays readable by readers of version 3
+    version = DISTRIBUTED_VERSION if distributed is not None else DISTRIBUTED_VERSION - 1
     document: dict[str, Any] = {
         "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
+        "version": version,
         "save_id": uuid.uuid4().hex,
         "created_by": f"lens_widget (torch {torch.__version__})",
         "tensor_file": TENSOR_FILE,
@@ -85,6 +95,8 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     backward = encode_training_step(log, table)
     if backward is not None:
         document["backward"] = backward
+    if distributed is not None:
+        document["distributed"] = distributed
     to_write, document["storages"], shards = table.storages()
     document["tensors"] = table.views
     if shards:
@@ -92,7 +104,7 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     previous = _files_of_values(directory)
     metadata = {
         "format": FORMAT_NAME,
-        "version": str(FORMAT_VERSION),
+        "version": str(version),
         "save_id": document["save_id"],
     }
     # Written beside the old files, then renamed over them: a reader sees one save or the other.

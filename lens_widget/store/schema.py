@@ -1,4 +1,4 @@
-"""Parse log.json and check its shape (versions 1 to 3), field by field (docs/log-format.md).
+"""Parse log.json and check its shape (versions 1 to 4), field by field (docs/log-format.md).
 
 Small combinators: each check takes a JSON value and its path and raises LogFormatError
 naming the path and the problem. Checks test types, ranges and names only; references
@@ -325,6 +325,45 @@ _BACKWARD = record(
     }
 )
 
+# Version 4: what a trace under torch.distributed knows (store/distributed.py, which checks
+# the references: a collective's op, its ranks within the world).
+_PHASE = one_of("forward", "backward", "optimizer")
+_NAME = string(r"[^\x00-\x1f]{1,200}")  # an engine, a collective's kind, a placement
+_DISTRIBUTED = record(
+    {
+        "rank": nullable(COUNT),
+        "world_size": nullable(POSITIVE),
+        "collectives": array(
+            record(
+                {
+                    "label": LABEL,
+                    "kind": _NAME,
+                    "group_ranks": array(COUNT),
+                    "nbytes": COUNT,
+                    "phase": _PHASE,
+                    "engine": TEXT,
+                }
+            )
+        ),
+        "placements": array(
+            record(
+                {
+                    "name": string(non_empty=True),
+                    "full_shape": SHAPE,
+                    "local_shape": SHAPE,
+                    "placements": array(_NAME),
+                    "mesh_shape": array(POSITIVE),
+                    "mesh_dim_names": array(TEXT),
+                    "grad": TEXT,
+                }
+            )
+        ),
+        "engine_calls": array(
+            record({"engine": TEXT, "func": TEXT, "module": TEXT, "phase": _PHASE, "nbytes": COUNT})
+        ),
+    }
+)
+
 DOCUMENT = record(
     {
         "format": TEXT,
@@ -337,7 +376,12 @@ DOCUMENT = record(
         "tensors": array(_tensor),
         "storages": array(_STORAGE),
     },
-    {"created_by": TEXT, "backward": _BACKWARD, "tensor_files": array(_TENSOR_FILE)},
+    {
+        "created_by": TEXT,
+        "backward": _BACKWARD,
+        "tensor_files": array(_TENSOR_FILE),
+        "distributed": _DISTRIBUTED,
+    },
 )
 
 

@@ -8,10 +8,12 @@ Gradient tensors never travel here: the inspector asks for one ("activation" req
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import networkx as nx
+import torch
 
 from lens_widget.log.gradients import BackwardPass, LeafRecord
 from lens_widget.log.model_log import ModelLog
@@ -80,7 +82,21 @@ def _leaf(leaf: LeafRecord) -> protocol.LeafInfo:
         "source": leaf.source,
         "received": leaf.received,
         "passes": [i + 1 for i, g in enumerate(leaf.grads) if g is not None],
+        "gradNorm": _norm(leaf.grad),
     }
+
+
+def _norm(grad: torch.Tensor | None) -> float | None:
+    """The L2 norm of a gradient, None for none or a NaN/Inf one (JSON has no NaN)."""
+    if grad is None or grad.is_meta:
+        return None
+    if grad.is_sparse:  # an Embedding(sparse=True)'s: the norm of its (summed) entries
+        grad = grad.coalesce().values()
+    elif grad.layout != torch.strided:
+        grad = grad.to_dense()
+    wide = torch.complex128 if grad.is_complex() else torch.float64
+    norm = float(torch.linalg.vector_norm(grad.detach().to(wide)))
+    return norm if math.isfinite(norm) else None
 
 
 def _shape_text(shape: Any) -> str:

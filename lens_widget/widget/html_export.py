@@ -17,6 +17,7 @@ import os
 import pathlib
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -115,18 +116,26 @@ def _page(title: str, note: str, bundle: str, state: str, views: tuple[str, str]
     return _MARKER.sub(lambda m: parts[m.group(1)], _TEMPLATE.read_text(encoding="utf-8"))
 
 
-def write_html(
-    path: str | os.PathLike[str],
+@dataclass(frozen=True)
+class Page:
+    """A page as `write_html` writes it: its bytes, and the note it opens with (what it holds
+    and what it left out to stay under its budget)."""
+
+    html: bytes
+    note: str
+
+
+def render_page(
     log: ModelLog,
     state: Mapping[str, Any],
     *,
     max_bytes: int = DEFAULT_HTML_BYTES,
     weights: bool = False,
     diffs: Mapping[str, OpDiff] | None = None,
-) -> pathlib.Path:
-    """Write the page of `log` with the widget `state` (its synced traits) to `path`; with
-    `weights`, parameters and buffers get views too; `diffs`: a comparison's, whose metrics
-    the page answers too.
+) -> Page:
+    """The page of `log` with the widget `state` (its synced traits), at most `max_bytes`;
+    with `weights`, parameters and buffers get views too; `diffs`: a comparison's, whose
+    metrics the page answers too.
 
     Raises ValueError when `max_bytes` cannot hold even the page without activations.
     """
@@ -136,15 +145,15 @@ def write_html(
     state_text = _state_text(state)
     answers = page_answers(log, diffs)
 
-    def page_of(views: PageViews) -> bytes:
+    def page_of(views: PageViews) -> Page:
         note = _note(log, views, max_bytes)
         texts = _views_text(views, max_bytes, answers)
-        return _page(log.model_class, note, bundle, state_text, texts).encode("utf-8")
+        return Page(_page(log.model_class, note, bundle, state_text, texts).encode("utf-8"), note)
 
     # the page with no view at all, its note in its longest form ("0 of N ... left out ...")
     weight_labels = [r.label for r in log.nodes if r.kind in ("param", "buffer")]
     empty = PageViews([], len(log.nodes) * 8, weight_labels, cap=0)
-    base = len(page_of(empty))
+    base = len(page_of(empty).html)
     if base > max_bytes:
         raise ValueError(
             f"max_bytes={max_bytes:,} is below the size of the page without activations "
@@ -154,21 +163,35 @@ def write_html(
     # fit, pack, and scale it by what the views really took, keeping the best page that fits.
     budget = (max_bytes - base) * _SLACK
     views = page_views(log, budget, weights=weights)
-    best = b""
+    best: Page | None = None
     for _ in range(_FIT_ROUNDS):
         page = page_of(views)
-        fits = len(page) <= max_bytes
-        if fits and len(page) > len(best):
+        fits = len(page.html) <= max_bytes
+        if fits and (best is None or len(page.html) > len(best.html)):
             best = page
-        if fits and (views.complete or len(page) >= _FULL * max_bytes):
+        if fits and (views.complete or len(page.html) >= _FULL * max_bytes):
             break
-        budget *= (max_bytes - base) * _SLACK / max(1, len(page) - base)
+        budget *= (max_bytes - base) * _SLACK / max(1, len(page.html) - base)
         views.fit(budget)
-    if not best:  # not reached: `base` counted the page without views
+    if best is None:  # not reached: `base` counted the page without views
         views.fit(0.0)
         best = page_of(views)
+    return best
+
+
+def write_html(
+    path: str | os.PathLike[str],
+    log: ModelLog,
+    state: Mapping[str, Any],
+    *,
+    max_bytes: int = DEFAULT_HTML_BYTES,
+    weights: bool = False,
+    diffs: Mapping[str, OpDiff] | None = None,
+) -> pathlib.Path:
+    """Write `render_page`'s page to `path` (same arguments, same ValueError)."""
+    page = render_page(log, state, max_bytes=max_bytes, weights=weights, diffs=diffs)
     out = pathlib.Path(path)
-    out.write_bytes(best)
+    out.write_bytes(page.html)
     return out
 
 

@@ -13,6 +13,7 @@ import anywidget
 import ipywidgets
 import torch
 import traitlets
+from IPython.display import display
 
 from lens_widget.capture.interventions import InterventionFn
 from lens_widget.capture.offload import offload_spec
@@ -32,6 +33,8 @@ from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.metric_values import MetricError, side_outputs
 from lens_widget.widget.monitor_view import MONITOR_VALUES, MonitorView
 from lens_widget.widget.payload import NO_MODEL, build_payload
+from lens_widget.widget.rank_view import RankView
+from lens_widget.widget.state_note import STATE_NOTE_CSS, STATE_NOTE_HTML
 from lens_widget.widget.view_ids import ViewIds
 
 # The method answering each kind of protocol.REQUEST_KINDS ("firstNonfinite" ->
@@ -53,19 +56,20 @@ def _answer_message(widget: LensWidget, content: object, buffers: list[object]) 
     widget._on_msg(widget, content, buffers)
 
 
-class LensWidget(anywidget.AnyWidget, MonitorView):
+class LensWidget(anywidget.AnyWidget, MonitorView, RankView):
     """Every op of one forward pass as an interactive graph; click a node to plot its output.
 
     >>> w = LensWidget(model, x)            # traces model(x); w.model_log is the ModelLog
     >>> w.view = "rolled"; w.selected = "linear_1_1"
 
+    ``height=900`` makes the graph 900 px tall (200-5000; the handle under it drags it too).
     ``timing=True`` traces with per-op times (see `lens_widget.trace`), for the "time" overlay.
     ``offload=path, memory_budget=...`` keep saved values past the budget on disk (as in
     `lens_widget.trace`); clicking an op reads its value from there.
     """
 
     _esm = bundle_text("widget.js", MISSING_ESM)
-    _css = bundle_text("widget.css", "")
+    _css = bundle_text("widget.css", "") + STATE_NOTE_CSS
 
     # In Python the GraphPayload dict; on the wire and in saved notebooks compact bytes.
     graph = traitlets.Dict().tag(sync=True, to_json=_graph_to_wire)
@@ -76,6 +80,8 @@ class LensWidget(anywidget.AnyWidget, MonitorView):
     # The monitor view (from_monitor, widget/monitor_view.py): its steps; the step shown
     monitor = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     step = traitlets.Int(-1, min=-1).tag(sync=True)  # -1: follow the latest step
+    # The graph's height in px; the handle under it drags it (js/src/controls/heightHandle.ts)
+    height = traitlets.Int(620, min=200, max=5000).tag(sync=True)
 
     def __init__(
         self,
@@ -162,15 +168,33 @@ class LensWidget(anywidget.AnyWidget, MonitorView):
     ) -> pathlib.Path:
         """Write this widget as one self-contained HTML page: it opens in any browser with no
         Jupyter and no network, as interactive as here (expand, collapse, rolled/unrolled,
-        search), in the view, expansion and selection shown now. Clicking an op plots its
+        search), in the view, expansion, selection and height shown now. Clicking an op plots its
         activation from views embedded in the page, pooled (or, past that, left out, which
         the page says) so that the file stays under `max_bytes`. `weights=True` adds plots of
         parameters and buffers (slower: their statistics read every weight). Returns the path.
         """
-        state = self.get_state(["graph", "view", "selected", "expanded"])
-        return html_export.write_html(
-            path, self._model_log, state, max_bytes=max_bytes, weights=weights, diffs=self._diffs
+        out = pathlib.Path(path)
+        out.write_bytes(self._page(max_bytes, weights=weights).html)
+        return out
+
+    def _page(self, max_bytes: int, *, weights: bool) -> html_export.Page:
+        """The standalone page of this widget as it is now (save_html, lw.show)."""
+        state = self.get_state(["graph", "view", "selected", "expanded", "height"])
+        return html_export.render_page(
+            self._model_log, state, max_bytes=max_bytes, weights=weights, diffs=self._diffs
         )
+
+    def _ipython_display_(self) -> None:
+        # The widget, then a note that shows only where the widget cannot be drawn: a
+        # reopened notebook saved without widget state (state_note.py).
+        repr_bundle = self._repr_mimebundle_  # None once closed (ipywidgets' close)
+        bundle = repr_bundle() if repr_bundle is not None else None
+        if bundle is None:  # closed: no view, only the text (as anywidget shows it)
+            display({"text/plain": repr(self)}, raw=True)
+            return
+        data, metadata = bundle
+        display(data, metadata=metadata, raw=True)
+        display({"text/html": STATE_NOTE_HTML}, raw=True)
 
     def _wire_bytes(self, payload: Mapping[str, Any]) -> bytes:
         # ipywidgets serialises the state on every open and update: encode each graph once
@@ -218,6 +242,9 @@ class LensWidget(anywidget.AnyWidget, MonitorView):
             }
         if self._ablation is not None:
             self._payload["ablation"] = self._ablation.info()
+        ranks = self.ranks_info()
+        if ranks is not None:  # the rank picker (from_logs)
+            self._payload["ranks"] = ranks
         if self._model is None:  # the frontend offers no re-run, no ablation
             self._payload["noRerun"] = NO_MODEL if self._monitor is None else MONITOR_VALUES
         self._records: Mapping[str, OpRecord] = log.by_label

@@ -55,7 +55,15 @@ _DIFF_METRICS: dict[str, Callable[[OpDiff], float | None]] = {
     "maxAbs": lambda d: d.max_abs,
     "cosine": lambda d: d.cosine,
 }
-METRICS: tuple[str, ...] = (*_OP_METRICS, *_LOG_METRICS, *_DIFF_METRICS, *_GRAD_METRICS)
+# Of the log's collectives (ModelLog.collectives): the bytes each sent; other ops have none.
+_COMM_METRICS = ("commBytes",)
+METRICS: tuple[str, ...] = (
+    *_OP_METRICS,
+    *_LOG_METRICS,
+    *_DIFF_METRICS,
+    *_GRAD_METRICS,
+    *_COMM_METRICS,
+)
 # What the picker offers besides METRICS, colored by the frontend from the graph payload alone
 # (render/deviceOverlay.ts: NodeInfo.device), never asked for: a request for one is a bug.
 FRONTEND_OVERLAYS: tuple[str, ...] = ("device",)
@@ -95,6 +103,14 @@ def metric_values(
             OpRecord.compute_stats(ops)  # one batch, not one host copy per op
         of_op = _OP_METRICS[metric]
         values = [of_op(op) for op in ops]
+    elif metric in _COMM_METRICS:
+        if not log.collectives:
+            raise MetricError(
+                "no op of this log is a collective: bytes communicated are recorded by a "
+                "trace under torch.distributed"
+            )
+        sent = {label: info.nbytes for label, info in log.collectives.items()}
+        values = [sent.get(op.label) for op in ops]
     elif metric in FRONTEND_OVERLAYS:
         raise MetricError(f"{metric!r} is colored by the frontend from the graph: nothing to ask")
     else:

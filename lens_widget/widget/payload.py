@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from lens_widget.graph.rolled import roll_layers
 from lens_widget.graph.unrolled import by_source, unrolled_edges
 from lens_widget.log.attention import has_attention_map
+from lens_widget.log.distributed import CollectiveInfo, ParamPlacement
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
@@ -58,6 +59,29 @@ def _node(record: OpRecord, groups: list[str], passes: list[str]) -> protocol.No
         "nPasses": 1,
         "passes": passes,
         "attention": has_attention_map(record),
+    }
+
+
+def collective_info(info: CollectiveInfo) -> protocol.CollectiveNodeInfo:
+    """NodeInfo.collective of a collective op (drawn as one, colored by bytes moved)."""
+    return {
+        "kind": info.kind,
+        "groupRanks": [int(r) for r in info.group_ranks],
+        "nbytes": int(info.nbytes),
+        "phase": info.phase,
+        "engine": info.engine,
+    }
+
+
+def placement_info(p: ParamPlacement) -> protocol.PlacementInfo:
+    """NodeInfo.placement of a parameter an engine sharded (FSDP2, tensor parallel)."""
+    return {
+        "fullShape": [int(d) for d in p.full_shape],
+        "localShape": [int(d) for d in p.local_shape],
+        "placements": list(p.placements),
+        "meshShape": [int(d) for d in p.mesh_shape],
+        "meshDimNames": list(p.mesh_dim_names),
+        "grad": p.grad,
     }
 
 
@@ -115,6 +139,7 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
     by_label = log.by_label
     consumer = first_consumers(by_label)
     order = [r.label for r in records]
+    collectives, placements = log.collectives, log.placements
 
     # ---- unrolled view: one node per record, edges as the log's graph has them ----
     u_nodes: list[protocol.NodeInfo] = []
@@ -125,6 +150,10 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         if groups is None:
             groups = groups_of[placed.module_stack] = unrolled_groups(placed)
         u_nodes.append(_node(r, groups.copy(), [r.label]))
+        if r.label in collectives:
+            u_nodes[-1]["collective"] = collective_info(collectives[r.label])
+        elif r.kind == "param" and r.func in placements:
+            u_nodes[-1]["placement"] = placement_info(placements[r.func])
     u_edges: list[protocol.EdgeInfo] = []
     edge_shape: dict[tuple[str, str], str] = {}  # (source layer, target layer) -> first shape
     # the same edges, in the same order, as log.graph.edges: without building that graph
@@ -149,6 +178,10 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
             fromInput=any(p.from_input for p in passes),
             feedsOutput=any(p.feeds_output for p in passes),
         )
+        if first.label in collectives:  # every pass ran the same collective: the first's
+            node["collective"] = collective_info(collectives[first.label])
+        elif first.kind == "param" and first.func in placements:
+            node["placement"] = placement_info(placements[first.func])
         r_nodes.append(node)
     r_edges: list[protocol.EdgeInfo] = [
         {

@@ -28,6 +28,16 @@ from lens_widget.widget.monitor_protocol import (  # noqa: F401
     MonitorStepResult,
 )
 
+# The rank view's part (LensWidget.from_logs, collectives; names re-exported likewise)
+from lens_widget.widget.rank_protocol import (  # noqa: F401
+    CollectiveNodeInfo,
+    CollectivePhase,
+    PlacementInfo,
+    RanksInfo,
+    ShowRankParams,
+    ShowRankRequest,
+)
+
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 ViewName = Literal["rolled", "unrolled"]
 PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
@@ -51,6 +61,7 @@ MetricName = Literal[
     "cosine",
     "gradNorm",
     "gradNonfinite",
+    "commBytes",
 ]
 
 # ---- the `graph` trait (kernel -> frontend) -------------------------------------------
@@ -91,6 +102,8 @@ class NodeInfo(TypedDict):
     nPasses: int
     passes: list[str]
     attention: bool
+    collective: NotRequired[CollectiveNodeInfo]  # a collective op (ModelLog.collectives)
+    placement: NotRequired[PlacementInfo]  # a sharded parameter (ModelLog.placements)
 
 
 class EdgeInfo(TypedDict):
@@ -119,6 +132,7 @@ class LeafInfo(TypedDict):
     source: str
     received: bool
     passes: list[int]
+    gradNorm: float | None  # L2 norm of its gradient (summed over passes); None: none or NaN/Inf
 
 
 class BackwardPassInfo(TypedDict):
@@ -174,6 +188,7 @@ class GraphPayload(TypedDict):
     gradients: NotRequired[GradientInfo]
     ablation: NotRequired[AblationInfo]
     noRerun: NotRequired[str]  # why the model cannot be re-run (a widget built from a log)
+    ranks: NotRequired[RanksInfo]  # a widget of several ranks' logs (LensWidget.from_logs)
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------
@@ -423,6 +438,7 @@ class WidgetTraits(TypedDict):
     status: str
     monitor: MonitorInfo | None  # kernel -> frontend: a monitor's steps (from_monitor), else None
     step: int  # the monitor step shown; -1: follow the latest
+    height: int  # the graph's height in px (LensWidget(height=...); the drag handle writes it)
 
 
 # ---- the request kinds: one table, read by the widget, the page and the contract test ----
@@ -447,4 +463,5 @@ REQUEST_KINDS: dict[str, RequestKind] = {
     "monitorSeries": RequestKind(MonitorSeriesRequest, MonitorSeriesResult, False, False),
     "opDetails": RequestKind(OpDetailsRequest, OpDetailsResult, False, True),
     "moduleDetails": RequestKind(ModuleDetailsRequest, ModuleDetailsResult, False, True),
+    "showRank": RequestKind(ShowRankRequest, RerunResult, False, False),
 }

@@ -33,7 +33,7 @@ MEASURE = """() => {
   ctx.textBaseline = "middle";
   // drawBoxes: "▾ " + class at 600 11px from x + 8, then the address at 10px, on y + 11.5
   const heads = g.boxes.map((b) => {
-    const [cls, addr] = l.itemLines("@" + b.key);
+    const [cls, addr] = l.headerLines ? l.headerLines(b.key) : l.itemLines("@" + b.key);
     ctx.font = `600 11px ${FONT}`;
     const lead = ctx.measureText("▾ " + cls + "  ");
     const big = ctx.measureText("▾ " + cls);

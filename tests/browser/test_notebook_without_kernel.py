@@ -88,6 +88,9 @@ def test_reopened_without_kernel_shows_the_graph_and_says_what_needs_one(
     root = page.locator(ROOT).first  # type: ignore[attr-defined]
     assert page.evaluate(f"document.querySelector('{ROOT}').__lens.visibleCount") == live_count  # type: ignore[attr-defined]
     assert root.locator('[data-testid="status"]').inner_text() == "no kernel: graph only"
+    # the state was saved: the note on keeping it (state_note.py) says nothing
+    page.locator(".lens-state-note").first.wait_for(state="attached")  # type: ignore[attr-defined]
+    assert not page.locator(".lens-state-note").first.is_visible()  # type: ignore[attr-defined]
 
     # the graph still works without a kernel; a click says what an activation needs
     ops = [n["id"] for n in graphs[0]["unrolled"]["nodes"] if n["kind"] == "op" and n["saved"]]

@@ -5,6 +5,7 @@ import type { GraphPayload, ViewName } from "../../js/src/graph/protocol";
 import { buildModel, type GraphModel } from "../../js/src/graph/tree";
 import { computeVisible, type Visible } from "../../js/src/graph/visibility";
 import { type GroupLayout, runJobs } from "../../js/src/layout/boxLayout";
+import type { Wrap } from "../../js/src/layout/columns";
 import { type EdgeGeom, edgeGeometry } from "../../js/src/layout/edges";
 import { DEFAULT_METRICS } from "../../js/src/layout/labels";
 import { composeScene, planLayout, type Rect, type Scene, SizeCache } from "../../js/src/layout/scenePlan";
@@ -15,11 +16,11 @@ export function allGroups(p: GraphPayload, view: ViewName): string[] {
 }
 
 /** One view of `p` laid out with `expanded` open: model, visible set, scene, edges, box layouts. */
-export function laidOut(p: GraphPayload, expanded: string[], view: ViewName = "unrolled") {
+export function laidOut(p: GraphPayload, expanded: string[], view: ViewName = "unrolled", wrap: Wrap | null = null) {
   const m = buildModel(p, view);
   const sizes = new SizeCache(m, DEFAULT_METRICS);
   const v = computeVisible(m, { expanded: new Set(expanded), showParams: false });
-  const plan = planLayout(v, sizes, new Map(), `${view}|`);
+  const plan = planLayout(v, sizes, new Map(), `${view}|`, wrap);
   const cache = new Map<string, GroupLayout>(runJobs(plan.jobs).map((r) => [r.key, r]));
   const scene = composeScene(v, m, sizes, plan.keys, cache);
   const geoms = edgeGeometry(v, m, scene, (box) => cache.get(plan.keys.get(box)!));

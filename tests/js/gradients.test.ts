@@ -17,6 +17,7 @@ function leaf(name: string, received: boolean, label: string | null = name): Lea
     source: "",
     received,
     passes: received ? [1] : [],
+    gradNorm: received ? 1 : null,
   };
 }
 

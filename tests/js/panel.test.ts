@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { wheelZoom } from "../../js/src/controls/canvasInput";
 import type { GroupNode } from "../../js/src/graph/tree";
-import { clipStart, groupLines } from "../../js/src/layout/labels";
+import { clipMiddle, groupLines } from "../../js/src/layout/labels";
 import { colorRange, finiteRange } from "../../js/src/panel/colorScale";
 import { indexCaption } from "../../js/src/panel/pickers";
 import { DARK, hostSaysDark, LIGHT } from "../../js/src/render/theme";
@@ -40,12 +40,14 @@ describe("wheel zoom", () => {
 });
 
 describe("labels", () => {
-  it("keeps the end of a deep module address, which tells siblings apart", () => {
+  it("cuts a deep module address in the middle, keeping where it is and what tells siblings apart", () => {
     const address = "model.encoder.layers.11.self_attention.query_key_value";
-    const clipped = clipStart(address);
-    expect(clipped).toBe("…11.self_attention.query_key_value");
-    expect(clipped.length).toBe(34);
-    expect(clipStart("h.0.attn")).toBe("h.0.attn");
+    const clipped = clipMiddle(address);
+    expect(clipped.startsWith("model.encoder")).toBe(true);
+    expect(clipped.endsWith("query_key_value")).toBe(true);
+    expect(clipped).toContain("…");
+    expect(clipped.length).toBeLessThanOrEqual(34);
+    expect(clipMiddle("h.0.attn")).toBe("h.0.attn");
     const g = { className: "Linear", address, nPasses: 1, pass: 1, nOps: 1, outShape: [2, 3] } as unknown as GroupNode;
     expect(groupLines(g, "unrolled")[1]).toBe(clipped);
   });

@@ -81,6 +81,7 @@ class BackboneLikeModel implements SyncModel {
     status: "",
     monitor: null,
     step: -1,
+    height: 620,
   };
   sets: [string, unknown][] = [];
   saves = 0;

@@ -127,7 +127,8 @@ def assert_same_log(original, loaded) -> None:
     assert_same_nodes(original, loaded)
     assert list(loaded.modules) == list(original.modules)
     assert loaded.modules == original.modules
-    for name in ("model_class", "failed_op", "elapsed", "n_params", "param_bytes"):
+    for name in ("model_class", "failed_op", "elapsed", "n_params", "param_bytes", "rank",
+                 "world_size", "collectives", "placements", "engine_calls"):  # fmt: skip
         assert getattr(loaded, name) == getattr(original, name), name
     assert loaded.structure == original.structure
     assert loaded.saved_bytes == original.saved_bytes

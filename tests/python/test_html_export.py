@@ -108,12 +108,14 @@ def test_page_opens_in_the_view_the_widget_shows(cnn_widget, tmp_path):
     w.view = "rolled"
     w.expanded = [m["address"] for m in w.graph["modules"] if m["address"]][:1]
     w.selected = next(n["id"] for n in w.graph["rolled"]["nodes"] if n["kind"] == "op")
+    w.height = 900
     state = json.loads(page_blocks(w.save_html(tmp_path / "w.html").read_text())["state"])["state"]
     assert (state["view"], state["selected"], state["expanded"]) == (
         "rolled",
         w.selected,
         w.expanded,
     )
+    assert state["height"] == 900
 
 
 def test_log_to_html_is_the_page_of_a_fresh_widget(gpt2_log, tmp_path):

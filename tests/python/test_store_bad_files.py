@@ -49,8 +49,8 @@ def test_truncated_json(saved):
 
 
 def test_newer_version(saved):
-    tampered(saved, lambda d: d.update(version=4))
-    load_fails(saved, "format version 4, newer than the 3 this lens_widget reads; upgrade")
+    tampered(saved, lambda d: d.update(version=5))
+    load_fails(saved, "format version 5, newer than the 4 this lens_widget reads; upgrade")
 
 
 @pytest.mark.parametrize("version", ["1", 0, None, 1.0, True])

@@ -165,6 +165,41 @@ def test_grad_norm_is_the_l2_norm_of_each_ops_summed_gradient(two_pass_log):
     assert math.isnan(values["linear_2_3"]) and math.isnan(values["detach_1_4"])  # none reached
 
 
+def test_each_leaf_carries_its_gradient_norm_summed_over_passes(two_pass_log):
+    leaves = {
+        leaf["name"]: leaf
+        for leaf in LensWidget.from_log(two_pass_log).graph["gradients"]["leaves"]
+    }
+    for name, record in two_pass_log.leaves.items():
+        if record.received:
+            want = float(torch.linalg.vector_norm(sum(g for g in record.grads if g is not None)))
+            assert leaves[name]["gradNorm"] == pytest.approx(want, rel=1e-6)
+        else:
+            assert leaves[name]["gradNorm"] is None
+    assert leaves["aux.weight"]["gradNorm"] is None and leaves["fc.weight"]["gradNorm"] > 0
+
+
+class SqrtOfZeroParam(nn.Module):
+    """d sqrt(s)/ds at s = 0 is Inf: the parameter `s` gets an Inf gradient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.s, self.fc = nn.Parameter(torch.zeros(4)), nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x * torch.sqrt(self.s))
+
+
+def test_a_leaf_whose_gradient_holds_nan_or_inf_has_no_norm():
+    torch.manual_seed(0)
+    log = traced_with_grads(SqrtOfZeroParam(), torch.randn(3, 4))
+    leaves = {leaf["name"]: leaf for leaf in LensWidget.from_log(log).graph["gradients"]["leaves"]}
+    s = log.leaves["s"]
+    assert s.received and not bool(torch.isfinite(s.grad).all())
+    assert leaves["s"]["received"] and leaves["s"]["gradNorm"] is None
+    assert leaves["fc.bias"]["gradNorm"] > 0  # finite
+
+
 def test_grad_nonfinite_marks_ops_whose_gradient_holds_nan_or_inf():
     torch.manual_seed(0)
     log = traced_with_grads(SqrtAtZero(), torch.randn(4, 4))

@@ -280,3 +280,16 @@ def test_rerun_replays_the_first_pass_and_restores_the_world():
     for name, value in before.items():
         torch.testing.assert_close(after[name], value, rtol=0, atol=0)
     assert torch.equal(torch.get_rng_state(), rng)
+
+
+def test_height_is_a_synced_trait_with_bounds() -> None:
+    torch.manual_seed(0)
+    w = LensWidget(Loop().eval(), torch.randn(2, 6), height=900)
+    assert w.height == 900
+    assert w.trait_metadata("height", "sync") is True
+    assert LensWidget(Loop().eval(), torch.randn(2, 6)).height == 620
+    with pytest.raises(traitlets.TraitError):
+        w.height = 50
+    with pytest.raises(traitlets.TraitError):
+        LensWidget(Loop().eval(), torch.randn(2, 6), height=100_000)
+    assert w.height == 900

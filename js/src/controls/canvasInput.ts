@@ -6,6 +6,7 @@
 // not DOM focus: notebook hosts move focus to the cell on the same click.
 import { GROUP_PREFIX } from "../graph/visibility";
 import type { Hit } from "../render/hitTest";
+import { hoverText } from "../render/hoverText";
 import type { Renderer } from "../render/renderer";
 
 const DRAG_PX = 3; // a press that moves further is a pan, not a click
@@ -97,12 +98,7 @@ export function bindCanvasInput(
     canvas.classList.toggle("lens-pointer", hit !== null);
     if (hid !== renderer.hover) {
       renderer.hover = hid;
-      canvas.title =
-        hit?.type === "item"
-          ? hit.id.replace(/^@/, "")
-          : hit?.type === "header"
-            ? `${hit.box} (click to collapse)`
-            : "";
+      canvas.title = hoverText(renderer.frame?.model ?? null, hit); // the whole name, never cut
       renderer.request();
     }
   });

@@ -8,6 +8,7 @@ import type { CompareSide, FirstNonfiniteResult, GraphPayload, MetricsResult } f
 import type { Visible } from "../graph/visibility";
 import type { RequestClient } from "../kernel/messages";
 import { decodeFloat32 } from "../kernel/messages";
+import { pickScaleMode } from "../panel/colorScale";
 import { type DeviceShare, deviceColors, deviceCounts, itemDevices, opDevices } from "../render/deviceOverlay";
 import type { Frame, NodeOverlay } from "../render/frame";
 import {
@@ -24,6 +25,7 @@ import {
 } from "../render/overlay";
 import { NO_VALUE_COLOR, ONLY_A_COLOR } from "../render/overlayLegend";
 import { MetricPicker } from "./metricPicker";
+import { graphValues, type RangeOf, rangeText } from "./overlayRange";
 
 export interface OverlayDeps {
   requests: () => RequestClient;
@@ -55,7 +57,10 @@ export class OverlayControl implements NodeOverlay {
   side: CompareSide = "a";
   private compare = false;
   private metric: OverlayName | null = null;
-  private mode: ScaleMode = "linear";
+  private userMode: ScaleMode | null = null; // the log box as the user set it; null: from the data
+  private rangeOf: RangeOf = "graph";
+  // the whole graph's values of the metric shown, per view model (graphValues, costly once)
+  private domain: { model: unknown; values: unknown; agg: string; list: number[] } | null = null;
   private values = new Map<string, number>(); // unrolled op id -> value of `metric`
   private devices = new Map<string, string>(); // unrolled op id -> the device it ran on
   private nonfinite = new Set<string>(); // unrolled ids of ops with a NaN/Inf output
@@ -77,7 +82,11 @@ export class OverlayControl implements NodeOverlay {
         this.setMetric(m);
       },
       setScale: (mode) => {
-        this.mode = mode;
+        this.userMode = mode;
+        this.repaint();
+      },
+      setRange: (range) => {
+        this.rangeOf = range;
         this.repaint();
       },
       firstNonfinite: () => this.firstNonfinite(),
@@ -116,7 +125,8 @@ export class OverlayControl implements NodeOverlay {
     const ops = payload?.unrolled.nodes.filter((n) => n.kind === "op") ?? [];
     this.saves = { notSaved: ops.filter((n) => !n.saved).length, ops: ops.length };
     this.devices = opDevices(payload);
-    this.picker.setOffers(this.compare, !!gradients, this.devices.size > 0);
+    const comm = !!payload?.unrolled.nodes.some((n) => n.collective); // "bytes communicated"
+    this.picker.setOffers(this.compare, !!gradients, this.devices.size > 0, comm);
     if (!this.compare) this.side = "a";
     this.values = new Map();
     this.nonfinite = new Set();
@@ -132,6 +142,7 @@ export class OverlayControl implements NodeOverlay {
       if (!this.devices.size) metric = null;
     } else {
       if (metric && metricInfo(metric).grads && !gradients) metric = null;
+      if (metric && metricInfo(metric).comm && !comm) metric = null;
       // back from a comparison (an ablation's "back to the trace"), a difference metric has no values
       if (metric && metricInfo(metric).compare && !this.compare) metric = null;
       if (this.compare && (!metric || !metricInfo(metric).compare)) metric = "relL2";
@@ -152,6 +163,7 @@ export class OverlayControl implements NodeOverlay {
   }
 
   setMetric(metric: OverlayName | null): void {
+    if (metric !== this.metric) this.userMode = null; // a new metric: its scale from its data
     this.metric = metric;
     this.picker.showMetric(metric);
     this.picker.showNote("");
@@ -290,9 +302,20 @@ export class OverlayControl implements NodeOverlay {
     const info = this.external?.info ?? (this.metric ? metricInfo(this.metric) : null);
     const values = this.external?.values ?? this.values;
     let scale = null;
+    let scaleNote = "";
     if (info && values.size) {
       const byItem = itemValues(model, vis, values, info.agg);
-      scale = makeScale(byItem.values(), this.mode);
+      const domain = this.rangeOf === "graph" ? this.graphDomain(model, values, info.agg) : [...byItem.values()];
+      const auto = pickScaleMode(domain);
+      const mode = this.userMode ?? auto.mode;
+      this.picker.showScale(mode, this.userMode === null);
+      scale = makeScale(domain, mode);
+      scaleNote = [
+        this.userMode === null ? `auto: ${auto.decades > 0 ? `${auto.decades.toFixed(1)} decades` : "one value"}` : "",
+        rangeText(this.rangeOf, byItem.size),
+      ]
+        .filter(Boolean)
+        .join(" · ");
       for (const [id, v] of byItem) {
         const t = scale.position(v);
         colors.set(id, t === null ? NO_VALUE_COLOR : rampColor(t));
@@ -303,9 +326,18 @@ export class OverlayControl implements NodeOverlay {
           if (ids.length && ids.every((id) => this.onlyA.has(id))) colors.set(item.id, ONLY_A_COLOR);
         }
     }
-    this.picker.legend.show(info, scale, this.compare, !!this.gradients, drawn);
+    this.picker.legend.show(info, scale, this.compare, !!this.gradients, drawn, scaleNote);
     this.painted = { vis, colors, flagged, quiet, gradFlagged, starved, shares };
     return this.painted;
+  }
+
+  /** Every op's and module's value in `model` (graphValues), kept while neither changes. */
+  private graphDomain(model: Frame["model"], values: ReadonlyMap<string, number>, agg: string): number[] {
+    const d = this.domain;
+    if (d && d.model === model && d.values === values && d.agg === agg) return d.list;
+    const list = graphValues(model, values, agg as MetricInfo["agg"]);
+    this.domain = { model, values, agg, list };
+    return list;
   }
 }
 

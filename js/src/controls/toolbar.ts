@@ -6,6 +6,8 @@ import { fmtCount } from "../panel/format";
 import { h } from "../render/dom";
 import { SearchBox } from "./searchBox";
 
+const TITLE_TAIL = 5; // the letters of a cut class name kept after the ellipsis
+
 export interface ToolbarActions {
   fit(): void;
   expandAll(): void;
@@ -47,7 +49,7 @@ export class Toolbar {
       h("span", "lens-sep"),
       seg,
       h("span", "lens-sep"),
-      checkbox("shapes on edges", "toggle-shapes", false, actions.showShapes, "shapes"),
+      checkbox("shapes on edges", "toggle-shapes", true, actions.showShapes, "shapes"), // where they fit
       checkbox("parameters", "toggle-params", false, actions.showParams, "params"),
       h("span", "lens-sep"),
       searchBox,
@@ -74,9 +76,15 @@ export class Toolbar {
   showTitle(modelClass: string | null, nOps: number): void {
     const ops = `${fmtCount(nOps)} ops`;
     if (modelClass === null) this.title.textContent = "no graph";
-    else this.title.replaceChildren(modelClass, h("small", "", ops));
-    // a long class name is cut with an ellipsis to keep the toolbar on one line: the tooltip has it whole
-    this.title.title = modelClass === null ? "" : `${modelClass} — ${ops}`;
+    else {
+      // a class name too long for the toolbar line is cut in the middle (its head shrinks,
+      // its last letters and the op count stay): "GPT2LMHe…Model · 554 ops"; the tooltip has it whole
+      const keep = modelClass.length > TITLE_TAIL * 2 ? TITLE_TAIL : 0;
+      const head = h("span", "lens-title-head", modelClass.slice(0, modelClass.length - keep));
+      const tail = h("span", "lens-title-tail", modelClass.slice(modelClass.length - keep));
+      this.title.replaceChildren(head, tail, h("small", "", `· ${ops}`));
+    }
+    this.title.title = modelClass === null ? "" : `${modelClass} · ${ops}`;
   }
 
   showStatus(text: string): void {

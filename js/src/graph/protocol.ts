@@ -16,6 +16,7 @@ export interface WidgetTraits {
   status: string; // kernel -> frontend: "" or a message such as "re-running the model…"
   monitor: MonitorInfo | null; // kernel -> frontend: a monitor's steps (LensWidget.from_monitor), else null
   step: number; // the monitor step shown; -1: follow the latest
+  height: number; // the graph's height in px (LensWidget(height=...); the drag handle writes it)
 }
 
 /** The traced steps of a monitored training run (widget/monitor_view.py), updated live. */
@@ -44,6 +45,36 @@ export interface GraphPayload {
   gradients?: GradientInfo; // set when the log kept gradients of a traced backward
   ablation?: AblationInfo; // set by an "ablate" request: the comparison is clean (A) vs ablated (B)
   noRerun?: string; // why the model cannot be re-run (a widget built from a log); absent when it can
+  ranks?: RanksInfo; // set by LensWidget.from_logs: several ranks' logs, one shown (ranks/rankPicker.ts)
+}
+
+/** The ranks of a widget made by LensWidget.from_logs (widget/rank_view.py). */
+export interface RanksInfo {
+  ranks: number[]; // every rank with a log, in order
+  worldSize: number | null;
+  shown: number; // the rank whose log is shown (A of a comparison)
+  compareWith: number | null; // the rank it is compared with (B), null when none
+}
+
+/** NodeInfo.placement: how a sharded parameter lives on this rank (ModelLog.placements). */
+export interface PlacementInfo {
+  fullShape: number[]; // its logical shape, as the undistributed model has it
+  localShape: number[]; // the shard this rank holds
+  placements: string[]; // one per mesh dim, as DTensor prints them: "Shard(dim=0)", "Replicate()"
+  meshShape: number[];
+  meshDimNames: string[]; // empty when the mesh dims are not named
+  grad: string; // what its kept gradient is: "local shard", "full", "none"
+}
+
+export type CollectivePhase = "forward" | "backward" | "optimizer";
+
+/** NodeInfo.collective: the op is a collective of torch.distributed (ModelLog.collectives). */
+export interface CollectiveNodeInfo {
+  kind: string; // "all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", ...
+  groupRanks: number[]; // the global ranks of its process group
+  nbytes: number; // bytes this rank sent into it
+  phase: CollectivePhase;
+  engine: string; // "" (the user's own call), "fsdp", "ddp", "dtensor"
 }
 
 /** What a traced backward left (ModelLog.leaves, .backward_passes, .backward_graph). */
@@ -65,6 +96,7 @@ export interface LeafInfo {
   source: string;
   received: boolean; // false: requires grad but no backward pass reached it
   passes: number[]; // backward passes (1-based) that reached it
+  gradNorm: number | null; // L2 norm of its gradient (summed over passes); null: none, or NaN/Inf
 }
 
 export interface BackwardPassInfo {
@@ -146,6 +178,8 @@ export interface NodeInfo {
   nPasses: number; // 1 in the unrolled view
   passes: string[]; // rolled: unrolled ids of each pass, in order; unrolled: [id]
   attention: boolean; // an attention op (SDPA, MHA): its weights can be asked for ("attention")
+  collective?: CollectiveNodeInfo; // a collective op: drawn distinctly, colored by "commBytes"
+  placement?: PlacementInfo; // a parameter an engine sharded (FSDP2, tensor parallel)
 }
 
 export interface EdgeInfo {
@@ -185,7 +219,8 @@ export type CompareSide = "a" | "b" | "diff";
 export type ValueKind = "activation" | "grad";
 
 // Overlay metrics; relL2/maxAbs/cosine only in a comparison; gradNorm (L2 norm of the summed
-// gradient) and gradNonfinite (1 where it holds NaN/Inf) only for a log with gradients.
+// gradient) and gradNonfinite (1 where it holds NaN/Inf) only for a log with gradients;
+// commBytes (the bytes each collective sent) only for a log with collectives.
 export type MetricName =
   | "flops"
   | "time"
@@ -201,7 +236,8 @@ export type MetricName =
   | "maxAbs"
   | "cosine"
   | "gradNorm"
-  | "gradNonfinite";
+  | "gradNonfinite"
+  | "commBytes";
 
 /** result MetricsResult; buffers[0]: float32 LE values, one per id of `ids` (NaN: no value). */
 export interface MetricsRequest {
@@ -235,6 +271,16 @@ export interface MonitorStepRequest {
 }
 
 /** result MonitorSeriesResult; buffers[i]: float32 LE rows (one per step) of `stats`, for sides[i]. */
+export interface ShowRankRequest {
+  method: "showRank";
+  params: ShowRankParams;
+}
+
+export interface ShowRankParams {
+  rank: number;
+  compareWith?: number; // left out: no comparison
+}
+
 export interface MonitorSeriesRequest {
   method: "monitorSeries";
   params: { id: string };
@@ -372,7 +418,8 @@ export type Request =
   | MetricsRequest
   | FirstNonfiniteRequest
   | MonitorStepRequest
-  | MonitorSeriesRequest;
+  | MonitorSeriesRequest
+  | ShowRankRequest;
 
 /** Every request kind, once (lens_widget/widget/protocol.py REQUEST_KINDS, checked against it):
  * whether it re-traces the model (the kernel queues it behind a running cell, a saved page
@@ -390,6 +437,7 @@ export const REQUEST_KINDS = {
   monitorSeries: { runsModel: false, onPage: false },
   opDetails: { runsModel: false, onPage: true },
   moduleDetails: { runsModel: false, onPage: true },
+  showRank: { runsModel: false, onPage: false },
 } as const satisfies Record<Request["method"], { runsModel: boolean; onPage: boolean }>;
 
 export type PlotKind = "scalar" | "line" | "heatmap" | "images" | "sequence";

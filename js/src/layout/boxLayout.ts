@@ -16,6 +16,7 @@ import {
   PORT_SIZE,
   type RawLayout,
 } from "./chain";
+import { columnsLayout, splitColumns, type Wrap } from "./columns";
 import { BOX_HEADER, BOX_PAD } from "./labels";
 import { type Box, bandRoute, rankBands, reversePoints } from "./routes";
 
@@ -33,6 +34,7 @@ export interface LayoutJob {
   minW: number; // the header text must fit
   // Items with edges from outside the box (in) and to outside it (out).
   ports?: { in: string[]; out: string[] };
+  wrap?: Wrap; // a chain taller than this goes in columns side by side (columns.ts)
 }
 
 export interface GroupLayout {
@@ -187,8 +189,19 @@ function place(job: LayoutJob, sizes: Map<string, [number, number]>, portIn: boo
   const forward = job.edges.map(([a, b]): [string, string] => (isBack(order, a, b) ? [b, a] : [a, b]));
   const columns = inColumns(job);
   const p = withPorts({ ...job, edges: columns.length ? columns : forward }, sizes, portIn, portOut);
+  // a tall chain in a wide view: columns side by side (columns.ts)
+  const chain = job.wrap && !columns.length && !back.length && isChain(job.items, forward);
+  const cols =
+    chain && job.wrap
+      ? splitColumns(
+          p,
+          job.items.map((it) => it.id),
+          job.wrap,
+        )
+      : null;
   let raw: RawLayout;
-  if (isChain(p.items, p.edges)) raw = chainLayout(p);
+  if (cols) raw = columnsLayout(p, cols, portIn, portOut);
+  else if (isChain(p.items, p.edges)) raw = chainLayout(p);
   else if (!columns.length && (portIn || portOut) && isChain(job.items, forward)) raw = lanesLayout(p, portIn, portOut);
   else {
     const key = shapeKey(p);
@@ -199,8 +212,17 @@ function place(job: LayoutJob, sizes: Map<string, [number, number]>, portIn: boo
       memo.set(key, raw);
     }
   }
-  // centre narrow content under a wide header
-  const dx = Math.max(0, (job.minW - raw.w) / 2);
+  // centre narrow content under a wide header, and keep where edges come in (the in port, or
+  // the items entered straight down) clear of the title, which covers the left half of
+  // minW (scenePlan.ts's headerWidth): an edge then enters with no jog around the title
+  const entries = portIn ? [PORT_IN] : (job.ports?.in ?? []);
+  let firstEntry = Infinity;
+  for (const id of entries) {
+    const i = p.items.findIndex((it) => it.id === id);
+    if (i >= 0) firstEntry = Math.min(firstEntry, raw.pos[2 * i]);
+  }
+  const clearOfTitle = Number.isFinite(firstEntry) ? job.minW / 2 - firstEntry : 0;
+  const dx = Math.max(0, (job.minW - raw.w) / 2, clearOfTitle);
   const pos: Record<string, [number, number]> = {};
   p.items.forEach((it, i) => (pos[it.id] = [raw.pos[2 * i] + dx, raw.pos[2 * i + 1]]));
   const edgePoints: Record<string, number[]> = {};
@@ -213,7 +235,7 @@ function place(job: LayoutJob, sizes: Map<string, [number, number]>, portIn: boo
     const r = edgePoints[edgeKey(b, a)];
     if (r) edgePoints[edgeKey(a, b)] = reversePoints(r);
   }
-  return { key: job.key, w: Math.max(raw.w, job.minW), h: raw.h, pos, edgePoints, portIn, portOut };
+  return { key: job.key, w: Math.max(raw.w + dx, job.minW), h: raw.h, pos, edgePoints, portIn, portOut };
 }
 
 /** True when a vertical line from each item's centre up (or down) to the box's edge meets no other item. */

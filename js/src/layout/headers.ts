@@ -8,7 +8,7 @@
 
 import type { ViewName } from "../graph/protocol";
 import type { GroupNode } from "../graph/tree";
-import { BOX_HEADER, BOX_PAD, FONT_PX, groupLines, type Metrics, SMALL_PX } from "./labels";
+import { BOX_HEADER, BOX_PAD, FONT_PX, headerLines, type Metrics, SMALL_PX } from "./labels";
 import type { Rect } from "./scenePlan";
 
 export const TITLE_X = 8; // the title's left, from the box's left (drawNodes.ts draws it there)
@@ -17,7 +17,7 @@ const CORNER = 8; // the box's rounded corner: no edge enters there
 
 /** The drawn width of a box's title: "▾ class  " in the header font, then the address, smaller. */
 export function titleWidth(g: GroupNode, view: ViewName, m: Metrics): number {
-  const [cls, addr] = groupLines(g, view);
+  const [cls, addr] = headerLines(g, view);
   return (cls.length + 4) * m.charWidth + (addr.length * m.charWidth * SMALL_PX) / FONT_PX;
 }
 

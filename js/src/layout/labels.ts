@@ -2,6 +2,7 @@
 import { CHUNK_MARK } from "../graph/chunks";
 import type { NodeInfo, ViewName } from "../graph/protocol";
 import type { GroupNode } from "../graph/tree";
+import { collectiveLines } from "../ranks/collectives";
 
 export const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace";
 export const FONT_PX = 11;
@@ -37,12 +38,42 @@ export function clip(s: string, n: number = MAX_CHARS): string {
   return s.length > n ? `${s.slice(0, n - 1)}…` : s;
 }
 
-/** A module address too long for its box keeps its end, the part that tells siblings apart. */
-export function clipStart(s: string, n: number = MAX_CHARS): string {
-  return s.length > n ? `…${s.slice(s.length - n + 1)}` : s;
+/** A module address too long for its box keeps its start (the part of the model) and its
+ * end (what tells siblings apart), cut in the middle at a dot where one is near:
+ * "encoder.layer.0…self.value". */
+export function clipMiddle(s: string, n: number = MAX_CHARS): string {
+  return elideMiddle(s, n);
+}
+
+/** `s` in at most `n` characters, an ellipsis in the middle; a cut lands on a dot (or a space)
+ * near it, so whole names are kept on both sides where they fit. */
+export function elideMiddle(s: string, n: number): string {
+  if (s.length <= n) return s;
+  if (n <= 1) return "…".slice(0, Math.max(0, n));
+  const keep = n - 1;
+  const isSep = (c: string | undefined): boolean => c === "." || c === " ";
+  // the head ends after a separator and the tail starts after one where that costs little
+  let best = { h: Math.ceil(keep / 2), t: Math.floor(keep / 2), score: -1 };
+  for (let h = Math.ceil(keep * 0.3); h <= Math.floor(keep * 0.7); h++) {
+    let t = keep - h;
+    for (let k = t; k >= Math.ceil((keep - h) * 0.6); k--)
+      if (isSep(s[s.length - k - 1])) {
+        t = k;
+        break;
+      }
+    const nice = (isSep(s[h - 1]) ? 2 : 0) + (isSep(s[s.length - t - 1]) ? 2 : 0);
+    const score = nice + (h + t) / keep - Math.abs(h - t) / (4 * keep);
+    if (score > best.score) best = { h, t, score };
+  }
+  const head = s.slice(0, isSep(s[best.h - 1]) ? best.h - 1 : best.h); // "a.b…c", not "a.b.…c"
+  return `${head}…${s.slice(s.length - best.t)}`;
 }
 
 export function nodeLines(n: NodeInfo): [string, string] {
+  if (n.collective) {
+    const [l1, l2] = collectiveLines(n, n.collective, shapeText(n.shape));
+    return [clip(l1), clip(l2)];
+  }
   const passes = n.nPasses > 1 ? ` ×${n.nPasses}` : "";
   return [clip(n.func + passes), clip(shapeText(n.shape))];
 }
@@ -51,11 +82,11 @@ export function groupLines(g: GroupNode, view: ViewName): [string, string, strin
   const shape = shapeText(g.outShape);
   const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
   if (g.kind === "stack")
-    return [clip(`${g.className} ×${g.members.length}`), clipStart(stackTitle(g.members)), clip(ops)];
+    return [clip(`${g.className} ×${g.members.length}`), clipMiddle(stackTitle(g.members)), clip(ops)];
   if (g.chunk) {
     const c = g.chunk;
     const box = c.address.slice(0, c.address.lastIndexOf(CHUNK_MARK));
-    const where = box === "" ? "the model" : clipStart(box, 20);
+    const where = box === "" ? "the model" : clipMiddle(box, 20);
     return [
       clip(c.first === c.last ? c.first : stackTitle([c.first, c.last])),
       clip(`${c.lo}–${c.hi} of ${c.total} in ${where}`),
@@ -63,10 +94,30 @@ export function groupLines(g: GroupNode, view: ViewName): [string, string, strin
     ];
   }
   if (g.kind === "outputs")
-    return [clip(`${g.className} ×${g.members.length}`), clipStart(g.address), `${g.members.length} outputs`];
+    return [clip(`${g.className} ×${g.members.length}`), clipMiddle(g.address), `${g.members.length} outputs`];
   const passes =
     view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
-  return [clip(g.className + passes), clipStart(g.address), clip(ops)];
+  return [clip(g.className + passes), clipMiddle(g.address), clip(ops)];
+}
+
+/** The title of an open module's box: its class and where it is, short (the boxes around it
+ * say the rest; hovering the title shows the whole address): "GPT2Attention  attn",
+ * "GPT2Block  h.3", a stack's or chunk's lines as folded. */
+export function headerLines(g: GroupNode, view: ViewName): [string, string] {
+  const [cls, where] = groupLines(g, view);
+  if (g.kind === "stack" || g.kind === "outputs" || g.chunk || !g.address)
+    return [cls, clipMiddle(where, HEADER_CHARS)];
+  return [cls, shortAddress(g.address)];
+}
+
+const HEADER_CHARS = 24;
+
+/** A module's own name in its address: "attn"; a numbered block with its list: "h.3". */
+export function shortAddress(address: string): string {
+  const parts = address.split(".");
+  const n = parts.length;
+  const own = n >= 2 && /^\d+$/.test(parts[n - 1]) ? `${parts[n - 2]}.${parts[n - 1]}` : parts[n - 1];
+  return clipMiddle(own, HEADER_CHARS);
 }
 
 /** "transformer.h.0…23" for blocks h.0 to h.23; "a … b" when their names differ more. */

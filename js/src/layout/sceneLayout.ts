@@ -4,6 +4,7 @@
 import type { GraphModel } from "../graph/tree";
 import type { Visible } from "../graph/visibility";
 import type { GroupLayout } from "./boxLayout";
+import type { Wrap } from "./columns";
 import { type EdgeGeom, edgeGeometry } from "./edges";
 import { composeScene, planLayout, type Scene, type SizeCache } from "./scenePlan";
 import { LayoutClient } from "./workerClient";
@@ -12,7 +13,8 @@ export interface LayoutRequest {
   vis: Visible;
   model: GraphModel;
   sizes: SizeCache;
-  prefix: string; // cache key prefix: what else the layout depends on (view, parameters shown)
+  prefix: string; // cache key prefix: what else the layout depends on (view, parameters shown, wrap)
+  wrap?: Wrap | null; // tall chains go in columns up to this (columns.ts)
 }
 
 export interface Laid {
@@ -50,7 +52,7 @@ export class LayoutRunner {
    * worker is done, and then only if no newer layout was asked for and `wanted()` still holds.
    */
   run(req: LayoutRequest, apply: (laid: Laid) => void, wanted: () => boolean): void {
-    const plan = planLayout(req.vis, req.sizes, this.cache, req.prefix);
+    const plan = planLayout(req.vis, req.sizes, this.cache, req.prefix, req.wrap ?? null);
     const seq = ++this.seq;
     const compose = (): Laid => {
       const scene = composeScene(req.vis, req.model, req.sizes, plan.keys, this.cache);

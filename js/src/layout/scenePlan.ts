@@ -3,8 +3,9 @@
 import { type GraphModel, ROOT } from "../graph/tree";
 import { GROUP_PREFIX, type Visible } from "../graph/visibility";
 import { boxSize, type GroupLayout, LAYOUT_OPTS, type LayoutItem, type LayoutJob } from "./boxLayout";
-import { titleRect, titleWidth } from "./headers";
-import { BOX_HEADER, BOX_PAD, groupLines, groupSize, type Metrics, nodeSize } from "./labels";
+import type { Wrap } from "./columns";
+import { TITLE_GAP, TITLE_X, titleRect, titleWidth } from "./headers";
+import { BOX_HEADER, BOX_PAD, groupSize, type Metrics, nodeSize } from "./labels";
 import { type BoxPorts, boxPorts, portsKey } from "./ports";
 
 export interface Rect {
@@ -36,12 +37,12 @@ export class SizeCache {
     }
     return s;
   }
+  /** The least content width of an open box: its title fits in the left half of the box, so
+   * an edge entering at the middle (where centred content is entered) passes beside the title
+   * straight down, with no jog around it (headers.ts). */
   headerWidth(box: string): number {
-    const g = this.model.groups.get(box);
-    if (!g || box === ROOT) return 0;
-    const [a, b] = groupLines(g, this.model.viewName);
-    // the title and ~15 px right of it, where edges enter the box (headers.ts)
-    return (a.length + b.length + 3) * this.metrics.charWidth + 30 - 2 * BOX_PAD;
+    if (!this.model.groups.get(box) || box === ROOT) return 0;
+    return 2 * (TITLE_X + this.titleWidth(box) + TITLE_GAP) - 2 * BOX_PAD;
   }
   /** The drawn width of an expanded box's title. */
   titleWidth(box: string): number {
@@ -102,6 +103,7 @@ export function planLayout(
   sizes: SizeCache,
   cache: ReadonlyMap<string, GroupLayout>,
   prefix: string,
+  wrap: Wrap | null = null,
 ): Plan {
   const ports = boxPorts(vis, sizes.model);
   const keys = cacheKeys(vis, prefix, ports);
@@ -129,6 +131,7 @@ export function planLayout(
       items,
       edges: vis.layoutEdges.get(box) ?? [],
       minW: sizes.headerWidth(box),
+      ...(wrap ? { wrap } : {}),
       ...(p ? { ports: { in: [...p.in], out: [...p.out] } } : {}),
     });
   }

@@ -52,3 +52,33 @@ export function colorRange(lo: number, hi: number, th: Theme): ColorRange {
 export function noValueColor(th: Theme): string {
   return th.dark ? "#868e96" : "#a5abb2";
 }
+
+/** Magnitudes spanning more than this many decades read on a log scale: on a linear one all
+ * but the largest values share the bottom colour (a gradient norm of 0.0027-2.19). */
+export const LOG_DECADES = 2;
+
+export interface ScaleChoice {
+  mode: "linear" | "log";
+  /** log10 of the largest over the smallest non-zero magnitude (0 with fewer than two). */
+  decades: number;
+}
+
+/** The scale that tells `values` apart: log when their non-zero magnitudes span more than
+ * LOG_DECADES decades, linear otherwise, and linear for signed data (a log of magnitudes
+ * would fold -x onto x). NaN and ±Inf are not counted. */
+export function pickScaleMode(values: Iterable<number>): ScaleChoice {
+  let lo = Infinity;
+  let hi = 0;
+  let signed = false;
+  for (const v of values) {
+    if (!Number.isFinite(v)) continue;
+    if (v < 0) signed = true;
+    const a = Math.abs(v);
+    if (a > 0) {
+      lo = Math.min(lo, a);
+      hi = Math.max(hi, a);
+    }
+  }
+  const decades = hi > 0 ? Math.log10(hi / lo) : 0;
+  return { mode: !signed && decades > LOG_DECADES ? "log" : "linear", decades };
+}

@@ -4,7 +4,9 @@
 import type { Gradients } from "../graph/gradients";
 import type { BackwardNodeInfo, LeafInfo } from "../graph/protocol";
 import { h } from "../render/dom";
+import { fmtMetric } from "../render/overlay";
 import { fmtShape } from "./format";
+import { LEAF_SORTS, type LeafSort, leafRank, sortLeaves } from "./leafOrder";
 
 export interface GradientPanelDeps {
   selectLeaf(label: string): void; // select the leaf's node (a param or input source)
@@ -19,6 +21,7 @@ export class GradientPanel {
   private body = h("div", "lens-inspector-body");
   private grads: Gradients | null = null;
   private pass = 1;
+  private sort: LeafSort = "norm";
 
   constructor(private deps: GradientPanelDeps) {
     this.el.dataset.testid = "gradient-panel";
@@ -57,13 +60,21 @@ export class GradientPanel {
     box.dataset.testid = "leaves";
     const starved = g.starvedCount;
     const title = `leaves (${g.leaves.length}${starved ? `, ${starved} got no gradient` : ""})`;
-    box.append(h("div", "lens-section-title", title));
-    for (const leaf of g.leaves.slice(0, MAX_ROWS)) box.append(this.leafRow(leaf));
+    const head = h("div", "lens-section-title");
+    head.append(h("span", "", title), this.sortPicker());
+    box.append(head);
+    const leaves = sortLeaves(g.leaves, this.sort);
+    // each norm as a bar on a log scale from the smallest to the largest: decades apart show
+    const norms = leaves.map((l) => l.gradNorm).filter((n): n is number => n != null && n > 0);
+    const lo = Math.log10(Math.min(...norms));
+    const span = Math.log10(Math.max(...norms)) - lo;
+    const bar = (n: number): number => (n > 0 ? (span > 0 ? (Math.log10(n) - lo) / span : 1) : 0);
+    for (const leaf of leaves.slice(0, MAX_ROWS)) box.append(this.leafRow(leaf, bar));
     if (g.leaves.length > MAX_ROWS) box.append(h("div", "lens-muted", `+${g.leaves.length - MAX_ROWS} more`));
     return box;
   }
 
-  private leafRow(leaf: LeafInfo): HTMLElement {
+  private leafRow(leaf: LeafInfo, bar: (norm: number) => number): HTMLElement {
     const row = h("div", leaf.received ? "lens-leaf" : "lens-leaf lens-leaf-starved");
     row.dataset.testid = "leaf-row";
     row.dataset.name = leaf.name;
@@ -73,14 +84,46 @@ export class GradientPanel {
     name.title = leaf.source ? `${leaf.name} (${leaf.source})` : leaf.name;
     if (leaf.label) name.onclick = () => this.deps.selectLeaf(leaf.label!);
     const passes = leaf.passes.length > 1 || this.grads!.passes.length > 1 ? ` (pass ${leaf.passes.join(", ")})` : "";
-    const status = h(
-      "span",
-      leaf.received ? "lens-muted" : "lens-bad",
-      leaf.received ? `gradient${passes}` : "no gradient",
-    );
+    const rank = leafRank(leaf);
+    const text = [
+      "no gradient",
+      leaf.gradNorm === null ? "NaN/Inf gradient" : `gradient${passes}`, // undefined: saved before norms
+      `gradient norm ${fmtMetric(leaf.gradNorm ?? NaN)}${passes}`,
+    ][rank];
+    const status = h("span", rank === 2 || leaf.gradNorm === undefined ? "lens-muted" : "lens-bad", text);
     status.dataset.testid = "leaf-status";
     row.append(name, h("span", "lens-muted", ` ${leaf.kind} ${fmtShape(leaf.shape)} `), status);
+    if (rank === 2) {
+      const norm = leaf.gradNorm!;
+      row.dataset.norm = String(norm);
+      const track = h("span", "lens-leaf-bar");
+      const fill = h("i", "");
+      fill.style.width = `${Math.round(4 + 96 * bar(norm))}%`;
+      track.title = `gradient norm ${norm} (bars on a log scale)`;
+      track.append(fill);
+      row.append(track);
+    }
     return row;
+  }
+
+  private sortPicker(): HTMLSelectElement {
+    const sel = document.createElement("select");
+    sel.className = "lens-select";
+    sel.dataset.testid = "leaf-sort";
+    sel.title =
+      "Sort the leaves by gradient norm (largest first), name or model order; those that got no gradient (or a NaN/Inf one) stay first";
+    for (const [value, text] of LEAF_SORTS) {
+      const o = document.createElement("option");
+      o.value = value;
+      o.textContent = text;
+      sel.append(o);
+    }
+    sel.value = this.sort;
+    sel.onchange = () => {
+      this.sort = sel.value as LeafSort;
+      this.render();
+    };
+    return sel;
   }
 
   private backward(g: Gradients): HTMLElement {

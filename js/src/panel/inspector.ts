@@ -5,7 +5,8 @@ import type { Gradients } from "../graph/gradients";
 import type { ActivationResult, ModuleDetailsResult, NodeInfo, OpDetailsResult } from "../graph/protocol";
 import type { GraphModel } from "../graph/tree";
 import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
-import { h } from "../render/dom";
+import { collectiveFacts, placementFacts } from "../ranks/collectives";
+import { breakablePath, h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { type AblateParams, AblateSection } from "./ablateSection";
 import { ActivationPanel, type ActivationParams } from "./activationPanel";
@@ -265,7 +266,8 @@ export class Inspector {
     this.codeEl = null;
     if (n.source) {
       const src = h("div", "lens-source");
-      const where = h("div", "lens-muted lens-mono", shortPath(n.source));
+      const where = h("div", "lens-muted lens-mono");
+      where.append(...breakablePath(shortPath(n.source))); // wraps at a "/", never in a name or number
       where.title = n.source;
       src.append(where);
       // the recorded first line until the kernel sends the whole statement
@@ -306,6 +308,14 @@ export class Inspector {
       size: cell(fmtBytes(n.nbytes), "inspector-size"),
     };
     rows.push(["shape", facts.shape], ["dtype", facts.dtype], ["device", n.device ?? "—"], ["size", facts.size]);
+    if (n.collective) {
+      const [[k, kind], ...more] = collectiveFacts(n.collective, fmtBytes);
+      rows.push([k, cell(kind, "inspector-collective")], ...more);
+    }
+    if (n.placement) {
+      const [[k, sharded], ...more] = placementFacts(n.placement, fmtShape);
+      rows.push([k, cell(sharded, "inspector-placement")], ...more);
+    }
     if (n.params.length) {
       const ul = h("div", "lens-params");
       ul.dataset.testid = "inspector-params";

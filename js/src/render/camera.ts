@@ -124,3 +124,54 @@ export class FitSearch {
 export function mayFitHeight(floor: number, height: number): boolean {
   return floor * FIRST_MIN_SCALE <= height - 2 * PAD;
 }
+
+// A camera that follows the person (a module opened, a search hit) zooms out no further than
+// this: node text (11 px) is ~7 px on screen, still read without effort.
+export const FOLLOW_MIN_SCALE = 0.62;
+
+/**
+ * The camera after `r` (a module just opened, a search hit) should be seen: `cam` itself when
+ * `r` is already in view; else panned the least that brings it in; zoomed out (never in) only
+ * when `r` does not fit at `cam`'s zoom, and never below `minScale`. A box still bigger than
+ * the view shows its top left, where its title and first items are. `fixed` (a screen point,
+ * e.g. where the person clicked): the world point under it stays there when the zoom changes.
+ */
+export function revealCamera(
+  cam: Camera,
+  r: Rect,
+  width: number,
+  height: number,
+  minScale = FOLLOW_MIN_SCALE,
+  fixed: [number, number] | null = null,
+): Camera {
+  const fitScale = Math.min((width - 2 * PAD) / Math.max(1, r.w), (height - 2 * PAD) / Math.max(1, r.h));
+  const scale = fitScale >= cam.scale ? cam.scale : Math.min(cam.scale, Math.max(fitScale, minScale));
+  let { tx, ty } = cam;
+  if (scale !== cam.scale) {
+    // zoom about the fixed point (by default the middle of r's top edge) so the view jumps least
+    const [sx, sy] = fixed ?? [(r.x + r.w / 2) * cam.scale + cam.tx, r.y * cam.scale + cam.ty];
+    const wx = (sx - cam.tx) / cam.scale;
+    const wy = (sy - cam.ty) / cam.scale;
+    tx = sx - wx * scale;
+    ty = sy - wy * scale;
+  }
+  return {
+    scale,
+    tx: tx + panInto(r.x * scale + tx, r.w * scale, width),
+    ty: ty + panInto(r.y * scale + ty, r.h * scale, height),
+  };
+}
+
+/** The least shift that puts [lo, lo + len] inside [PAD, size - PAD]; its start when it is too long. */
+function panInto(lo: number, len: number, size: number): number {
+  if (len > size - 2 * PAD || lo < PAD) return PAD - lo;
+  const hi = lo + len;
+  return hi > size - PAD ? size - PAD - hi : 0;
+}
+
+/** Whether all of `r` is on screen under `cam` in a width x height view. */
+export function inView(cam: Camera, r: Rect, width: number, height: number): boolean {
+  const x = r.x * cam.scale + cam.tx;
+  const y = r.y * cam.scale + cam.ty;
+  return x >= 0 && y >= 0 && x + r.w * cam.scale <= width && y + r.h * cam.scale <= height;
+}

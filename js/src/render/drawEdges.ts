@@ -6,6 +6,7 @@ import { labelAnchor } from "../layout/headers";
 import { FONT_FAMILY, SMALL_PX } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
 import type { Frame, Paint } from "./frame";
+import { MIN_TEXT_PX } from "./zoomLevels";
 
 export const LABEL_FONT = `${SMALL_PX - 1}px ${FONT_FAMILY}`;
 const LABEL_H = 14;
@@ -16,6 +17,8 @@ export function drawEdges(p: Paint): void {
   ctx.strokeStyle = th.edge;
   ctx.fillStyle = th.edge;
   const labelled: EdgeGeom[] = [];
+  // edge labels are a size smaller than node labels: drawn only where that still reads
+  const edgeText = p.labels && (SMALL_PX - 1) / p.px >= MIN_TEXT_PX;
   for (const e of p.frame.edges) {
     if (!p.inView(e.box)) continue;
     const pts = e.pts;
@@ -34,13 +37,15 @@ export function drawEdges(p: Paint): void {
       ctx.fillStyle = th.edge;
       ctx.lineWidth = Math.max(1.1, 0.8 * px);
     }
-    if (p.labels) labelled.push(e);
+    if (edgeText) labelled.push(e);
   }
   if (!labelled.length) return;
   const titles: Rect[] = [];
   for (const [box, t] of p.frame.scene.titles) if (p.inView(p.frame.scene.boxes.get(box)!)) titles.push(t);
   ctx.font = LABEL_FONT;
-  const boxes = labelBoxes(p.frame, labelled, p.showShapes, (t) => ctx.measureText(t).width, titles);
+  const items: Rect[] = [];
+  for (const r of p.frame.scene.items.values()) if (p.inView(r)) items.push(r);
+  const boxes = labelBoxes(p.frame, labelled, p.showShapes, (t) => ctx.measureText(t).width, titles, items);
   if (!boxes.length) return;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
@@ -60,34 +65,48 @@ export interface LabelBox extends Rect {
 }
 
 /** Where the labels of `edges` are drawn: beside each edge's middle, moved along it off the
- * module titles in `titles` (headers.ts). `measure` gives a text's width in LABEL_FONT. */
+ * module titles in `titles` (headers.ts). `measure` gives a text's width in LABEL_FONT.
+ * A label of shapes alone is shown only where it fits: over none of `items` (the nodes) and
+ * no label placed before it; a rolled view's pass label, which tells a loop apart, always is. */
 export function labelBoxes(
   f: Frame,
   edges: readonly EdgeGeom[],
   showShapes: boolean,
   measure: (t: string) => number,
   titles: readonly Rect[],
+  items: readonly Rect[] = [...f.scene.items.values()],
 ): LabelBox[] {
   const out: LabelBox[] = [];
   for (const e of edges) {
-    const text = edgeLabel(f, e, showShapes);
-    if (!text) continue;
+    const label = edgeLabel(f, e, showShapes);
+    if (!label) continue;
+    const { text, essential } = label;
     const w = measure(text) + 6;
     const [x, y] = labelAnchor(e.pts, e.mid, w, LABEL_H, titles);
-    out.push({ edge: e, text, x: x + 4, y: y - LABEL_H / 2, w, h: LABEL_H });
+    const box = { edge: e, text, x: x + 4, y: y - LABEL_H / 2, w, h: LABEL_H };
+    if (!essential && (items.some((r) => overlaps(r, box)) || out.some((b) => overlaps(b, box)))) continue;
+    out.push(box);
   }
   return out;
 }
 
-function edgeLabel(f: Frame, e: EdgeGeom, showShapes: boolean): string | null {
+function overlaps(a: Rect, b: Rect): boolean {
+  return a.x < b.x + b.w && a.x + a.w > b.x && a.y < b.y + b.h && a.y + a.h > b.y;
+}
+
+function edgeLabel(f: Frame, e: EdgeGeom, showShapes: boolean): { text: string; essential: boolean } | null {
   const parts: string[] = [];
   if (showShapes && e.edge.shape) parts.push(e.edge.shape.replace(/x/g, "×"));
+  let essential = false;
   if (f.model.viewName === "rolled" && e.edge.passes.length > 0) {
     const n = Math.max(nPassesOf(f, e.edge.source), nPassesOf(f, e.edge.target));
     // only when the edge is not there on every pass: that is what tells a loop apart
-    if (n > 1 && e.edge.passes.length < n) parts.push(`pass ${compactRanges(e.edge.passes)}`);
+    if (n > 1 && e.edge.passes.length < n) {
+      parts.push(`pass ${compactRanges(e.edge.passes)}`);
+      essential = true;
+    }
   }
-  return parts.length ? parts.join("  ") : null;
+  return parts.length ? { text: parts.join("  "), essential } : null;
 }
 
 function nPassesOf(f: Frame, id: string): number {

@@ -3,8 +3,9 @@
 
 import type { NodeInfo } from "../graph/protocol";
 import { TITLE_X } from "../layout/headers";
-import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, nodeLines, SMALL_PX } from "../layout/labels";
+import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, headerLines, nodeLines, SMALL_PX } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
+import { COLLECTIVE_STROKE, collectiveFill, hexagonPath } from "../ranks/collectives";
 import { shareBar } from "./deviceOverlay";
 import type { Paint } from "./frame";
 import { textOn } from "./overlay";
@@ -28,7 +29,7 @@ export function drawBoxes(p: Paint): void {
     roundRectTop(ctx, r.x, r.y, r.w, BOX_HEADER, 8);
     ctx.fill();
     if (p.labels) {
-      const [cls, addr] = groupLines(g, f.model.viewName);
+      const [cls, addr] = headerLines(g, f.model.viewName);
       ctx.font = `600 ${FONT_PX}px ${FONT_FAMILY}`;
       ctx.fillStyle = th.text;
       ctx.textBaseline = "middle";
@@ -93,6 +94,13 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
     textColor = th.muted;
     if (!n.hasParams) stroke = th.paramStroke;
   }
+  if (n.collective) {
+    // a collective of torch.distributed: its own colours, a hexagon (outline below)
+    fill = collectiveFill(th.dark);
+    stroke = COLLECTIVE_STROKE;
+    lw = 2;
+    bold = true;
+  }
   if (n.failed) {
     fill = th.failed;
     stroke = th.failedStroke;
@@ -125,10 +133,12 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
     ctx.globalAlpha = 1;
     return;
   }
-  roundRect(ctx, r.x, r.y, r.w, r.h, radius);
+  const outline = n.collective ? (): void => hexagonPath(ctx, r.x, r.y, r.w, r.h) : undefined;
+  if (outline) outline();
+  else roundRect(ctx, r.x, r.y, r.w, r.h, radius);
   ctx.fill();
   drawShareBar(p, n.id, r, radius);
-  drawGradientMarks(p, n.id, r, radius);
+  drawGradientMarks(p, n.id, r, radius, outline);
   if (p.overlay?.flagged(n.id)) drawNonfiniteMark(ctx, r, th, !!p.overlay.quietFlag?.(n.id));
   if (detail || p.selected === n.id) {
     ctx.lineWidth = Math.max(lw, lw * 0.6 * px);
@@ -240,7 +250,7 @@ function drawShareBar(p: Paint, id: string, r: Rect, radius: number): void {
 
 /** A purple top-left corner for a NaN/Inf gradient; a dashed orange outline around a leaf
  * (or an op reading a parameter) that got no gradient. Leaves the path of the node's shape. */
-function drawGradientMarks(p: Paint, id: string, r: Rect, radius: number): void {
+function drawGradientMarks(p: Paint, id: string, r: Rect, radius: number, outline?: () => void): void {
   const { ctx, overlay } = p;
   if (!overlay) return;
   if (overlay.starved(id)) {
@@ -262,7 +272,8 @@ function drawGradientMarks(p: Paint, id: string, r: Rect, radius: number): void 
     ctx.closePath();
     ctx.fill();
   }
-  roundRect(ctx, r.x, r.y, r.w, r.h, radius); // the node's outline is stroked next
+  if (outline) outline();
+  else roundRect(ctx, r.x, r.y, r.w, r.h, radius); // the node's outline is stroked next
 }
 
 function shortName(name: string): string {

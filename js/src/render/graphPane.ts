@@ -21,6 +21,8 @@ export class GraphPane {
   /** "Ctrl+scroll or click to zoom", shown over the canvas when the wheel scrolls the page. */
   readonly wheelHint = h("div", "lens-wheel-hint", "Ctrl+scroll or click to zoom");
   private ro: ResizeObserver;
+  /** Called after the canvas took a new size (the widget's width or height changed). */
+  onResize: (() => void) | null = null;
 
   constructor(theme: Theme) {
     this.canvas.dataset.testid = "graph-canvas";
@@ -47,7 +49,10 @@ export class GraphPane {
       const { clientWidth: w, clientHeight: h } = this.wrap;
       // hidden (another JupyterLab tab, a collapsed output): no size to draw at. Resizing to
       // 0 and back shifted the view by half its width; keep it as it was until shown again
-      if (w > 0 && h > 0) this.renderer.resize(w, h);
+      if (w > 0 && h > 0) {
+        this.renderer.resize(w, h);
+        this.onResize?.();
+      }
     });
     this.ro.observe(this.wrap);
   }

@@ -18,6 +18,7 @@ export interface MetricInfo {
   agg: Aggregate; // over passes and over the ops inside a collapsed module
   compare: boolean; // only in a comparison
   grads?: boolean; // only for a log with gradients
+  comm?: boolean; // only for a log with collectives (NodeInfo.collective)
 }
 
 export const METRICS: MetricInfo[] = [
@@ -36,12 +37,13 @@ export const METRICS: MetricInfo[] = [
   { name: "cosine", label: "cosine (A, B)", agg: "min", compare: true },
   { name: "gradNorm", label: "gradient norm", agg: "max", compare: false, grads: true },
   { name: "gradNonfinite", label: "non-finite gradient", agg: "share", compare: false, grads: true },
+  { name: "commBytes", label: "bytes communicated", agg: "sum", compare: false, comm: true },
 ];
 
 /** The metrics the picker offers for a log (difference metrics in a comparison, gradient
- * metrics for a log with gradients). */
-export function offeredMetrics(compare: boolean, grads: boolean): MetricInfo[] {
-  return METRICS.filter((m) => (compare || !m.compare) && (grads || !m.grads));
+ * metrics for a log with gradients, bytes communicated for a log with collectives). */
+export function offeredMetrics(compare: boolean, grads: boolean, comm = false): MetricInfo[] {
+  return METRICS.filter((m) => (compare || !m.compare) && (grads || !m.grads) && (comm || !m.comm));
 }
 
 export function metricInfo(name: MetricName): MetricInfo {

@@ -28,6 +28,7 @@ export class OverlayLegend {
     compare: boolean,
     grads = false,
     drawn: DrawnMarks = NO_MARKS,
+    scaleNote = "", // how the scale was picked and what its range spans (overlayControl.ts)
   ): void {
     if (!metric || !scale) {
       const marks = [
@@ -46,7 +47,7 @@ export class OverlayLegend {
     range.append(
       `${metric.label} (${metric.agg}) ${fmtMetric(scale.min)} `,
       ramp,
-      ` ${fmtMetric(scale.max)} · ${scale.mode}`,
+      ` ${fmtMetric(scale.max)} · ${scale.mode}${scaleNote ? ` (${scaleNote})` : ""}`,
     );
     this.el.hidden = false;
     const gradMarks = grads ? gradientMarks({ gradNonfinite: true, starved: true }) : [];

@@ -3,16 +3,16 @@
 // labels dropped when zoomed out.
 
 import { GROUP_PREFIX } from "../graph/visibility";
+import { SMALL_PX } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
-import { type Camera, firstCamera, fitCamera, topCenterX } from "./camera";
+import { type Camera, FOLLOW_MIN_SCALE, firstCamera, fitCamera, inView, revealCamera, topCenterX } from "./camera";
 import { drawEdges } from "./drawEdges";
 import { drawBoxes, drawItems } from "./drawNodes";
 import type { Frame, NodeOverlay, Paint } from "./frame";
 import { type Hit, hitTest } from "./hitTest";
+import { drawOverview, OVERVIEW_FONT, type OverviewLabel, overviewCandidates, placeOverview } from "./overviewLabels";
 import type { Theme } from "./theme";
-
-const LABEL_MIN_SCALE = 0.42;
-const DETAIL_MIN_SCALE = 0.2;
+import { DETAIL_MIN_SCALE, OVERVIEW_PX, textLevel } from "./zoomLevels";
 
 export class Renderer {
   readonly canvas: HTMLCanvasElement;
@@ -23,11 +23,13 @@ export class Renderer {
   frame: Frame | null = null;
   selected: string | null = null;
   hover: string | null = null;
-  showShapes = false;
+  showShapes = true; // tensor shapes on edges, where they fit (drawEdges.ts)
   overlay: NodeOverlay | null = null;
   theme: Theme;
   drawnItems = 0; // items drawn in the last frame (for tests and benchmarks)
   lastFrameMs = 0;
+  overview: OverviewLabel[] = []; // the module names drawn far out in the last frame (semantic zoom)
+  minTextPx = 0; // the smallest text drawn in the last frame, in screen px (0: none)
   onDrawn: (() => void) | null = null;
   private raf = 0;
 
@@ -120,14 +122,32 @@ export class Renderer {
     return !!(center && r);
   }
 
-  /** Hovers module `key` and brings it into view (whole, when it is wider than the view). */
+  /** Hovers module `key` and brings it into view as opening it does (`reveal`), at a zoom
+   * where its text reads. */
   focusGroup(key: string): boolean {
     const r = this.groupRect(key);
     if (!r) return false;
     this.hover = GROUP_PREFIX + key;
-    if (r.w * this.cam.scale > this.width * 0.9) this.fit(r);
-    else this.centerOn(r);
+    if (!inView(this.cam, r, this.width, this.height) && r.w * this.cam.scale <= this.width * 0.9) this.centerOn(r);
+    this.reveal(key);
     return true;
+  }
+
+  /** Brings module `key` (just opened, or found) into view: the least pan, and a zoom out only
+   * as far as text stays readable (revealCamera). A zoom below that is first raised to it. */
+  reveal(key: string): boolean {
+    const r = this.groupRect(key);
+    if (!r) return false;
+    const start = this.cam.scale < FOLLOW_MIN_SCALE ? this.zoomedTo(FOLLOW_MIN_SCALE, r) : this.cam;
+    this.cam = revealCamera(start, r, this.width, this.height);
+    this.request();
+    return true;
+  }
+
+  /** `cam` at zoom `scale` about the middle of `r`'s top edge. */
+  private zoomedTo(scale: number, r: Rect): Camera {
+    const [sx, sy] = this.toScreen(r.x + r.w / 2, r.y);
+    return { scale, tx: sx - (r.x + r.w / 2) * scale, ty: sy - r.y * scale };
   }
 
   centerOn(r: Rect, minScale = 0.8): void {
@@ -167,7 +187,7 @@ export class Renderer {
       selected: this.selected,
       hover: this.hover,
       showShapes: this.showShapes,
-      labels: scale >= LABEL_MIN_SCALE,
+      labels: textLevel(scale) === "labels",
       detail: scale >= DETAIL_MIN_SCALE,
       px: 1 / scale,
       overlay: this.overlay,
@@ -176,6 +196,17 @@ export class Renderer {
     drawBoxes(paint);
     drawEdges(paint);
     this.drawnItems = drawItems(paint);
+    this.overview = [];
+    if (paint.labels) this.minTextPx = SMALL_PX * scale;
+    else {
+      // far out: module names at a readable size instead of op labels (zoomLevels.ts)
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.font = OVERVIEW_FONT;
+      const view = { x: 0, y: 0, w: this.width, h: this.height };
+      this.overview = placeOverview(overviewCandidates(f, this.cam), (t) => ctx.measureText(t).width, view);
+      drawOverview(ctx, this.overview, { bg: this.theme.bg, text: this.theme.text });
+      this.minTextPx = this.overview.length ? OVERVIEW_PX : 0;
+    }
     this.lastFrameMs = performance.now() - t0;
     this.onDrawn?.();
   }

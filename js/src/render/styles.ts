@@ -17,6 +17,9 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-toolbar>.lens-title{flex:1000 1 0;min-width:4em;max-width:max-content;overflow:hidden;text-overflow:ellipsis}
 .lens-title{font-weight:600;margin-right:6px;white-space:nowrap}
 .lens-title small{font-weight:400;color:var(--lens-muted);margin-left:4px}
+.lens-toolbar>.lens-title{display:flex;align-items:baseline}
+.lens-title-head{min-width:1.5em;overflow:hidden;text-overflow:ellipsis}
+.lens-title-tail,.lens-title small{flex:none}
 .lens-btn{font:inherit;font-size:12px;padding:3px 9px;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg);cursor:pointer;line-height:18px}
 .lens-btn:hover:not(:disabled){border-color:var(--lens-accent);color:var(--lens-accent)}
 .lens-btn:disabled{opacity:.45;cursor:default}
@@ -29,7 +32,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-sep{width:1px;height:18px;background:var(--lens-border);margin:0 2px}
 .lens-toolbar>.lens-status{flex:1 1 0;min-width:0;overflow:hidden;text-overflow:ellipsis;text-align:right}
 /* Narrow widgets: shorter labels and tighter buttons keep the toolbar on one line. */
-@container lens (max-width:960px){
+@container lens (max-width:1080px){
 .lens-toolbar{gap:4px}
 .lens-toolbar .lens-sep{display:none}
 .lens-toolbar .lens-btn{padding:3px 6px}
@@ -41,6 +44,14 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-toolbar>.lens-search{position:relative;flex:1 1 100px;min-width:90px;max-width:220px}
 .lens-search input{font:inherit;font-size:12px;padding:3px 8px;width:100%;border:1px solid var(--lens-border);border-radius:4px;background:var(--lens-bg);color:var(--lens-fg)}
 .lens-search input:focus{outline:none;border-color:var(--lens-accent)}
+/* Narrower still (600 px): tighter again, so the toolbar stays one line of whole words. */
+@container lens (max-width:680px){
+.lens-toolbar{gap:3px;padding:5px 6px}
+.lens-toolbar .lens-btn{padding:3px 4px}
+.lens-toolbar>.lens-title{min-width:3em;margin-right:2px}
+.lens-toolbar>.lens-search{min-width:64px}
+.lens-check{gap:2px}
+}
 .lens-results{position:absolute;top:100%;left:0;z-index:20;width:360px;max-width:calc(100cqw - 16px);max-height:320px;overflow:auto;background:var(--lens-bg);border:1px solid var(--lens-border);border-radius:4px;box-shadow:0 6px 18px rgba(0,0,0,.15);margin-top:2px}
 .lens-result{display:flex;flex-wrap:wrap;gap:0 8px;justify-content:space-between;padding:4px 8px;cursor:pointer}
 .lens-result .lens-muted{min-width:0;margin-left:auto;text-align:right;overflow-wrap:anywhere}
@@ -50,6 +61,10 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-banner b{font-weight:600}
 .lens-ablation-banner{background:rgba(34,139,230,.1);color:var(--lens-fg);border-bottom-color:rgba(34,139,230,.35);display:flex;align-items:center;gap:6px;flex-wrap:wrap}
 .lens-main{display:flex;min-height:0;position:relative}
+.lens-resize{height:7px;cursor:ns-resize;touch-action:none;border-top:1px solid var(--lens-border);background:var(--lens-panel);position:relative}
+.lens-resize::after{content:"";position:absolute;left:50%;top:2px;width:36px;margin-left:-18px;height:2px;border-radius:1px;background:var(--lens-muted);opacity:.5}
+.lens-resize:hover::after,.lens-resize.lens-resizing::after,.lens-resize:focus-visible::after{background:var(--lens-accent);opacity:1}
+.lens-resize:focus{outline:none}
 .lens-graph-col{flex:1;min-width:0;display:flex;flex-direction:column}
 .lens-canvas-wrap{flex:1;position:relative;min-width:0;min-height:0;overflow:hidden}
 .lens-footer{flex:none;display:flex;flex-wrap:wrap;justify-content:space-between;align-items:center;gap:2px 12px;padding:3px 10px;border-top:1px solid var(--lens-border);background:var(--lens-panel)}

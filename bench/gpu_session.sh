@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Everything this project checks on a lent GPU machine, in one run (device time is scarce):
+# the CUDA tests, host syncs per pass, the CUDA tracing figures of bench/RESULTS.md, the
+# per-op tables on CUDA, and the per-op cost on real models on that machine's CPU (its
+# figures moved by tens of µs/op between rounds on 2026-11-27: read them as a smoke run).
+# Results go under bench/results/cuda-<date>-<commit>/. Usage (device tool): carry .whl (TorchLens, graphviz and the widget's
+# pure-Python wheels), then `OUT=$OUT bash bench/gpu_session.sh`.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-bench/out/gpu}
+mkdir -p "$OUT/run"
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site:$PWD
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; lscpu | grep -E "Model name|^CPU\(s\)"; python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, 'gpus', torch.cuda.device_count(), 'nccl', torch.cuda.nccl.version())"; } 2>&1 | tee -a "$OUT/session.txt"
+timeout 60 python3 -c "
+import torch, lens_widget as lw
+from model_zoo import BENCH_MODELS
+c = BENCH_MODELS['gpt2']('tiny').to(torch.device('cuda'))
+log = lw.trace(c.model, c.args, c.kwargs); print('smoke ok:', len(log.ops), 'ops on', log.ops[0].device)
+" 2>&1 | tee -a "$OUT/session.txt" || exit 1
+timeout 150 python3 -m pytest -p no:cacheprovider -q -rs tests/python/test_trace_cuda.py \
+  tests/python/test_offload.py tests/python/test_attention_request.py \
+  tests/python/test_widget_tensor_view.py tests/python/test_attention_flops.py \
+  -k "cuda or gpu or device" 2>&1 | tee -a "$OUT/session.txt"
+timeout 90 python3 -m bench.host_sync --models gpt2,resnet50 2>&1 | tee -a "$OUT/session.txt"
+timeout 200 python3 -m bench.run --device cuda --models gpt2,resnet50 --no-backward \
+  --repeats 5 --out "$OUT/run" 2>&1 | tee -a "$OUT/session.txt"
+timeout 120 python3 -m bench.per_op --device cuda --rounds 5 2>&1 | tee -a "$OUT/session.txt"
+timeout 120 python3 -m bench.real_per_op --rounds 9 2>&1 | tee -a "$OUT/session.txt"
+ls -R "$OUT"

@@ -1,0 +1,18 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_HEIGHT, graphHeight, MAX_HEIGHT, MIN_HEIGHT } from "../../js/src/controls/heightHandle";
+
+describe("graph height", () => {
+  it("takes the trait's value within the Python trait's bounds", () => {
+    expect(graphHeight(900)).toBe(900);
+    expect(graphHeight(899.6)).toBe(900);
+    expect(graphHeight(10)).toBe(MIN_HEIGHT);
+    expect(graphHeight(1e9)).toBe(MAX_HEIGHT);
+  });
+
+  it("falls back to the default for a page or notebook saved before the trait existed", () => {
+    expect(graphHeight(undefined)).toBe(DEFAULT_HEIGHT);
+    expect(graphHeight(Number.NaN)).toBe(DEFAULT_HEIGHT);
+    expect(graphHeight("900")).toBe(DEFAULT_HEIGHT);
+    expect(DEFAULT_HEIGHT).toBe(620);
+  });
+});
