@@ -193,7 +193,11 @@ export class LensApp {
       {
         toggleGroup: (key, expand) => this.toggleGroup(key, expand),
         select: (id) => this.select(id, {}),
-        inspectGroup: (key) => this.inspectGroup(key),
+        // an open inspector follows a click on a module; a closed one stays closed, so opening
+        // and closing modules never narrows the graph under the camera (search opens it)
+        inspectGroup: (key) => {
+          if (!this.inspector.el.hidden) this.inspectGroup(key);
+        },
       },
       this.pane.wheelHint,
     );

@@ -128,6 +128,15 @@ def test_a_module_found_by_search_gets_a_module_inspector(page, widget, artifact
 
 def test_clicking_a_module_on_the_graph_opens_it_and_its_inspector(page, widget) -> None:
     open_widget(page, widget.graph, python_kernel=widget_kernel(widget))
+    # with the inspector closed a click only opens the module: the graph keeps its width
+    # under the camera that follows what opened
+    stack = next(i for i in lens(page, "visibleIds") if "×" in i)
+    pos = scroll_into_view(page, stack)
+    page.mouse.click(pos["x"], pos["y"])
+    wait_idle(page)
+    assert page.locator("[data-testid=inspector]").is_hidden()
+    # an open inspector follows the clicks on modules
+    _search_enter(page, _first(widget, "embedding"))
     collapsed = [i for i in lens(page, "visibleIds") if i.startswith("@")]
     assert collapsed, "the first view shows some module collapsed"
     key = collapsed[0][1:]
@@ -156,9 +165,7 @@ def test_a_stack_of_blocks_shows_its_first_block(page, widget) -> None:
     open_widget(page, widget.graph, python_kernel=widget_kernel(widget))
     stacks = [i for i in lens(page, "visibleIds") if i.startswith("@") and "×" in i]
     assert stacks == ["@transformer.h.0×2"], lens(page, "visibleIds")
-    pos = scroll_into_view(page, stacks[0])
-    page.mouse.click(pos["x"], pos["y"])
-    wait_idle(page)
+    _search_enter(page, "GPT2Block")  # the stack ranks first: its class is the query
     assert page.inner_text("[data-testid=module-title]") == "transformer.h.0"
     assert page.inner_text("[data-testid=module-id]") == (
         "GPT2Block · the first of 2 blocks folded here"

@@ -30,7 +30,7 @@ export function wheelZoom(deltaY: number, deltaMode: number, ctrlKey: boolean): 
 export interface CanvasActions {
   toggleGroup(key: string, expand: boolean): void;
   select(id: string): void;
-  inspectGroup?(key: string): void; // a click on a module also shows its inspector
+  inspectGroup?(key: string): void; // a click on a module also shows it in an open inspector
 }
 
 function dispatchClick(hit: Hit, actions: CanvasActions): void {
