@@ -26,7 +26,7 @@ from model_zoo import BENCH_MODELS, ZooCase
 _PACKAGE = "/lens_widget/"
 
 
-def _count_syncs(call: Callable[[], Any]) -> tuple[int, collections.Counter[str]]:
+def count_syncs(call: Callable[[], Any]) -> tuple[int, collections.Counter[str]]:
     """How many synchronising CUDA calls `call` made, and lens_widget's lines among them."""
     places: collections.Counter[str] = collections.Counter()
     total = 0
@@ -78,8 +78,8 @@ class _OneItem(torch.nn.Module):
 
 def _probe() -> None:
     model, x = _OneItem(), torch.ones(4, device="cuda")
-    plain, _ = _count_syncs(lambda: model(x))
-    traced, _ = _count_syncs(lambda: lw.trace(model, (x,)))
+    plain, _ = count_syncs(lambda: model(x))
+    traced, _ = count_syncs(lambda: lw.trace(model, (x,)))
     if traced == 0:
         seen = "NOT SEEN: the counts below miss syncs"
     elif traced < plain:  # seen on an H200, torch 2.11: plain 2, traced 1
@@ -102,7 +102,7 @@ def _report(case: ZooCase) -> None:
         }
         print(f"{case.name} on {torch.cuda.get_device_name()}: {n_ops} ops")
         for label, call in rows.items():
-            total, places = _count_syncs(call)
+            total, places = count_syncs(call)
             print(f"  {label:20s} {total:5d} synchronising calls")
             for place, count in places.most_common(8):
                 print(f"      {count:5d}  {place}")

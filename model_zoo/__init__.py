@@ -1,6 +1,7 @@
 """One model zoo for tests and bench: real architectures with random weights, in two sizes.
 
 `TEST_MODELS`: the tiny models the tests trace (name -> builder, no arguments).
+`STRUCTURE_MODELS`: the tiny models whose first view and structure the tests check.
 `BENCH_MODELS`: the bench's rows (name -> builder taking a `Size`: "bench" for the timed
 rows, "tiny" for `--quick`). `chain(n_ops)`: a synthetic model of about n_ops ops.
 """
@@ -18,6 +19,7 @@ from .language import (
     distilbert,
     gpt2,
     gpt2_bf16,
+    gpt2_deep,
     llama,
     mamba,
     mistral,
@@ -25,8 +27,8 @@ from .language import (
     t5,
     whisper,
 )
-from .torch_nn import chain, looped, lstm, small_cnn, transformer_encoder
-from .vision import clip, convnext, mobilenet_v2, resnet, swin, vit
+from .torch_nn import chain, gru_cell_lm, looped, lstm, small_cnn, transformer_encoder
+from .vision import clip, convnext, mobilenet_v2, resnet, resnet_stages, swin, vit
 
 TEST_MODELS: dict[str, Callable[[], ZooCase]] = {
     b.__name__: b
@@ -57,6 +59,13 @@ TEST_MODELS: dict[str, Callable[[], ZooCase]] = {
     )
 }
 
+# The models of the first views a person meets (issue #24): what they must show, each tested
+# in tests/python/test_model_structure.py and the browser tests; kept out of TEST_MODELS so
+# the tests of every model do not grow.
+STRUCTURE_MODELS: dict[str, Callable[[], ZooCase]] = {
+    b.__name__: b for b in (gpt2_deep, gru_cell_lm, resnet_stages, gpt2, bert, t5)
+}
+
 BENCH_MODELS: dict[str, Callable[[Size], ZooCase]] = {
     "gpt2": gpt2,
     "bert": bert,
@@ -68,4 +77,4 @@ BENCH_MODELS: dict[str, Callable[[Size], ZooCase]] = {
     "looped": looped,
 }
 
-__all__ = ["BENCH_MODELS", "TEST_MODELS", "Size", "ZooCase", "chain"]
+__all__ = ["BENCH_MODELS", "STRUCTURE_MODELS", "TEST_MODELS", "Size", "ZooCase", "chain"]

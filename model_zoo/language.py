@@ -91,6 +91,17 @@ def gpt2(size: Size = "tiny") -> ZooCase:
     return ZooCase("gpt2", model, (ids,), description=size_text)
 
 
+def gpt2_deep() -> ZooCase:
+    """GPT-2 of 12 layers (tiny widths) with a padded attention mask: the first view a person
+    meets on a real decoder, mask helpers and all."""
+    cfg = GPT2Config(
+        vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=12, n_head=2, bos_token_id=1,
+        eos_token_id=2,
+    )  # fmt: skip
+    model = build(lambda: GPT2LMHeadModel(cfg))
+    return _tiny_text_case("gpt2_deep", model, 400, "arange", "scaled_dot_product_attention")
+
+
 def gpt2_bf16() -> ZooCase:
     """GPT-2 in bfloat16: dtypes other than float32 all the way through."""
     case = gpt2()

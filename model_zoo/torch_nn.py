@@ -57,6 +57,43 @@ def lstm(size: Size = "tiny") -> ZooCase:
     return ZooCase("lstm", model, (token_ids(vocab, seq, batch=batch),), description=size_text)
 
 
+class GRUCellLM(nn.Module):
+    """Embedding -> one GRUCell stepped over the tokens in a Python loop -> linear over the
+    vocabulary per step: each step reads the hidden state the step before made (recurrence)."""
+
+    def __init__(self, hidden: int = 32) -> None:
+        super().__init__()
+        self.hidden = hidden
+        self.embed = nn.Embedding(VOCAB, hidden)
+        self.cell = nn.GRUCell(hidden, hidden)
+        self.head = nn.Linear(hidden, VOCAB)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        h = x.new_zeros(ids.shape[0], self.hidden)
+        logits = []
+        for t in range(ids.shape[1]):
+            h = self.cell(x[:, t], h)
+            logits.append(self.head(h))
+        return torch.stack(logits, dim=1)
+
+
+GRU_STEPS = 10
+
+
+def gru_cell_lm() -> ZooCase:
+    """A GRU-cell language model over 10 tokens: a loop feeding itself."""
+    return ZooCase(
+        "gru_cell_lm",
+        build(GRUCellLM),
+        (token_ids(seq=GRU_STEPS),),
+        description=f"embed 32 -> GRUCell(32) looped over {GRU_STEPS} tokens -> linear {VOCAB}",
+        min_ops=3 * GRU_STEPS,
+        expected_ops=("gru_cell", "embedding", "stack"),
+        random_in_train=False,
+    )
+
+
 class TinyEncoder(nn.Module):
     """nn.TransformerEncoder with a learned position table and a padding mask."""
 

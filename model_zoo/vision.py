@@ -96,6 +96,29 @@ def resnet(size: Size = "tiny") -> ZooCase:
     )
 
 
+def resnet_stages() -> ZooCase:
+    """Three basic-block stages of widths 16, 32, 64 and depths 1, 3, 3: stages 2 and 3 run
+    the same op sequence at different widths (they must not fold together), and the last two
+    blocks of each are alike (they fold, ×2)."""
+    cfg = ResNetConfig(
+        embedding_size=16,
+        hidden_sizes=[16, 32, 64],
+        depths=[1, 3, 3],
+        layer_type="basic",
+        num_labels=TINY_LABELS,
+    )
+    model = build(lambda: ResNetForImageClassification(cfg))
+    return ZooCase(
+        "resnet_stages",
+        model,
+        (pixels(),),
+        description=f"ResNetForImageClassification widths {cfg.hidden_sizes} depths {cfg.depths}",
+        min_ops=40,
+        expected_ops=("conv2d", "batch_norm"),
+        random_in_train=False,
+    )
+
+
 def swin() -> ZooCase:
     cfg = SwinConfig(
         image_size=IMG,

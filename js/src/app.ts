@@ -11,8 +11,10 @@ import { DEFAULT_HEIGHT, HeightHandle } from "./controls/heightHandle";
 import { keepKeysInControls } from "./controls/hostKeys";
 import { OverlayControl } from "./controls/overlayControl";
 import { Toolbar } from "./controls/toolbar";
+import { ViewHint } from "./controls/viewHint";
 import { exposeDebug } from "./debugHook";
 import { expansionLevels } from "./graph/defaultExpansion";
+import { opensRolled, rolledHint } from "./graph/firstViewChoice";
 import { GraphViews } from "./graph/graphViews";
 import type { GraphPayload, ViewName } from "./graph/protocol";
 import { type SearchHit, search } from "./graph/search";
@@ -33,7 +35,7 @@ import type { WidgetModel } from "./kernel/widgetModel";
 import { type Wrap, wrapFor } from "./layout/columns";
 import { DEFAULT_METRICS, type Metrics, measureMetrics } from "./layout/labels";
 import { type Laid, LayoutRunner } from "./layout/sceneLayout";
-import { heightFloor, SizeCache } from "./layout/scenePlan";
+import { heightFloor, type Rect, SizeCache } from "./layout/scenePlan";
 import { MonitorView } from "./monitor/monitorView";
 import { Inspector } from "./panel/inspector";
 import { injectPanelLayout } from "./panel/panelLayout";
@@ -41,7 +43,7 @@ import { preloadPlots } from "./panel/plots";
 import { sameRankGraph } from "./ranks/rankLogic";
 import { RankPicker } from "./ranks/rankPicker";
 import { pickAnchor } from "./render/anchor";
-import { FitSearch } from "./render/camera";
+import { FitSearch, wholeScale } from "./render/camera";
 import { nextExpansion, placeCamera } from "./render/cameraPlan";
 import { CameraTrail } from "./render/cameraTrail";
 import { h } from "./render/dom";
@@ -79,6 +81,7 @@ export class LensApp {
   private inspector: Inspector;
   private toolbar: Toolbar;
   private banner = new Banner();
+  private viewHint = new ViewHint();
   private ablationBanner = new AblationBanner(() => this.requests.endAblation());
   private unwatchTheme: () => void;
   private unbindInput: () => void;
@@ -174,6 +177,7 @@ export class LensApp {
       this.ranks.el,
       this.monitor.bar,
       this.banner.el,
+      this.viewHint.el,
       this.grads.banner.el,
       this.ablationBanner.el,
       main,
@@ -328,6 +332,7 @@ export class LensApp {
 
   private setView(view: ViewName, origin: Origin): void {
     if (view === this.viewName) return;
+    this.viewHint.hide(); // the view is the user's (or the kernel's) choice now
     const f = this.renderer.frame;
     const r = this.renderer;
     const anchor = f && !this.store.search ? pickAnchor(f, r.cam, r.width, r.height, r.selected) : null;
@@ -452,6 +457,7 @@ export class LensApp {
         this.store.update({ expanded: new Set(next) });
         return this.refresh(after);
       }
+      if (this.openRolledInstead(laid.scene.bounds)) return;
       this.store.update({ camera: FIT }); // found: fit it
       this.sync.writeExpanded(this.expanded);
     }
@@ -470,6 +476,31 @@ export class LensApp {
     }
     this.renderer.request();
     this.updateStatus();
+  }
+
+  /**
+   * A recurrent model whose unrolled first view does not fit opens rolled (firstViewChoice.ts),
+   * with a hint saying why; the view goes to the kernel (`w.view`). False: it stays unrolled.
+   */
+  private openRolledInstead(bounds: Rect): boolean {
+    const payload = this.views?.payload;
+    const r = this.renderer;
+    if (!payload || this.viewName !== "unrolled" || !opensRolled(payload, wholeScale(bounds, r.width, r.height)))
+      return false;
+    const rolled = this.getModel("rolled");
+    if (!rolled) return false;
+    this.viewHint.show(rolledHint(payload), () => this.setView("unrolled", "user"));
+    const { levels, lowest } = expansionLevels(rolled, this.showParams);
+    this.store.update({
+      view: "rolled",
+      expanded: new Set(levels[levels.length - 1]),
+      camera: { kind: "search", search: new FitSearch(levels, lowest) },
+    });
+    this.sync.writeView("rolled");
+    this.sizes = new SizeCache(rolled, this.metrics);
+    this.vis = null;
+    this.refresh();
+    return true;
   }
 
   // ---- selection ----

@@ -186,6 +186,7 @@ class BackwardCapture(Feature):
         self._watcher = RecomputeWatcher(
             self._matcher, self.run_nested, self.note_recomputed, self._book.values.before_write
         )
+        self._watcher.distributed = recorder.distributed
         handles: list[Any] = []
         swap_tracker(recorder.tracker, paths)
         recorder.backward_capture = None  # the recorder records the call as it always does
@@ -212,6 +213,8 @@ class BackwardCapture(Feature):
             for handle in handles:
                 handle.remove()
             self._pass = self._matcher = self._watcher = None
+            if recorder.distributed is not None and pass_state.error is None:
+                recorder.distributed.after_backward()  # DDP's bucket all-reduces
 
     def run_nested(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
         """A backward call made inside a backward (a reentrant checkpoint backpropagating

@@ -14,6 +14,7 @@ from operator import attrgetter
 from types import GeneratorType
 from typing import Any, NamedTuple
 
+from lens_widget.capture.helper_calls import name_helper_calls
 from lens_widget.capture.links import link_parents, relabel_first_passes
 from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.op_details import fill_details
@@ -58,6 +59,11 @@ def build_log(
         _drop_meta_values(nodes)
     by_label = book.by_label  # for the relabelling and the log
     relabel_first_passes(recorder.repeated, by_label)
+    name_helper_calls(
+        book.layers.by_key,
+        recorder.ops,
+        {address: info.class_name for address, info in recorder.tracker.modules.items()},
+    )
     partial = error is not None or section is not None
     # An op that raised inside a call that caught it does not end the pass.
     failed = recorder.failed if error is not None else None

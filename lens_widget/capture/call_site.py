@@ -14,6 +14,7 @@ met is kept alive here, so its id is never reused by another one.
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import os
 from types import CodeType, FrameType
@@ -46,30 +47,37 @@ def _classify(code: CodeType) -> int:
     return USER
 
 
-# id(code) -> kind, kept across traces; _CODES keeps those code objects (and their ids) alive.
+# id(code) -> kind, kept across traces; _CODES keeps those code objects (and their ids) alive
+# and finds a call site's code again after the pass (helper_name).
 _KINDS: dict[int, int] = {}
-_CODES: list[CodeType] = []
+_CODES: dict[int, CodeType] = {}
 # site -> (file, line) of user code: a line number is decoded once per call site.
 _LINES: dict[int, tuple[str, int]] = {}
 
 
 def _learn(code: CodeType) -> int:
-    _CODES.append(code)
+    _CODES[id(code)] = code
     kind = _KINDS[id(code)] = _classify(code)
     return kind
+
+
+def frame_kind(code: CodeType) -> int:
+    """SKIP, TORCH_MODULE, USER or MODULE_CALL for a frame running `code` (engine_frames.py)."""
+    kind = _KINDS.get(id(code))
+    return _learn(code) if kind is None else kind
 
 
 def mark_module_call(code: CodeType) -> None:
     """`code` runs a module's forward as torch's module calls do (module_tracker.py's
     stand-in): a call path ends at its frames."""
-    _CODES.append(code)
+    _CODES[id(code)] = code
     _KINDS[id(code)] = MODULE_CALL
 
 
 def mark_wrapper(code: CodeType) -> None:
     """`code` only passes a module's call on to its forward (accelerate's ``new_forward``,
     dispatch_hooks.py): like torch's wrappers, in no call path and no source."""
-    _CODES.append(code)
+    _CODES[id(code)] = code
     _KINDS[id(code)] = SKIP
 
 
@@ -189,3 +197,36 @@ class SourceTexts:
         if text is None:
             text = self.texts[site] = describe_source(source_line(site))
         return text
+
+
+# A decorator's pass-through frame (`def wrapper(*args, **kwargs)`, `wrapper(self, *a, **k)`):
+# not a function of the model's own, neither the forward's body nor a helper it called.
+_PASS_THROUGH = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def _is_pass_through(code: CodeType) -> bool:
+    return code.co_flags & _PASS_THROUGH == _PASS_THROUGH and code.co_argcount <= 1
+
+
+def helper_calls(path: CallPath) -> list[tuple[str, int]]:
+    """The plain functions of user code that an op with call path `path` ran in, below its
+    module's forward (or its traced section), outermost first: (qualified name, e.g.
+    ``create_causal_mask`` or ``DynamicCache.update``, the call site that called it); empty
+    when the forward itself made the op. Decorators' pass-through frames count as neither
+    body nor helper; comprehensions and lambdas are not helpers. Read after the pass, once
+    per layer, from the ints kept."""
+    if isinstance(path, int):
+        return []
+    # innermost first, without the wrappers; the last site is in the forward's body
+    kept = [
+        (site, code)
+        for site in path
+        if (code := _CODES.get(site // _SITE_SCALE)) is not None and not _is_pass_through(code)
+    ]
+    calls: list[tuple[str, int]] = []
+    caller = kept[-1][0] if kept else 0
+    for site, code in reversed(kept[:-1]):
+        if _KINDS.get(id(code)) == USER and not code.co_name.startswith("<"):
+            calls.append((code.co_qualname.rpartition("<locals>.")[2], caller))
+        caller = site
+    return calls

@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from types import CodeType
 from typing import Any
 
@@ -36,6 +35,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from lens_widget.capture.call_site import mark_wrapper
+from lens_widget.capture.mode_stack import mode_off_stack
 from lens_widget.capture.recorder import Recorder
 from lens_widget.log.dispatch import DispatchCall, DispatchPhase
 from lens_widget.log.records import OpRecord
@@ -43,34 +43,6 @@ from lens_widget.log.records import OpRecord
 Tensor = torch.Tensor
 # (id(module), its own name for the tensor) -> the tensor, for a module and its submodules
 Slots = dict[tuple[int, str], Tensor]
-
-_stack_len = torch._C._len_torch_function_stack
-_stack_at = torch._C._get_function_stack_at
-_pop_mode = torch._C._pop_torch_function_stack
-_push_mode = torch._C._push_on_torch_function_stack
-
-
-@contextmanager
-def _mode_off_stack(mode: Any) -> Iterator[None]:
-    """`mode` taken off this thread's torch function mode stack (the modes above it stay,
-    in order); put back where it was on exit."""
-    depth = _stack_len()
-    index = next((i for i in range(depth) if _stack_at(i) is mode), None)
-    if index is None:
-        yield
-        return
-    above = [_pop_mode() for _ in range(depth - 1 - index)][::-1]  # bottom first
-    _pop_mode()
-    for other in above:
-        _push_mode(other)
-    try:
-        yield
-    finally:
-        for _ in above:
-            _pop_mode()
-        _push_mode(mode)
-        for other in above:
-            _push_mode(other)
 
 
 class _HookProxy:
@@ -240,7 +212,7 @@ class DispatchHooks:
         if threading.get_ident() != self._thread:
             return hook.pre_forward(module, *args, **kwargs)
         before = _slots(module)
-        with _mode_off_stack(self._recorder):
+        with mode_off_stack(self._recorder):
             result = hook.pre_forward(module, *args, **kwargs)
         self._note(module, "pre", before, (args, kwargs), result)
         return result
@@ -249,7 +221,7 @@ class DispatchHooks:
         if threading.get_ident() != self._thread:
             return hook.post_forward(module, output)
         before = _slots(module)
-        with _mode_off_stack(self._recorder):
+        with mode_off_stack(self._recorder):
             result = hook.post_forward(module, output)
         self._note(module, "post", before, output, result)
         return result

@@ -119,6 +119,28 @@ class BackwardRunner(Protocol):
     ) -> Any: ...
 
 
+# What a CallInterceptor answers for a call it leaves to the recorder
+NOT_HANDLED: Any = object()
+
+
+class CallInterceptor(Protocol):
+    """Sees each careful call before the recorder does, inside torch.distributed
+    (distributed_capture.py): runs the engine's calls and collectives itself and returns
+    their result, or returns NOT_HANDLED."""
+
+    def intercept(
+        self,
+        facts: FuncFacts,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        frame: Any,
+    ) -> Any: ...
+
+    def after_backward(self) -> None:
+        """A traced backward call returned."""
+
+
 def _hooks(features: Sequence[Feature], name: str) -> tuple[Callable[..., Any], ...]:
     """The features' bound `name` hooks, for those that override it."""
     default = getattr(Feature, name)

@@ -182,6 +182,10 @@ class ModuleTracker:
         # recorded before it
         self._open: list[tuple[ModuleStack, tuple[str, ...], ModuleInfo, int, Any, int]] = []
         self._entered = False
+        # Wrappers whose calls are no module call (DDP around the traced model: its model
+        # keeps its own addresses), by id; per open one, how many calls were open under it
+        self.see_through: frozenset[int] = frozenset()
+        self._through: list[int] = []
 
     def __enter__(self) -> ModuleTracker:
         _install()
@@ -236,6 +240,9 @@ class ModuleTracker:
         return bool(self._open)
 
     def enter(self, module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if self.see_through and id(module) in self.see_through:
+            self._through.append(len(self._open))
+            return
         address = self._addresses.get(id(module))
         if address is None:
             address = self._address(module)
@@ -263,6 +270,9 @@ class ModuleTracker:
     def exit(self, output: Any) -> Any:
         """The module call that entered last returned `output` (RAISED when it raised); what
         its caller gets."""
+        if self._through and self._through[-1] == len(self._open):
+            self._through.pop()  # a see-through wrapper's call
+            return output
         if not self._open:
             return output
         stack, path, info, n_passes, entry, ops_before = self._open[-1]

@@ -25,6 +25,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from lens_widget.capture.call_site import find_call_site
+from lens_widget.capture.features import NOT_HANDLED, CallInterceptor
 from lens_widget.capture.func_facts import BACKWARD_CALLS, FACTS
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.log.records import OpRecord
@@ -130,6 +131,9 @@ class RecomputeWatcher(TorchFunctionMode):
         self._run_nested = run_nested
         self._note_recomputed = note_recomputed
         self._before_write = before_write
+        # Inside torch.distributed: engine calls and collectives run in the backward too
+        # (distributed_capture.py); it answers NOT_HANDLED for any other call
+        self.distributed: CallInterceptor | None = None
 
     def __torch_function__(
         self,
@@ -140,6 +144,10 @@ class RecomputeWatcher(TorchFunctionMode):
     ) -> Any:
         if func in BACKWARD_CALLS:  # a reentrant checkpoint's inner backward
             return self._run_nested(func, args, kwargs or {})
+        if self.distributed is not None:
+            out = self.distributed.intercept(FACTS[func], func, args, kwargs, sys._getframe(1))
+            if out is not NOT_HANDLED:
+                return out
         writes = FACTS[func].mutation.targets(args, kwargs or {})
         if writes:
             with torch._C.DisableTorchFunction():

@@ -29,7 +29,13 @@ from torch.overrides import TorchFunctionMode
 from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
-from lens_widget.capture.features import BackwardRunner, Feature, Steps
+from lens_widget.capture.features import (
+    NOT_HANDLED,
+    BackwardRunner,
+    CallInterceptor,
+    Feature,
+    Steps,
+)
 from lens_widget.capture.func_facts import FACTS, FuncFacts, may_write
 from lens_widget.capture.links import Layer
 from lens_widget.capture.model_names import ModelNames
@@ -143,6 +149,8 @@ class Recorder(TorchFunctionMode):
         self.in_transform = False
         # Set when the trace keeps gradients: runs each backward call (backward_capture.py).
         self.backward_capture: BackwardRunner | None = None
+        # Set inside torch.distributed: sees each careful call first (distributed_capture.py)
+        self.distributed: CallInterceptor | None = None
         self.features: list[Feature] = []  # in the order attached: their hooks run so
         self._bind(Steps(book, ()))
 
@@ -227,6 +235,10 @@ class Recorder(TorchFunctionMode):
         the trace. The bookkeeping runs with torch functions disabled."""
         if facts.backward and self.backward_capture is not None:
             return self.backward_capture.run(facts, func, args, kwargs, frame)
+        if self.distributed is not None:  # engine bookkeeping and collectives
+            out = self.distributed.intercept(facts, func, args, kwargs, frame)
+            if out is not NOT_HANDLED:
+                return out
         quiet = self.quiet
         if self.in_transform or transform_running():  # a torch.func transform (transforms.py)
             self.in_transform = self.careful = True
@@ -396,6 +408,7 @@ class Recorder(TorchFunctionMode):
         node.n_passes = 1
         node.module = stack[-1][0] if stack else ""
         node.module_stack = stack
+        node.function = ""  # named after the pass, per layer (helper_calls.py)
         node.shape = None  # shape, dtype, device: filled from the Pending entry
         node.dtype = None
         node.device = None

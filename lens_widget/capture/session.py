@@ -21,6 +21,7 @@ import torch
 from lens_widget.capture.backward_capture import BackwardCapture
 from lens_widget.capture.build_log import SectionTop, build_log
 from lens_widget.capture.dispatch_hooks import DispatchHooks
+from lens_widget.capture.distributed_capture import DistributedCapture, distributed_active
 from lens_widget.capture.intervening import Intervening
 from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
@@ -66,6 +67,7 @@ class Session:
         section: SectionTop | None = None,
         grads: bool = False,
         offload: OffloadSpec | None = None,
+        wrappers: list[torch.nn.Module] | None = None,
     ) -> None:
         self.model_class = model_class
         self.section = section
@@ -102,6 +104,13 @@ class Session:
                     self.backward.keep_grad = self.offload.put_item
             # A dispatched model's device hooks (accelerate) run unrecorded: log.dispatch
             self._dispatch = DispatchHooks(recorder)
+            # Inside torch.distributed: engine calls, collectives, sharded parameters
+            self.distributed: DistributedCapture | None = None
+            if distributed_active():
+                self.distributed = DistributedCapture(recorder, names, wrappers or [])
+                recorder.attach(self.distributed)
+                recorder.distributed = self.distributed
+                recorder.tracker.see_through = frozenset(map(id, wrappers or []))
 
     def add_inputs(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """The traced call's arguments: sources ``input.0``, ``input.attention_mask``..."""
@@ -126,6 +135,8 @@ class Session:
             self._recording.enter_context(ParameterWatch(self.recorder.book))
             self._recording.enter_context(self.recorder)
             self._recording.enter_context(self._dispatch)
+            if self.distributed is not None:
+                self._recording.enter_context(self.distributed)
         except BaseException:
             self._recording.close()
             contexts.close()
@@ -138,6 +149,8 @@ class Session:
         `stacklevel`: of the user's code, counted from the caller (for warnings)."""
         try:
             try:
+                if self.distributed is not None:
+                    self.distributed.finish()
                 self._recording.close()
             finally:
                 self.recorder.top_frame = None  # holds the section's frame, and its locals
@@ -156,6 +169,8 @@ class Session:
                 log.dispatch = self._dispatch.calls
                 if self.backward is not None:
                     self.backward.finish(log)  # and drops its references to the autograd graph
+                if self.distributed is not None:
+                    self.distributed.fill_log(log)
             if self.offload is not None:
                 log.disk_values = self.offload.disk
             if error is None:  # a partial log may sit in a cycle with its error: leave it young

@@ -111,6 +111,10 @@ class TensorBook:
         # In a section: (tensor from before it, the function first using it) -> (input name,
         # source site), for tensors its own code uses outside every module call.
         self.outside_input: Callable[[Tensor, Callable[..., Any]], tuple[str, int]] | None = None
+        # Inside torch.distributed: the node of a tensor made where no mode sees it (an
+        # engine's unsharded parameter, a DTensor wrapping a known local tensor), before it
+        # would become a const (distributed_capture.py)
+        self.late_source: Callable[[Tensor], tuple[OpRecord, int] | None] | None = None
 
     def unique_label(self, name: str) -> str:
         """`name`, or `name#2`, `name#3`... when a node already has it (a param named "output")."""
@@ -217,6 +221,9 @@ class TensorBook:
         known = self._params.get(id(tensor))
         if known is not None:
             return self.add_source(tensor, known[1], known[0]), 0  # pyright: ignore[reportArgumentType]  # _params holds (name, kind) with kind a NodeKind
+        late = self.late_source
+        if late is not None and (found := late(tensor)) is not None:
+            return found
         outside_input = self.outside_input
         if outside_input is not None and not self.tracker.in_module_call:
             # A section's own code uses a tensor made before it: one of the section's inputs.

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
+from lens_widget.capture.distributed_capture import unwrap_data_parallel
 from lens_widget.capture.interventions import InterventionFn
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.offload import offload_spec
@@ -101,9 +103,12 @@ def trace(
         )
     args = inputs if isinstance(inputs, tuple) else (inputs,)
     spec = offload_spec(offload, memory_budget)
+    # DDP: traced as the model it wraps (same addresses); its wrapper's call is no module call
+    inner, wrapper = unwrap_data_parallel(model)
     session = Session(
-        ModelNames(model), model, type(model).__name__, save=save, timing=timing,
+        ModelNames(inner), inner, type(inner).__name__, save=save, timing=timing,
         intervene=intervene, grads=backward is not None, offload=spec,
+        wrappers=[wrapper] if wrapper is not None else None,
     )  # fmt: skip
     session.add_inputs(args, kwargs)
 
@@ -113,7 +118,7 @@ def trace(
     try:
         output = model(*args, **kwargs)
         if backward is not None:
-            _run_backward(backward, output)
+            _run_backward(backward, output, session)
     except BaseException as err:  # noqa: BLE001 - re-raised below with the log attached
         error = err
     log = session.finish(output, error, stacklevel=2)
@@ -128,7 +133,10 @@ def trace(
         del error, log, session, output
 
 
-def _run_backward(backward: Callable[[Any], Any], output: Any) -> None:
+def _run_backward(backward: Callable[[Any], Any], output: Any, session: Session) -> None:
+    # the loss function's ops have call paths up to here, as a section's up to its code: the
+    # function is their body (not a helper of whatever called trace()), and the walk is short
+    session.recorder.top_frame = sys._getframe()
     loss = backward(output)
     if isinstance(loss, torch.Tensor):
         loss.backward()

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from lens_widget.capture.build_log import SectionTop
+from lens_widget.capture.distributed_capture import unwrap_data_parallel
 from lens_widget.capture.interventions import InterventionFn
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.offload import offload_spec
@@ -28,7 +29,8 @@ def _eager(module: Any, name: str) -> torch.nn.Module:
             f"lens_widget.tracing: {name} must be a torch.nn.Module, got {type(module).__name__}"
         )
     original = getattr(module, "_orig_mod", None)  # torch.compile'd: name the eager module
-    return original if isinstance(original, torch.nn.Module) else module
+    module = original if isinstance(original, torch.nn.Module) else module
+    return unwrap_data_parallel(module)[0]  # DDP: its model, under its own addresses
 
 
 def _named_roots(
@@ -83,6 +85,9 @@ class Tracing:
         spec = offload_spec(offload, memory_budget)  # so does a bad offload
         self._options = {"save": save, "timing": timing, "intervene": intervene, "offload": spec}
         self.grads = grads
+        # DDP wrappers of the given modules: their calls are no module call (see _eager)
+        given = (*modules, *named_modules.values())
+        self._wrappers = [w for m in given if (w := unwrap_data_parallel(m)[1]) is not None]
         self._session: Session | None = None
         self._state = "new"  # -> "recording" -> "done"
         self._log: ModelLog | None = None
@@ -99,7 +104,7 @@ class Tracing:
         top = SectionTop(type(root).__name__ if root is not None else SECTION)
         session = Session(
             ModelNames(roots), root, self.model_class,
-            section=top, grads=self.grads, **self._options,
+            section=top, grads=self.grads, wrappers=self._wrappers, **self._options,
         )  # fmt: skip
         self._state = "recording"
         # The frame running the with block: its ops' call paths end there.

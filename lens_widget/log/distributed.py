@@ -27,7 +27,10 @@ class CollectiveInfo:
     `group_ranks`: the global ranks of its process group, in group order; `nbytes`: the
     bytes this rank sent into the collective (its input tensors' sizes). `phase`: when in
     the step it ran. `engine`: which engine issued it ("" for the user's own call,
-    else ``"fsdp"``, ``"ddp"``, ``"dtensor"``).
+    else ``"fsdp"``, ``"ddp"``, ``"dtensor"``). `observed`: False when the call was
+    not seen but recorded from the engine's plan (DDP's bucket all-reduces). `params`: the
+    parameters (by ``named_parameters`` name) whose values or gradients it moved, for an
+    engine's collective of parameters (FSDP, DDP).
     """
 
     kind: str
@@ -35,6 +38,12 @@ class CollectiveInfo:
     nbytes: int
     phase: StepPhase = "forward"
     engine: str = ""
+    # False where no Python call was seen and the record comes from the engine's plan (DDP's
+    # bucket all-reduces, which its C++ reducer issues)
+    observed: bool = True
+    # The parameters whose values or gradients it moved, by name (FSDP's all-gathers and
+    # reduce-scatters, DDP's buckets); () for activations and the user's own calls
+    params: tuple[str, ...] = ()
 
     @property
     def group_size(self) -> int:
@@ -48,8 +57,10 @@ class ParamPlacement:
     `full_shape`: its logical shape (as the undistributed model has it); `local_shape`: the
     shard this rank holds; `placements`: one per mesh dimension, as DTensor prints them
     (``"Shard(dim=0)"``, ``"Replicate()"``); `mesh_shape` and `mesh_dim_names`: the device
-    mesh. `grad`: what the gradient kept for it is (``"local shard"``, ``"full"``,
-    ``"none"``).
+    mesh. `grad`: what the log's gradient of it (``log.leaves``) is: ``"local shard"``,
+    ``"full"``, ``"none"``, or, where autograd handed the engine a full gradient it then
+    reduces, ``"full, before reduce-scatter (the engine keeps its local shard)"`` (FSDP2),
+    ``"full, before all-reduce"`` (DDP).
     """
 
     full_shape: tuple[int, ...]
@@ -64,7 +75,9 @@ class ParamPlacement:
 class EngineCall:
     """A torch call that a distributed engine made for its own bookkeeping, not the model's.
 
-    `engine`: ``"fsdp"``, ``"ddp"`` or ``"dtensor"``; `func`: the call's name; `module`:
+    `engine`: ``"fsdp"``, ``"ddp"`` or ``"dtensor"`` (``"funcol"``: the functional
+    collectives' own wrapping and waits, called from the user's code); `func`: the call's
+    name; `module`:
     the address of the module whose call it belongs to ("" for the model); `phase`: when in
     the step it ran; `nbytes`: the bytes of its outputs.
     """

@@ -29,6 +29,7 @@ from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.held_error import HeldError
 from lens_widget.log.nonfinite import first_nonfinite
 from lens_widget.log.records import ModuleInfo, NodeKind, OpRecord, index_by_label
+from lens_widget.log.recurrence import recurrent_layers
 from lens_widget.log.repeated_blocks import find_repeated_blocks, folded_layers
 from lens_widget.log.summary import summarize
 from lens_widget.log.totals import ModuleTotals, module_totals
@@ -245,10 +246,18 @@ class ModelLog:
                     seen[storage.data_ptr()] = storage.nbytes()
         return sum(seen.values())
 
+    @cached_property
+    def recurrent_layers(self) -> list[str]:
+        """The layers whose later pass depends on their own earlier pass (a cycle through
+        data: an RNN cell, a block fed its own output), in execution order; a layer that ran
+        twice on independent data is not one (log/recurrence.py)."""
+        return recurrent_layers(self.ops, self._by_label)
+
     @property
     def structure(self) -> str:
-        """ "recurrent" (a layer ran more than once), "branching" or "feedforward"."""
-        if any(n.n_passes > 1 for n in self.ops):
+        """ "recurrent" (a layer's later pass depends on its earlier pass:
+        `recurrent_layers`), "branching" or "feedforward"."""
+        if self.recurrent_layers:
             return "recurrent"
         # A value used by two ops branches; a weight shared by two ops does not.
         if any(

@@ -85,6 +85,11 @@ class OpRecord:
     n_passes: int = 1
     module: str = ""
     module_stack: tuple[tuple[str, int], ...] = ()
+    # The plain function of the model's code the op ran in, called from its module's forward
+    # outside any submodule (``create_causal_mask``; ``name~2`` for a second line calling
+    # it): the ops sharing it in one module pass are boxed like a module
+    # (log/function_groups.py). "" when the forward itself made the op.
+    function: str = ""
     shape: tuple[int, ...] | None = None
     dtype: str | None = None
     device: str | None = None

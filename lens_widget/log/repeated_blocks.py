@@ -2,8 +2,10 @@
 
 `h.0 … h.23` of a GPT-2 have distinct weights, so their ops are distinct layers; but a reader
 sees one block repeated 24 times. A block's *signature* is its class and, for every op inside
-it in execution order, the function, the op's module relative to the block, and where each of
-its inputs came from (another op of the block by position, or from outside). Consecutive
+it in execution order, the function, the op's module relative to the block, where each of its
+inputs came from (another op of the block by position, or from outside), its output shapes and
+the shapes of the parameters it read: two ResNet stages of different widths run the same ops
+but are not the same block, and a fold must never show a shape one of its blocks lacks. Consecutive
 siblings with equal signatures, each fed by the one before (a stack, not parallel branches such
 as query/key/value), form a group; the groups drive the `×24` fold in both views.
 """
@@ -43,7 +45,8 @@ def block_signature(block: str, class_name: str, ops: Sequence[OpRecord]) -> Sig
     steps: list[object] = [class_name]
     for op in ops:
         inputs = tuple(position.get(parent, -1) for parent in op.parents)
-        steps.append((op.func, _relative(op.module, block), inputs, op.shape is None))
+        params = tuple(use.shape for use in op.params)
+        steps.append((op.func, _relative(op.module, block), inputs, op.shape, op.shapes, params))
     return tuple(steps)
 
 

@@ -49,6 +49,8 @@ class Summarized(Protocol):
     @property
     def structure(self) -> str: ...
     @property
+    def recurrent_layers(self) -> Sequence[str]: ...
+    @property
     def modules(self) -> Mapping[str, ModuleInfo]: ...
     @property
     def ops(self) -> Sequence[OpRecord]: ...
@@ -72,7 +74,8 @@ def summarize(log: Summarized) -> str:
             if log.error
             else ""
         ),
-        f"  structure: {log.structure}; {len(log.modules)} modules ran; {len(ops)} ops "
+        f"  structure: {log.structure}{_recurrence(log)}; {len(log.modules)} modules ran; "
+        f"{len(ops)} ops "
         f"({len({n.layer for n in ops})} distinct layers)",
         f"  inputs: {', '.join(f'{n.label} {_shape(n.shape)}' for n in log.inputs) or 'none'}",
         f"  outputs: {', '.join(f'{n.label} {_shape(n.shape)}' for n in log.outputs) or 'none'}",
@@ -111,6 +114,16 @@ def summarize(log: Summarized) -> str:
         flag = "  <- raised" if node.failed else ""
         lines.append(f"  {node.label}: {node.func} -> {_shape(node.shape)}  [{node.module}]{flag}")
     return "\n".join(lines)
+
+
+def _recurrence(log: Summarized) -> str:
+    """What makes a recurrent log recurrent: " (gru_cell_1_4 reads its own earlier pass)"."""
+    layers = log.recurrent_layers
+    if not layers:
+        return ""
+    named = ", ".join(layers[:3]) + (f" and {len(layers) - 3} more" if len(layers) > 3 else "")
+    verb = "reads its" if len(layers) == 1 else "read their"
+    return f" ({named} {verb} own earlier pass)"
 
 
 def _flops_line(log: Summarized) -> str:

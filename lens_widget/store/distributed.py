@@ -57,6 +57,8 @@ def encode_distributed(log: _HasDistributed) -> dict[str, Any] | None:
                 "nbytes": c.nbytes,
                 "phase": c.phase,
                 "engine": c.engine,
+                "observed": c.observed,
+                "params": list(c.params),
             }
             for label, c in log.collectives.items()
         ],
@@ -115,6 +117,8 @@ def decode_distributed(
             nbytes=entry["nbytes"],
             phase=cast(StepPhase, entry["phase"]),  # one of them: the schema checked it
             engine=entry["engine"],
+            observed=entry["observed"],
+            params=tuple(entry["params"]),
         )
     placements: dict[str, ParamPlacement] = {}
     for i, entry in enumerate(data["placements"]):

@@ -13,9 +13,11 @@ FORMAT_NAME = "lens_widget.log"
 # version 4 `distributed` (rank, world size, collectives, placements, engine calls). A log
 # without what a version adds is written as the version before (DISTRIBUTED_VERSION's field
 # is the only one written conditionally): readers of version 3 still open every log made
-# outside torch.distributed.
-FORMAT_VERSION = 4
+# outside torch.distributed. Version 5 each op's `function` (the helper of the model's code it
+# ran in), written only where an op has one: a log without any is written as before.
+FORMAT_VERSION = 5
 DISTRIBUTED_VERSION = 4
+FUNCTION_VERSION = 5
 JSON_FILE = "log.json"
 TENSOR_FILE = "tensors.safetensors"
 

@@ -223,6 +223,7 @@ def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:
         n_passes=data["n_passes"],
         module=data["module"],
         module_stack=tuple((address, pass_index) for address, pass_index in data["module_stack"]),
+        function=data.get("function", ""),
         shape=tuple(data["shape"]) if data["shape"] is not None else None,
         dtype=data["dtype"],
         device=data["device"],

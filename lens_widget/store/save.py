@@ -20,7 +20,13 @@ from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlaceme
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.store.distributed import encode_distributed
-from lens_widget.store.format import DISTRIBUTED_VERSION, FORMAT_NAME, JSON_FILE, TENSOR_FILE
+from lens_widget.store.format import (
+    DISTRIBUTED_VERSION,
+    FORMAT_NAME,
+    FUNCTION_VERSION,
+    JSON_FILE,
+    TENSOR_FILE,
+)
 from lens_widget.store.tensor_table import TensorTable
 from lens_widget.store.torch_functions import describe_function, function_name
 from lens_widget.store.training_step import encode_training_step
@@ -60,8 +66,12 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     _prepare(directory, {f.path.name for f in disk.shards} if disk is not None else set())
     table = TensorTable(log.disk_values)
     distributed = encode_distributed(log)
-    # a log made outside torch.distributed stays readable by readers of version 3
-    version = DISTRIBUTED_VERSION if distributed is not None else DISTRIBUTED_VERSION - 1
+    # a log made outside torch.distributed stays readable by readers of version 3, one
+    # without function groups by those of version 4
+    if any(node.function for node in log.nodes):
+        version = FUNCTION_VERSION
+    else:
+        version = DISTRIBUTED_VERSION if distributed is not None else DISTRIBUTED_VERSION - 1
     document: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": version,
@@ -188,6 +198,7 @@ def _node(node: OpRecord, table: TensorTable, weights: bool) -> dict[str, Any]:
         "n_passes": node.n_passes,
         "module": node.module,
         "module_stack": [[address, pass_index] for address, pass_index in node.module_stack],
+        **({"function": node.function} if node.function else {}),
         "shape": list(node.shape) if node.shape is not None else None,
         "dtype": node.dtype,
         "device": node.device,

@@ -228,6 +228,7 @@ _NODE = record(
     },
     {
         "requires_grad": boolean,
+        "function": TEXT,
         "time_ms": nullable(number),
         "intervened": boolean,
         "grads": nullable(array(nullable(TENSOR_ID))),
@@ -342,6 +343,8 @@ _DISTRIBUTED = record(
                     "nbytes": COUNT,
                     "phase": _PHASE,
                     "engine": TEXT,
+                    "observed": boolean,
+                    "params": array(string(non_empty=True)),
                 }
             )
         ),

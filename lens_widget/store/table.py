@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 COLUMNS = (
     "label", "kind", "func", "module", "pass", "n_passes", "layer", "shape", "dtype", "device",
-    "bytes", "params", "parents", "children", "source", "saved", "inplace", "failed",
+    "bytes", "params", "parents", "children", "source", "saved", "inplace", "failed", "function",
 )  # fmt: skip
 
 
@@ -43,6 +43,7 @@ def _row(node: OpRecord) -> dict[str, Any]:
         "saved": node.activations is not None,
         "inplace": node.inplace,
         "failed": node.failed,
+        "function": node.function,
     }
 
 

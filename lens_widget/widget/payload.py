@@ -6,17 +6,21 @@ converts in well under a second.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from lens_widget.graph.rolled import roll_layers
 from lens_widget.graph.unrolled import by_source, unrolled_edges
 from lens_widget.log.attention import has_attention_map
 from lens_widget.log.distributed import CollectiveInfo, ParamPlacement
+from lens_widget.log.function_groups import function_address, function_groups
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.widget import protocol
 from lens_widget.widget.gradient_payload import gradient_info
+
+# Between the shapes of a rolled edge whose passes carried different ones.
+SHAPES_APART = " | "
 
 # Sources that the frontend draws beside the op that first reads them.
 _PLACED_AT_CONSUMER = frozenset({"param", "buffer", "const"})
@@ -27,12 +31,20 @@ def error_text(error: BaseException | None) -> str | None:
 
 
 def unrolled_groups(record: OpRecord) -> list[str]:
-    """ "address:pass" of the enclosing modules, outermost first; the root is not a group."""
-    return [f"{address}:{p}" for address, p in record.module_stack if address]
+    """ "address:pass" of the enclosing modules, outermost first, then of its function group
+    (log/function_groups.py, in its module's pass); the root is not a group."""
+    groups = [f"{address}:{p}" for address, p in record.module_stack if address]
+    if record.function:
+        module_pass = record.module_stack[-1][1] if record.module_stack else 1
+        groups.append(f"{function_address(record.module, record.function)}:{module_pass}")
+    return groups
 
 
 def rolled_groups(record: OpRecord) -> list[str]:
-    return [address for address, _ in record.module_stack if address]
+    groups = [address for address, _ in record.module_stack if address]
+    if record.function:
+        groups.append(function_address(record.module, record.function))
+    return groups
 
 
 def _node(record: OpRecord, groups: list[str], passes: list[str]) -> protocol.NodeInfo:
@@ -114,6 +126,21 @@ def module_list(modules: Mapping[str, ModuleInfo]) -> list[protocol.ModuleInfo]:
     return out
 
 
+def function_list(nodes: Sequence[OpRecord]) -> list[protocol.ModuleInfo]:
+    """Every function group, as a module of kind "function" inside the module that called it."""
+    return [
+        {
+            "address": group.address,
+            "className": group.function,
+            "parent": group.module,
+            "nPasses": group.n_passes,
+            "nOps": group.n_ops,
+            "kind": "function",
+        }
+        for group in function_groups(nodes).values()
+    ]
+
+
 def _module_info(info: ModuleInfo) -> protocol.ModuleInfo:
     return {
         "address": info.address,
@@ -143,24 +170,30 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
 
     # ---- unrolled view: one node per record, edges as the log's graph has them ----
     u_nodes: list[protocol.NodeInfo] = []
-    groups_of: dict[tuple[tuple[str, int], ...], list[str]] = {}  # ops of one call share them
+    groups_of: dict[tuple[tuple[tuple[str, int], ...], str], list[str]] = {}  # one call's ops share
     for r in records:
         placed = consumer.get(r.label, r)
-        groups = groups_of.get(placed.module_stack)
+        where = (placed.module_stack, placed.function)
+        groups = groups_of.get(where)
         if groups is None:
-            groups = groups_of[placed.module_stack] = unrolled_groups(placed)
+            groups = groups_of[where] = unrolled_groups(placed)
         u_nodes.append(_node(r, groups.copy(), [r.label]))
         if r.label in collectives:
             u_nodes[-1]["collective"] = collective_info(collectives[r.label])
         elif r.kind == "param" and r.func in placements:
             u_nodes[-1]["placement"] = placement_info(placements[r.func])
     u_edges: list[protocol.EdgeInfo] = []
-    edge_shape: dict[tuple[str, str], str] = {}  # (source layer, target layer) -> first shape
+    edge_shape: dict[tuple[str, str], str] = {}  # (source layer, target layer) -> its shapes
     # the same edges, in the same order, as log.graph.edges: without building that graph
     for src, dst, data in by_source(unrolled_edges(records, by_label), order):
         text = data["shape"]
         u_edges.append({"source": src, "target": dst, "shape": text, "passes": []})
-        edge_shape.setdefault((by_label[src].layer, by_label[dst].layer), text)
+        pair = (by_label[src].layer, by_label[dst].layer)
+        seen = edge_shape.get(pair)
+        if seen is None:
+            edge_shape[pair] = text
+        elif text not in seen.split(SHAPES_APART):  # passes of other shapes: each one, once
+            edge_shape[pair] = f"{seen}{SHAPES_APART}{text}"
 
     # ---- rolled view: one node per layer, passes folded (log.rolled_graph as dicts) ----
     rolled = roll_layers(records, by_label, log.folded_layers)
@@ -182,6 +215,9 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
             node["collective"] = collective_info(collectives[first.label])
         elif first.kind == "param" and first.func in placements:
             node["placement"] = placement_info(placements[first.func])
+        shapes = list(dict.fromkeys(p.shape for p in passes if p.shape is not None))
+        if len(shapes) > 1:  # a rolled node says its passes differ, never shows one for all
+            node["passShapes"] = [list(shape) for shape in shapes]
         r_nodes.append(node)
     r_edges: list[protocol.EdgeInfo] = [
         {
@@ -198,11 +234,16 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         "error": error_text(log.error),
         "failedOp": log.failed_op,
         "nOps": len(log.ops),
-        "modules": module_list(log.modules),
+        "modules": module_list(log.modules) + function_list(log.ops),
         "repeatedBlocks": [list(group) for group in log.repeated_blocks],
         "unrolled": {"nodes": u_nodes, "edges": u_edges},
         "rolled": {"nodes": r_nodes, "edges": r_edges},
     }
+    if log.recurrent_layers:
+        fold = log.folded_layers
+        payload["recurrentLayers"] = list(
+            dict.fromkeys(fold.get(layer, layer) for layer in log.recurrent_layers)
+        )
     gradients = gradient_info(log)
     if gradients is not None:
         payload["gradients"] = gradients

@@ -73,6 +73,7 @@ class ModuleInfo(TypedDict):
     parent: str | None
     nPasses: int
     nOps: int
+    kind: NotRequired[Literal["function"]]
 
 
 # [parameter name, its shape]: a TypeScript tuple `[string, number[]]`, a list in JSON.
@@ -104,6 +105,7 @@ class NodeInfo(TypedDict):
     attention: bool
     collective: NotRequired[CollectiveNodeInfo]  # a collective op (ModelLog.collectives)
     placement: NotRequired[PlacementInfo]  # a sharded parameter (ModelLog.placements)
+    passShapes: NotRequired[list[list[int]]]  # rolled: distinct shapes of passes that differ
 
 
 class EdgeInfo(TypedDict):
@@ -189,6 +191,8 @@ class GraphPayload(TypedDict):
     ablation: NotRequired[AblationInfo]
     noRerun: NotRequired[str]  # why the model cannot be re-run (a widget built from a log)
     ranks: NotRequired[RanksInfo]  # a widget of several ranks' logs (LensWidget.from_logs)
+    # rolled ids of the layers whose later pass reads their earlier one (log.recurrent_layers)
+    recurrentLayers: NotRequired[list[str]]
 
 
 # ---- requests (frontend -> kernel) and their replies ----------------------------------

@@ -97,10 +97,11 @@ describe("chunks of huge boxes", () => {
     expect(m.groups.get(ROOT)!.nOps).toBe(100_000);
     expect(chunks.filter((g) => g.parent === ROOT).reduce((s, g) => s + g.nOps, 0)).toBe(100_000);
 
-    // the first view: 11 boxes, laid out in one small job
+    // the first view: 11 boxes and the output (never hidden in a closed chunk), in one small job
     const first = defaultExpansion(m, false);
     const { vis, plan } = layOut(m, first);
-    expect(vis.items).toHaveLength(11);
+    expect(vis.items).toHaveLength(12);
+    expect(vis.itemById.has("output.0")).toBe(true);
     expect(plan.jobs).toHaveLength(1);
 
     // any op: opening what encloses it shows it, with every job small
@@ -144,6 +145,7 @@ describe("chunks of huge boxes", () => {
       ["@#92-182", "@#183-273"],
       ["@#183-273", "@#274-364"],
       ["@#274-364", "@#365-452"],
+      ["@#365-452", "output.0"], // the output stays out of the closed chunk
     ]);
     expect(countVisible(m, { expanded: new Set(), showParams: false })).toBe(5);
     // open two chunks side by side and a block in each: routes stay out of boxes they don't connect

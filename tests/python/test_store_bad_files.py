@@ -16,6 +16,7 @@ from torch import nn
 
 import lens_widget as lw
 from lens_widget import LogFormatError
+from lens_widget.store.format import FORMAT_VERSION
 from lens_widget.store.torch_functions import resolve_function
 
 STORE = Path(lw.__file__).parent / "store"
@@ -49,8 +50,11 @@ def test_truncated_json(saved):
 
 
 def test_newer_version(saved):
-    tampered(saved, lambda d: d.update(version=5))
-    load_fails(saved, "format version 5, newer than the 4 this lens_widget reads; upgrade")
+    newer = FORMAT_VERSION + 1
+    tampered(saved, lambda d: d.update(version=newer))
+    load_fails(
+        saved, f"format version {newer}, newer than the {FORMAT_VERSION} this lens_widget reads"
+    )
 
 
 @pytest.mark.parametrize("version", ["1", 0, None, 1.0, True])

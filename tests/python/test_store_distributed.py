@@ -14,6 +14,7 @@ from saved_files import load_fails, read_doc, tampered
 
 import lens_widget as lw
 from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
+from lens_widget.store.format import FORMAT_VERSION
 from model_zoo.per_rank import data_parallel_logs, tensor_parallel_logs
 
 
@@ -120,7 +121,10 @@ def test_a_collective_described_twice_is_refused(tmp_path, rank1):
     load_fails(tmp_path / "rank1", r"collectives\[1\]: op 'add_1_4' is described twice")
 
 
-def test_a_newer_reader_is_needed_for_version_5(tmp_path, rank1):
+def test_a_newer_reader_is_needed_for_a_newer_version(tmp_path, rank1):
     rank1.save(tmp_path / "rank1")
-    tampered(tmp_path / "rank1", lambda d: d.__setitem__("version", 5))
-    load_fails(tmp_path / "rank1", r"format version 5, newer than the 4 this lens_widget reads")
+    newer = FORMAT_VERSION + 1
+    tampered(tmp_path / "rank1", lambda d: d.__setitem__("version", newer))
+    load_fails(
+        tmp_path / "rank1", rf"format version {newer}, newer than the {FORMAT_VERSION} this lens"
+    )

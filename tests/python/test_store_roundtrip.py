@@ -69,7 +69,8 @@ def test_every_record_field_is_in_the_format(tmp_path):
     document = json.loads((tmp_path / "cnn" / "log.json").read_text())
     # Underscored fields are metrics computed on use (FLOPs, stats), not state to keep.
     fields = {f.name for f in dataclasses.fields(OpRecord) if not f.name.startswith("_")}
-    assert set(document["nodes"][0]) == fields
+    # `function` is written only where an op ran in a helper (version 5; test_model_structure)
+    assert set(document["nodes"][0]) == fields - {"function"}
     assert fields >= NOT_PLAIN - {"_flops", "_stats"}
 
 

@@ -3,9 +3,9 @@ changes the values every request answers; comparing two ranks gives each op's re
 difference, as LensWidget.compare does; a collective travels with its group and bytes and
 colors by "commBytes".
 
-The per-rank logs are made in one process (model_zoo/per_rank.py, their rank, world size
-and collective set by hand) until the capture side of issue #22 traces real gloo ranks;
-a test on those belongs beside this one once it is merged."""
+The per-rank logs here are made in one process (model_zoo/per_rank.py, their rank, world
+size and collective set by hand), so that each case controls what differs between ranks;
+test_distributed_example.py opens the logs of real gloo ranks the same way."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 // Picks the expansion a graph opens with: expand whole levels of the module tree,
 // outermost first, while the number of visible items stays readable. Stacks of repeated
-// blocks and output groups stay closed: they are what keeps a large model on one screen.
+// blocks, output groups and function groups (a mask builder's plumbing) stay closed: they are
+// what keeps a large model on one screen, the model's own modules first.
 // Chunks of a huge box (model/chunks.ts) open like modules.
 import { type GraphModel, ROOT } from "./tree";
 import { countVisible } from "./visibility";

@@ -46,6 +46,9 @@ export interface GraphPayload {
   ablation?: AblationInfo; // set by an "ablate" request: the comparison is clean (A) vs ablated (B)
   noRerun?: string; // why the model cannot be re-run (a widget built from a log); absent when it can
   ranks?: RanksInfo; // set by LensWidget.from_logs: several ranks' logs, one shown (ranks/rankPicker.ts)
+  // rolled ids of the layers whose later pass reads their earlier one (ModelLog.recurrent_layers:
+  // log.structure is "recurrent"); absent when there are none
+  recurrentLayers?: string[];
 }
 
 /** The ranks of a widget made by LensWidget.from_logs (widget/rank_view.py). */
@@ -145,6 +148,9 @@ export interface ModuleInfo {
   parent: string | null; // address of the enclosing module, null for the root
   nPasses: number;
   nOps: number; // ops inside it, nested ones included, in the unrolled view (one pass counted once per pass)
+  // "function": not a module but a plain function of the model's code its parent's forward
+  // called (address "transformer.create_causal_mask()", className its name): a box of its ops
+  kind?: "function";
 }
 
 export interface ViewGraph {
@@ -180,6 +186,9 @@ export interface NodeInfo {
   attention: boolean; // an attention op (SDPA, MHA): its weights can be asked for ("attention")
   collective?: CollectiveNodeInfo; // a collective op: drawn distinctly, colored by "commBytes"
   placement?: PlacementInfo; // a parameter an engine sharded (FSDP2, tensor parallel)
+  // rolled: the distinct output shapes of its passes, in order, when they differ (`shape` is the
+  // first pass's); absent when every pass had one shape
+  passShapes?: number[][];
 }
 
 export interface EdgeInfo {

@@ -24,7 +24,8 @@ export interface GroupNode {
   className: string;
   // Times it ran: a module's passes; in the rolled view a folded block's passes times its blocks.
   nPasses: number;
-  kind: "module" | AddedKind | "chunk";
+  // "function": the ops of a plain function of the model's code (create_causal_mask), boxed like a module
+  kind: "module" | "function" | AddedKind | "chunk";
   members: string[]; // a stack's block addresses, an output group's node ids
   chunk: Chunk | null; // for a chunk: the run of its box's children it holds (model/chunks.ts)
   aliases: string[]; // rolled: the folded twins whose expansion opens this group too
@@ -121,13 +122,16 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
         aliases: NONE,
         chunk: null,
       };
+    const isFunction = mod?.kind === "function";
     return {
       ...fresh,
       address,
       pass,
-      className: mod?.className ?? (key === ROOT ? payload.modelClass : address.split(".").pop() || "Module"),
+      className: isFunction
+        ? `${mod.className}()`
+        : (mod?.className ?? (key === ROOT ? payload.modelClass : address.split(".").pop() || "Module")),
       nPasses: (mod?.nPasses ?? 1) * (folds.repeat.get(address) ?? 1),
-      kind: "module",
+      kind: isFunction ? "function" : "module",
       members: NONE,
       aliases: folds.aliases.get(address) ?? NONE,
       chunk: null,
@@ -191,7 +195,8 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
   }
   for (const [g, i] of lastOut) {
     const grp = groups.get(g);
-    if (grp) grp.outShape = view.nodes[i].shape;
+    // a rolled node whose passes differ in shape gives its group none: no one shape is true of all
+    if (grp) grp.outShape = view.nodes[i].passShapes ? null : view.nodes[i].shape;
   }
   // parents and children are read when an op is inspected: built then, not before first paint
   let adjacency: [Map<string, string[]>, Map<string, string[]>] | null = null;

@@ -127,10 +127,20 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
   let prevGroups: readonly string[] = [];
   let prevCut = -1; // depth of the previous node's closed group, -1 when it showed itself
   let prevItem = -1;
+  // An output of the model is never hidden in a closed box (its output group may be placed
+  // beside its producers, inside a module): it stays in the innermost open one.
+  const outputPath = (gs: readonly string[]): readonly string[] => {
+    for (let d = 0; d < gs.length; d++) {
+      if (isExpanded(gs[d]) || model.groups.get(gs[d])?.kind === "outputs") continue;
+      const last = gs[gs.length - 1];
+      return model.groups.get(last)?.kind === "outputs" ? [...gs.slice(0, d), last] : gs.slice(0, d);
+    }
+    return gs;
+  };
   for (let i = 0; i < list.length; i++) {
     const n = list[i];
     if (!isShown(n, opts.showParams)) continue;
-    const gs = model.groupsOf[i];
+    const gs = n.kind === "output" ? outputPath(model.groupsOf[i]) : model.groupsOf[i];
     if (prevCut >= 0 && gs.length > prevCut) {
       let same = true;
       for (let d = prevCut; d >= 0 && same; d--) same = gs[d] === prevGroups[d];

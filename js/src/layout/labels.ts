@@ -75,7 +75,9 @@ export function nodeLines(n: NodeInfo): [string, string] {
     return [clip(l1), clip(l2)];
   }
   const passes = n.nPasses > 1 ? ` ×${n.nPasses}` : "";
-  return [clip(n.func + passes), clip(shapeText(n.shape))];
+  // rolled passes of different shapes: each of them, never one shape for all
+  const shape = n.passShapes ? n.passShapes.map(shapeText).join(" | ") : shapeText(n.shape);
+  return [clip(n.func + passes), clip(shape)];
 }
 
 export function groupLines(g: GroupNode, view: ViewName): [string, string, string] {

@@ -60,6 +60,7 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-banner{padding:6px 10px;background:rgba(224,49,49,.1);color:#e03131;border-bottom:1px solid rgba(224,49,49,.35);font-size:12px}
 .lens-banner b{font-weight:600}
 .lens-ablation-banner{background:rgba(34,139,230,.1);color:var(--lens-fg);border-bottom-color:rgba(34,139,230,.35);display:flex;align-items:center;gap:6px;flex-wrap:wrap}
+.lens-view-hint{background:rgba(34,139,230,.1);color:var(--lens-fg);border-bottom-color:rgba(34,139,230,.35)}
 .lens-main{display:flex;min-height:0;position:relative}
 .lens-resize{height:7px;cursor:ns-resize;touch-action:none;border-top:1px solid var(--lens-border);background:var(--lens-panel);position:relative}
 .lens-resize::after{content:"";position:absolute;left:50%;top:2px;width:36px;margin-left:-18px;height:2px;border-radius:1px;background:var(--lens-muted);opacity:.5}

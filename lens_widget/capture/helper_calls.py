@@ -1,0 +1,95 @@
+"""After the pass: name the plain function of the model's code each op ran in (OpRecord.function).
+
+Read once per layer from its call path (call_site.helper_calls), so it costs nothing per op
+while the model runs. The outermost function below the module's forward names the group; a
+function called from two lines of one forward is two groups (``rotate_half``,
+``rotate_half~2``). A group of one op says nothing the op does not, and one holding every op
+of its module is the module's own box again (a function traced as a model): those look one
+call deeper, or are no group.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lens_widget.capture.call_site import helper_calls
+from lens_widget.capture.links import Layer
+from lens_widget.log.records import OpRecord
+
+MIN_GROUP_OPS = 2
+_MAX_DEPTH = 8
+
+
+def name_helper_calls(
+    by_key: Mapping[Any, Layer], ops: Sequence[OpRecord], class_of: Mapping[str, str]
+) -> None:
+    """Set `function` on the ops of every layer in `by_key` ((module path, function name,
+    call path) -> Layer) whose call path runs through a helper; `ops`: every op record;
+    `class_of`: module address -> class name (a method of the module's own class is named
+    without it: ``compute_bias`` in a T5Attention, ``Cache.update`` stays)."""
+    chains = [
+        (layer, calls)
+        for key, layer in by_key.items()
+        if layer.first is not None and (calls := helper_calls(key[2]))
+    ]
+    if not chains:
+        return
+    depth: Counter[str] = Counter()  # module -> how many calls down its groups are named
+    for _ in range(_MAX_DEPTH):
+        _name_at(chains, depth, class_of)
+        whole = _whole_groups(ops)
+        if not whole:
+            break
+        depth.update(whole)
+    for module in _whole_groups(ops):  # still whole past the depth limit: no group
+        for op in ops:
+            if op.module == module:
+                op.function = ""
+    sizes = Counter((op.module_stack, op.function) for op in ops if op.function)
+    for op in ops:
+        if op.function and sizes[op.module_stack, op.function] < MIN_GROUP_OPS:
+            op.function = ""
+
+
+def _name_at(
+    chains: list[tuple[Layer, list[tuple[str, int]]]],
+    depth: Counter[str],
+    class_of: Mapping[str, str],
+) -> None:
+    ordinal: dict[tuple[str, str, int], int] = {}  # (module, helper, calling site) -> k
+    taken: Counter[tuple[str, str]] = Counter()
+    for layer, calls in chains:
+        first = layer.first
+        assert first is not None
+        module = first.module
+        at = depth[module]
+        function = ""
+        if at < len(calls):
+            name, site = calls[at]
+            own = class_of.get(module)
+            if own and name.startswith(f"{own}."):
+                name = name[len(own) + 1 :]
+            k = ordinal.get((module, name, site))
+            if k is None:
+                taken[module, name] += 1
+                k = ordinal[module, name, site] = taken[module, name]
+            function = name if k == 1 else f"{name}~{k}"
+        first.function = function
+        for node in layer.later:
+            node.function = function
+
+
+def _whole_groups(ops: Sequence[OpRecord]) -> set[str]:
+    """Modules one of whose passes ran every op inside it, nested modules' included, inside one
+    group: the group is that module's own box again. At a traced section's top (no module) the
+    ops it made itself: a `step()` calling the model and the loss is the section itself."""
+    inside: Counter[tuple[str, int]] = Counter(entry for op in ops for entry in op.module_stack)
+    top = sum(1 for op in ops if not op.module_stack)
+    grouped = Counter((op.module_stack, op.function) for op in ops if op.function)
+    return {
+        stack[-1][0] if stack else ""
+        for (stack, _), n in grouped.items()
+        if n == (inside[stack[-1]] if stack else top)
+    }
