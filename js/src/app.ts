@@ -18,8 +18,16 @@ import { opensRolled, rolledHint } from "./graph/firstViewChoice";
 import { GraphViews } from "./graph/graphViews";
 import type { GraphPayload, ViewName } from "./graph/protocol";
 import { type SearchHit, search } from "./graph/search";
-import type { GraphModel } from "./graph/tree";
-import { allGroups, closedAbove, closedAround, computeVisible, toggledGroup, type Visible } from "./graph/visibility";
+import { type GraphModel, SOURCE_KINDS } from "./graph/tree";
+import {
+  allGroups,
+  closedAbove,
+  closedAround,
+  computeVisible,
+  GROUP_PREFIX,
+  toggledGroup,
+  type Visible,
+} from "./graph/visibility";
 import { type KernelLink, notebookLink } from "./kernel/kernelLink";
 import { RequestClient } from "./kernel/messages";
 import { type Origin, resolveSelection, selectionAfterSwitch, TraitSync } from "./kernel/traitSync";
@@ -137,6 +145,13 @@ export class LensApp {
       gradients: () => this.grads.gradients,
       noSide: (id) => this.overlay.noSide(id),
       sideLabel: () => this.overlay.sideLabel,
+      fetchOpDetails: (id) => this.requests.opDetails(id),
+      fetchModuleDetails: (address) => this.requests.moduleDetails(address),
+      // a parameter (a call's weight) is shown first where parameters are hidden
+      selectUnrolled: (id) => {
+        const kind = this.getModel("unrolled")?.nodes.get(id)?.kind ?? "";
+        this.selectUnrolled(id, SOURCE_KINDS.has(kind) ? "leaf" : "node");
+      },
     });
     main.append(this.pane.el, this.inspector.el, this.grads.panel.el);
     this.overlay = new OverlayControl({
@@ -179,7 +194,15 @@ export class LensApp {
     this.unbindInput = bindCanvasInput(
       this.pane.canvas,
       this.renderer,
-      { toggleGroup: (key, expand) => this.toggleGroup(key, expand), select: (id) => this.select(id, {}) },
+      {
+        toggleGroup: (key, expand) => this.toggleGroup(key, expand),
+        select: (id) => this.select(id, {}),
+        // an open inspector follows a click on a module; a closed one stays closed, so opening
+        // and closing modules never narrows the graph under the camera (search opens it)
+        inspectGroup: (key) => {
+          if (!this.inspector.el.hidden) this.inspectGroup(key);
+        },
+      },
       this.pane.wheelHint,
     );
     this.root.classList.toggle("lens-dark", this.theme.dark);
@@ -440,7 +463,7 @@ export class LensApp {
     }
     this.vis = vis;
     this.renderer.frame = { model: m, vis, ...laid };
-    this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : null;
+    this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : this.inspectedBox(vis);
     this.layoutCount++;
     placeCamera(this.store.takeCamera(), this.renderer, vis, laid.scene);
     after?.();
@@ -520,8 +543,33 @@ export class LensApp {
 
   private jump(hit: SearchHit): void {
     if (hit.kind === "node") return this.select(hit.id, { center: true });
-    this.select("", {}); // a module, not the op shown before: the inspector closes
+    this.select("", {}); // a module, not the op shown before: its own inspector follows
     this.focusGroup(hit.id);
+    this.inspectGroup(hit.id);
+  }
+
+  /** The module inspector of group `key` (a module's box or title was clicked, or found). */
+  private inspectGroup(key: string): void {
+    const m = this.current;
+    const g = m?.groups.get(key);
+    if (!m || !g) return;
+    // a ×N stack of identical blocks: the first block's facts, saying it stands for all
+    const stack = g.kind === "stack" && g.members.length > 0;
+    if (g.kind !== "module" && !stack) return;
+    if (this.selected) this.select("", {});
+    const shown = stack
+      ? { address: g.members[0], pass: null, note: `the first of ${g.members.length} blocks folded here` }
+      : { address: g.address, pass: g.pass };
+    this.inspector.showModule(m, { ...shown, key }, g.className);
+    this.renderer.selected = this.vis ? this.inspectedBox(this.vis) : null;
+    this.renderer.request();
+  }
+
+  /** The collapsed module whose inspector is open, marked as a selected node is; null when
+   * none is, or it is open (its box is drawn as it was). */
+  private inspectedBox(vis: Visible): string | null {
+    const key = this.inspector.moduleShown?.key;
+    return key && vis.itemById.has(GROUP_PREFIX + key) ? GROUP_PREFIX + key : null;
   }
 
   /** Downloads what the canvas shows now as an SVG. */

@@ -15,6 +15,7 @@ export interface LensDebug {
   readonly layoutCount: number; // layouts applied so far
   readonly view: ViewName;
   readonly expanded: string[];
+  readonly markedItem: string | null; // the item drawn selected (a node, or a module inspected)
   readonly selected: string;
   readonly drawnItems: number;
   readonly lastFrameMs: number;
@@ -32,6 +33,7 @@ export interface LensDebug {
   overlayColor(id: string): string | null; // the metric overlay's fill of a visible item
   overlayShares(id: string): { device: string; color: string; count: number }[] | null; // a mixed item's device bar
   overlayFlagged(id: string): boolean; // drawn with the NaN/Inf mark
+  overlayQuietFlagged(id: string): boolean; // ... the quieter one: its NaN/Inf is masked later
   overlayGradFlagged(id: string): boolean; // drawn with the NaN/Inf-gradient mark
   overlayStarved(id: string): boolean; // drawn with the "got no gradient" outline
   /** The laid-out scene in graph coordinates, for geometric checks. */
@@ -99,6 +101,9 @@ export function exposeDebug(
     get selected() {
       return state().selected;
     },
+    get markedItem() {
+      return r.selected;
+    },
     get drawnItems() {
       return r.drawnItems;
     },
@@ -132,6 +137,7 @@ export function exposeDebug(
     overlayColor: (id) => r.overlay?.fill(id) ?? null,
     overlayShares: (id) => r.overlay?.shares(id)?.map((s) => ({ ...s })) ?? null,
     overlayFlagged: (id) => r.overlay?.flagged(id) ?? false,
+    overlayQuietFlagged: (id) => r.overlay?.quietFlag?.(id) ?? false,
     overlayGradFlagged: (id) => r.overlay?.gradFlagged(id) ?? false,
     overlayStarved: (id) => r.overlay?.starved(id) ?? false,
     sceneGeometry: () => {

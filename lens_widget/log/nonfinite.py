@@ -45,3 +45,32 @@ def first_nonfinite(ops: Sequence[OpRecord], node: Callable[[str], OpRecord]) ->
 def _finite(parent: OpRecord, output_index: int) -> bool:
     stats = parent.output_stats  # sources are checked only here, for candidate ops
     return stats is None or stats[output_index].finite
+
+
+def nonfinite_reach(nodes: Sequence[OpRecord]) -> dict[str, bool]:
+    """For each node (`nodes` in execution order) with a NaN/Inf in a saved output: whether
+    those values reach the model's output or a gradient (True), or are masked away later
+    (False): T5's relative-position buckets take ``log(0) = -inf`` and turn it back into
+    finite bucket numbers, so the output never sees it.
+
+    Non-finite values are followed forward through every child whose own output is
+    non-finite; a child whose value was not saved may carry them (counted as reaching, so a
+    partial save never hides a real problem). A non-finite gradient reaches by itself.
+    """
+    OpRecord.compute_stats(nodes)  # one batch, not one host copy per node
+    reaches: dict[str, bool] = {}
+    carries: dict[str, bool] = {}
+    for n in reversed(nodes):
+        stats = n.output_stats
+        carrying = stats is None or not all(s.finite for s in stats)
+        carries[n.label] = carrying
+        if not carrying:
+            continue
+        grads = n.grads or ()
+        reached = (
+            n.kind == "output"
+            or any(g is not None and not bool(g.isfinite().all()) for g in grads)
+            or any(carries.get(c, True) and reaches.get(c, True) for c in n.children)
+        )
+        reaches[n.label] = reached
+    return {n.label: reaches[n.label] for n in nodes if n.saved and carries[n.label]}

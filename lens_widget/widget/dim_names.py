@@ -18,6 +18,7 @@ from lens_widget.log.records import OpRecord
 Names = tuple[str, ...]
 
 BATCH, CHANNEL, HEAD, TOKEN, FEATURE = "batch", "channel", "head", "token", "feature"
+HIDDEN = "hidden"
 _SPATIAL = {1: ("length",), 2: ("height", "width"), 3: ("depth", "height", "width")}
 # func name -> spatial rank of its (batch, channel, *spatial) output
 _CHANNEL_FIRST = {
@@ -36,6 +37,8 @@ _RESHAPE = frozenset({"view", "reshape", "flatten", "unflatten", "view_as", "res
 _NOT_DIM_PRESERVING = _MATMUL | _SWAP | _RESHAPE | {"permute", "t", "movedim", "einsum"}
 _ATTENTION_HINTS = ("attn", "attention")
 _RNN = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
+# One step of a recurrent cell (nn.LSTMCell, GRUCell, RNNCell): (batch, hidden) states.
+_RNN_CELLS = frozenset({"lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"})
 # Ops whose later outputs have the first one's dims (values and indices, the pieces of a
 # split); any other op's later outputs are something else (an LSTM's final states).
 _SAME_DIM_OUTPUTS = frozenset(
@@ -136,6 +139,8 @@ def _rule(node: OpRecord, output: int, shape: tuple[int, ...], inputs: Inputs) -
         return _reshaped(names, parent, shape, _in_attention(node)) if parent else ()
     if func in _RNN:
         return _rnn_names(node, output, rank)
+    if func in _RNN_CELLS:
+        return (BATCH, HIDDEN)[-rank:] if rank <= 2 else ()
     if func == "topk":
         return _top_k(node, _first(inputs), rank)
     if func in _NOT_DIM_PRESERVING or (output > 0 and func not in _SAME_DIM_OUTPUTS):

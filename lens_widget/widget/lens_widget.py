@@ -394,6 +394,12 @@ class LensWidget(anywidget.AnyWidget, MonitorView, RankView):
     def _attention(self, params: object) -> requests.Answer:
         return requests.attention(self._records, params)
 
+    def _op_details(self, params: object) -> requests.Answer:
+        return requests.op_details(self._model_log, params)
+
+    def _module_details(self, params: object) -> requests.Answer:
+        return requests.module_info(self._model_log, params, self._model)
+
     def _metrics(self, params: object) -> requests.Answer:
         return requests.metrics(self._model_log, params, self._diffs)
 

@@ -16,6 +16,7 @@ import torch
 
 from lens_widget.compare.comparison import LogComparison, OpDiff, pair_diff
 from lens_widget.log.model_log import ModelLog
+from lens_widget.log.nonfinite import nonfinite_reach
 from lens_widget.log.records import META_NO_VALUES, OpRecord
 from lens_widget.widget import protocol
 from lens_widget.widget.gradient_payload import has_gradients
@@ -36,12 +37,19 @@ _OP_METRICS: dict[str, Callable[[OpRecord], float | None]] = {
         None if op.output_stats is None else float(not all(s.finite for s in op.output_stats))
     ),
 }
+# Of the whole log at once: 1 where an op's NaN/Inf is masked away later and never reaches
+# the output or a gradient (log/nonfinite.py), 0 where it does or where all is finite.
+_LOG_METRICS: dict[str, Callable[[ModelLog], list[float | None]]] = {
+    "nonfiniteMasked": lambda log: _masked(log),
+}
 # Of the gradient summed over backward passes; only for a log that kept gradients.
 _GRAD_METRICS: dict[str, Callable[[torch.Tensor], float]] = {
     "gradNorm": lambda g: float(torch.linalg.vector_norm(_wide(g))),
     "gradNonfinite": lambda g: float(not bool(torch.isfinite(g).all())),
 }
-_STATS_METRICS = frozenset({"mean", "std", "absmax", "zeroFraction", "nonfinite"})
+_STATS_METRICS = frozenset(
+    {"mean", "std", "absmax", "zeroFraction", "nonfinite", "nonfiniteMasked"}
+)
 _DIFF_METRICS: dict[str, Callable[[OpDiff], float | None]] = {
     "relL2": lambda d: d.rel_l2,
     "maxAbs": lambda d: d.max_abs,
@@ -49,7 +57,13 @@ _DIFF_METRICS: dict[str, Callable[[OpDiff], float | None]] = {
 }
 # Of the log's collectives (ModelLog.collectives): the bytes each sent; other ops have none.
 _COMM_METRICS = ("commBytes",)
-METRICS: tuple[str, ...] = (*_OP_METRICS, *_DIFF_METRICS, *_GRAD_METRICS, *_COMM_METRICS)
+METRICS: tuple[str, ...] = (
+    *_OP_METRICS,
+    *_LOG_METRICS,
+    *_DIFF_METRICS,
+    *_GRAD_METRICS,
+    *_COMM_METRICS,
+)
 # What the picker offers besides METRICS, colored by the frontend from the graph payload alone
 # (render/deviceOverlay.ts: NodeInfo.device), never asked for: a request for one is a bug.
 FRONTEND_OVERLAYS: tuple[str, ...] = ("device",)
@@ -82,6 +96,8 @@ def metric_values(
         of_grad = _GRAD_METRICS[metric]
         grads = [op.grad for op in ops]
         values = [None if g is None else of_grad(g) for g in grads]
+    elif metric in _LOG_METRICS:
+        values = _LOG_METRICS[metric](log)
     elif metric in _OP_METRICS:
         if metric in _STATS_METRICS:
             OpRecord.compute_stats(ops)  # one batch, not one host copy per op
@@ -108,6 +124,13 @@ def metric_values(
     data = struct.pack(f"<{len(floats)}f", *floats)
     name = cast(protocol.MetricName, metric)  # one of METRICS: checked above
     return {"metric": name, "ids": [op.label for op in ops]}, data
+
+
+def _masked(log: ModelLog) -> list[float | None]:
+    reach = nonfinite_reach(log.nodes)
+    return [
+        None if op.output_stats is None else float(reach.get(op.label) is False) for op in log.ops
+    ]
 
 
 def _wide(t: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,9 @@
 """What a standalone page answers beside activations (the kinds protocol.REQUEST_KINDS marks
 `on_page`): every overlay metric and the first NaN/Inf, answered here by the widget's own
 request functions (at full precision, not from the page's pooled views) and embedded, so
-the page's color-by picker and "first NaN/Inf" work with no kernel.
+the page's color-by picker and "first NaN/Inf" work with no kernel; and the inspector's
+call of each op (its arguments, the whole source statement) and module facts, up to
+MAX_DETAILS ops (gzip makes their repeated names cheap).
 
 A metric the log cannot give (no comparison, no gradients, nothing saved) is embedded as
 the kernel's own error text: the page says the same thing the notebook would.
@@ -17,8 +19,13 @@ import torch
 
 from lens_widget.compare.comparison import OpDiff
 from lens_widget.log.model_log import ModelLog
+from lens_widget.log.nonfinite import nonfinite_reach
 from lens_widget.widget import requests
 from lens_widget.widget.metric_values import METRICS
+from lens_widget.widget.module_view import module_details
+
+# The ops whose call a page embeds at most (a 100,000-op trace's would crowd out its values).
+MAX_DETAILS = 5000
 
 
 @dataclass
@@ -59,6 +66,24 @@ def page_answers(log: ModelLog, diffs: Mapping[str, OpDiff] | None = None) -> Pa
         first: object = requests.first_nonfinite(log, {})[0]
     except requests.RequestError as err:
         first = {"error": str(err)}
-    meta = {"ids": [op.label for op in log.ops], "metrics": metrics, "firstNonfinite": first}
+    meta = {
+        "ids": [op.label for op in log.ops],
+        "metrics": metrics,
+        "firstNonfinite": first,
+        **_details(log),
+    }
     values = torch.cat(chunks) if chunks else torch.zeros(0)
     return PageAnswers(meta, values)
+
+
+def _details(log: ModelLog) -> dict[str, Any]:
+    """The "opDetails" answer of every op and output (none past MAX_DETAILS) and the
+    "moduleDetails" answer of every module (without the model: no constructor settings)."""
+    nodes = [n for n in log.nodes if n.kind in ("op", "output")]
+    if len(nodes) > MAX_DETAILS:
+        return {"detailsLeftOut": f"this page holds the calls of up to {MAX_DETAILS:,} ops"}
+    reach = nonfinite_reach(log.nodes)  # once, not once per op with a NaN/Inf
+    ops = {n.label: requests.op_details(log, {"id": n.label}, reach)[0] for n in nodes}
+    totals = log.module_totals
+    modules = {a: module_details(log, a, None, totals) for a in log.modules}
+    return {"opDetails": ops, "moduleDetails": modules}

@@ -55,6 +55,7 @@ MetricName = Literal[
     "absmax",
     "zeroFraction",
     "nonfinite",
+    "nonfiniteMasked",
     "relL2",
     "maxAbs",
     "cosine",
@@ -271,6 +272,68 @@ class EndAblationRequest(TypedDict):
     params: EndAblationParams
 
 
+class OpDetailsParams(TypedDict):
+    id: str
+
+
+class OpDetailsRequest(TypedDict):
+    method: Literal["opDetails"]
+    params: OpDetailsParams
+
+
+class ModuleDetailsParams(TypedDict):
+    address: str
+
+
+class ModuleDetailsRequest(TypedDict):
+    method: Literal["moduleDetails"]
+    params: ModuleDetailsParams
+
+
+class CallArgument(TypedDict):
+    name: str
+    value: str | None
+    producer: str | None
+    output: int
+    shape: str | None
+    default: bool
+
+
+NonfiniteReach = Literal["reaches", "masked"]
+
+
+class OpDetailsResult(TypedDict):
+    id: str
+    function: str
+    arguments: list[CallArgument]
+    statement: str
+    flops: int | None
+    timeMs: float | None
+    paramCount: int
+    nonfinite: NonfiniteReach | None
+
+
+class ModuleParam(TypedDict):
+    name: str
+    shape: list[int]
+    numel: int
+    trainable: bool
+
+
+class ModuleDetailsResult(TypedDict):
+    address: str
+    className: str
+    extraRepr: str | None
+    parameters: list[ModuleParam]
+    nParams: int
+    nOps: int
+    nPasses: int
+    flops: int | None
+    timeMs: float | None
+    bytes: int
+    outputs: list[str]
+
+
 class MetricsResult(TypedDict):
     metric: MetricName
     ids: list[str]
@@ -353,6 +416,8 @@ class ResponseMessage(TypedDict):
         | FirstNonfiniteResult
         | MonitorStepResult
         | MonitorSeriesResult
+        | OpDetailsResult
+        | ModuleDetailsResult
     ]
     error: NotRequired[str]
 
@@ -400,5 +465,7 @@ REQUEST_KINDS: dict[str, RequestKind] = {
     "endAblation": RequestKind(EndAblationRequest, RerunResult, False, False),
     "monitorStep": RequestKind(MonitorStepRequest, MonitorStepResult, False, False),
     "monitorSeries": RequestKind(MonitorSeriesRequest, MonitorSeriesResult, False, False),
+    "opDetails": RequestKind(OpDetailsRequest, OpDetailsResult, False, True),
+    "moduleDetails": RequestKind(ModuleDetailsRequest, ModuleDetailsResult, False, True),
     "showRank": RequestKind(ShowRankRequest, RerunResult, False, False),
 }

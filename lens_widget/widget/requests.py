@@ -15,13 +15,15 @@ import torch
 from lens_widget.compare.comparison import OpDiff
 from lens_widget.log.attention import AttentionUnavailable
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.nonfinite import NotSavedError
+from lens_widget.log.nonfinite import NotSavedError, nonfinite_reach
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import protocol
 from lens_widget.widget.attention_view import attention_view
+from lens_widget.widget.call_view import op_details as call_details
 from lens_widget.widget.checks import check_index, cut, quote, require_int
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.metric_values import MetricError, metric_values
+from lens_widget.widget.module_view import UnknownModule, module_details
 from lens_widget.widget.tensor_view import tensor_view
 
 # What a handler answers: the `result` of the response and its binary buffers.
@@ -33,6 +35,8 @@ Result = (
     | protocol.FirstNonfiniteResult
     | protocol.MonitorStepResult
     | protocol.MonitorSeriesResult
+    | protocol.OpDetailsResult
+    | protocol.ModuleDetailsResult
 )
 Answer = tuple[Result, list[bytes]]
 Reply = tuple[protocol.ResponseMessage, list[bytes]]
@@ -182,6 +186,23 @@ def attention(records: Mapping[str, OpRecord], params: object) -> Answer:
     except ValueError as e:  # batch or head out of range
         raise RequestError(f"{record.label}: {e}") from e
     return result, [data]
+
+
+def op_details(log: ModelLog, params: object, reach: Mapping[str, bool] | None = None) -> Answer:
+    """Answer an "opDetails" request: the op's call, argument by argument, and its numbers
+    (`reach`: `nonfinite_reach(log.nodes)` when the caller asks of many ops)."""
+    p = request_params(params, {"id"}, {"id"})
+    record = node_record(log.by_label, p["id"])
+    return call_details(record, lambda: reach or nonfinite_reach(log.nodes)), []
+
+
+def module_info(log: ModelLog, params: object, model: torch.nn.Module | None) -> Answer:
+    """Answer a "moduleDetails" request: the module inspector's facts."""
+    p = request_params(params, {"address"}, {"address"})
+    try:
+        return module_details(log, p["address"], model), []
+    except UnknownModule as e:
+        raise RequestError(str(e)) from e
 
 
 def metric_name(params: object) -> str:

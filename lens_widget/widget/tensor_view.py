@@ -274,6 +274,16 @@ def plot_kind(shape: tuple[int, ...]) -> protocol.PlotKind:
     return "sequence"
 
 
+def named_plot_kind(shape: tuple[int, ...], dims: Sequence[str]) -> protocol.PlotKind:
+    """`plot_kind`, unless the dims say better: a (batch, token, head, feature) tensor (an
+    attention op's output before its heads are merged) is a token x (head·feature) heatmap
+    per batch item, not a grid of one sliver per token."""
+    kind = plot_kind(shape)
+    if kind == "images" and len(dims) == 4 and dims[1] == "token":
+        return "sequence"
+    return kind
+
+
 def tensor_view(
     tensor: torch.Tensor,
     *,
@@ -298,8 +308,8 @@ def tensor_view(
         x = x.to_dense()
     shape: tuple[int, ...] = tuple(int(s) for s in x.shape)
     stats, hist = stats_and_hist(x)
-    kind = plot_kind(shape) if x.numel() else "line"
     given = list(dim_names) if len(dim_names) == len(shape) else [""] * len(shape)
+    kind = named_plot_kind(shape, given) if x.numel() else "line"
     dims = _name_dims(given, kind)
     axes = plot_axes(kind, dims, shape) if x.numel() else ["index"]
     # Pooling notes say "rows"/"cols" where a dim has no name of its own.

@@ -268,7 +268,9 @@ def test_search_jumps_to_and_selects_a_hidden_op(page, payload) -> None:
     wait_idle(page)
     assert on_canvas(page, "@blocks.7.mlp:1")
     assert lens(page, "selected") == ""  # the softmax picked before is no longer shown
-    assert page.locator("[data-testid=inspector]").is_hidden()
+    # the module's own inspector in its place (#24: search that lands)
+    assert page.inner_text("[data-testid=module-title]") == "blocks.7.mlp"
+    assert page.locator("[data-testid=inspector-id]").count() == 0
     assert page.errors == []
 
 

@@ -99,6 +99,21 @@ describe("RequestClient", () => {
     expect(vi.getTimerCount()).toBe(0); // nothing left to time out
   });
 
+  it("asks for an op's call and a module's facts by their own params", async () => {
+    const model = new FakeModel();
+    const client = new RequestClient(model);
+    const call = client.opDetails("sdpa_1_2");
+    const mod = client.moduleDetails("");
+    expect(model.sent.map((m) => [m.method, m.params])).toEqual([
+      ["opDetails", { id: "sdpa_1_2" }],
+      ["moduleDetails", { address: "" }],
+    ]);
+    model.reply({ type: "response", id: model.sent[0].id, ok: true, result: { id: "sdpa_1_2", arguments: [] } });
+    model.reply({ type: "response", id: model.sent[1].id, ok: false, error: "no module '' ran" });
+    expect(await call).toMatchObject({ id: "sdpa_1_2", arguments: [] });
+    await expect(mod).rejects.toThrow("no module '' ran");
+  });
+
   it("sends requests with ids and resolves on the matching response", async () => {
     const model = new FakeModel();
     const client = new RequestClient(model);

@@ -30,12 +30,20 @@ export function wheelZoom(deltaY: number, deltaMode: number, ctrlKey: boolean): 
 export interface CanvasActions {
   toggleGroup(key: string, expand: boolean): void;
   select(id: string): void;
+  inspectGroup?(key: string): void; // a click on a module also shows it in an open inspector
 }
 
 function dispatchClick(hit: Hit, actions: CanvasActions): void {
   if (!hit) return;
-  if (hit.type === "header") return actions.toggleGroup(hit.box, false);
-  if (hit.id.startsWith(GROUP_PREFIX)) return actions.toggleGroup(hit.id.slice(GROUP_PREFIX.length), true);
+  if (hit.type === "header") {
+    actions.toggleGroup(hit.box, false);
+    return actions.inspectGroup?.(hit.box);
+  }
+  if (hit.id.startsWith(GROUP_PREFIX)) {
+    const key = hit.id.slice(GROUP_PREFIX.length);
+    actions.toggleGroup(key, true);
+    return actions.inspectGroup?.(key);
+  }
   actions.select(hit.id);
 }
 

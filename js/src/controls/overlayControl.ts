@@ -46,6 +46,7 @@ interface Painted {
   vis: Visible;
   colors: Map<string, string>;
   flagged: Set<string>;
+  quiet: Set<string>; // flagged, but every NaN/Inf inside is masked away later
   gradFlagged: Set<string>;
   starved: Set<string>;
   shares: Map<string, readonly DeviceShare[]>; // device overlay: the mixed items' bars
@@ -63,6 +64,7 @@ export class OverlayControl implements NodeOverlay {
   private values = new Map<string, number>(); // unrolled op id -> value of `metric`
   private devices = new Map<string, string>(); // unrolled op id -> the device it ran on
   private nonfinite = new Set<string>(); // unrolled ids of ops with a NaN/Inf output
+  private masked = new Set<string>(); // ... whose NaN/Inf is masked away later (never reaches the output)
   private gradNonfinite = new Set<string>(); // ... with a NaN/Inf gradient
   private gradients: Gradients | null = null;
   private onlyA = new Set<string>();
@@ -128,9 +130,11 @@ export class OverlayControl implements NodeOverlay {
     if (!this.compare) this.side = "a";
     this.values = new Map();
     this.nonfinite = new Set();
+    this.masked = new Set();
     this.gradNonfinite = new Set();
     if (!payload) return this.setMetric(null);
     this.fetchFlags("nonfinite", (ids) => (this.nonfinite = ids));
+    this.fetchFlags("nonfiniteMasked", (ids) => (this.masked = ids));
     if (gradients) this.fetchFlags("gradNonfinite", (ids) => (this.gradNonfinite = ids));
     let metric = this.metric;
     if (metric === DEVICE_OVERLAY) {
@@ -185,7 +189,10 @@ export class OverlayControl implements NodeOverlay {
 
   /** The ops with a NaN/Inf output (or gradient), asked in the background: marks come when
    * the kernel has them (none if not saved). */
-  private fetchFlags(metric: "nonfinite" | "gradNonfinite", keep: (ids: Set<string>) => void): void {
+  private fetchFlags(
+    metric: "nonfinite" | "nonfiniteMasked" | "gradNonfinite",
+    keep: (ids: Set<string>) => void,
+  ): void {
     const graph = this.graphs;
     this.deps
       .requests()
@@ -194,6 +201,7 @@ export class OverlayControl implements NodeOverlay {
         if (graph !== this.graphs) return; // a reply about a graph no longer shown
         const values = toMap(result as MetricsResult, buffers[0]);
         keep(new Set([...values].filter(([, v]) => v > 0).map(([id]) => id)));
+        this.painted = null; // the marks change, not only the colors
         this.repaint();
       })
       .catch(() => undefined);
@@ -206,7 +214,9 @@ export class OverlayControl implements NodeOverlay {
       .request({ method: "firstNonfinite", params: {} }, { timeoutMs: 120000 })
       .then(({ result }) => {
         const id = (result as FirstNonfiniteResult).id;
-        this.picker.showNote(id ? `first NaN/Inf: ${id}` : this.noneFound());
+        // say so when it never reaches the output (T5's log(0)): not the alarm it looks like
+        const masked = id && this.masked.has(id) ? " (masked later, never reaches the output)" : "";
+        this.picker.showNote(id ? `first NaN/Inf: ${id}${masked}` : this.noneFound());
         if (id) this.deps.selectUnrolled(id);
       })
       .catch((e: Error) => this.picker.showNote(`first NaN/Inf: ${e.message}`));
@@ -235,6 +245,10 @@ export class OverlayControl implements NodeOverlay {
     return this.paint()?.flagged.has(itemId) ?? false;
   }
 
+  quietFlag(itemId: string): boolean {
+    return this.paint()?.quiet.has(itemId) ?? false;
+  }
+
   gradFlagged(itemId: string): boolean {
     return this.paint()?.gradFlagged.has(itemId) ?? false;
   }
@@ -260,11 +274,19 @@ export class OverlayControl implements NodeOverlay {
       return out;
     };
     const flagged = marked(this.nonfinite);
+    // an item whose every NaN/Inf is masked away later gets the quieter mark
+    const loud = marked(new Set([...this.nonfinite].filter((id) => !this.masked.has(id))));
+    const quiet = new Set([...flagged].filter((id) => !loud.has(id)));
     const gradFlagged = marked(this.gradNonfinite);
     const starved = this.gradients ? starvedItems(model, vis, this.gradients.starvedLeaves) : new Set<string>();
     const colors = new Map<string, string>();
     const shares = new Map<string, readonly DeviceShare[]>();
-    const drawn = { nonfinite: flagged.size > 0, gradNonfinite: gradFlagged.size > 0, starved: starved.size > 0 };
+    const drawn = {
+      nonfinite: loud.size > 0,
+      maskedNonfinite: quiet.size > 0,
+      gradNonfinite: gradFlagged.size > 0,
+      starved: starved.size > 0,
+    };
     if (this.metric === DEVICE_OVERLAY) {
       const palette = deviceColors(this.devices.values());
       let mixed = false;
@@ -274,7 +296,7 @@ export class OverlayControl implements NodeOverlay {
         mixed ||= d.mixed;
       }
       this.picker.legend.showDevices(deviceCounts(this.devices, palette), mixed, this.saves.ops, drawn);
-      this.painted = { vis, colors, flagged, gradFlagged, starved, shares };
+      this.painted = { vis, colors, flagged, quiet, gradFlagged, starved, shares };
       return this.painted;
     }
     const info = this.external?.info ?? (this.metric ? metricInfo(this.metric) : null);
@@ -305,7 +327,7 @@ export class OverlayControl implements NodeOverlay {
         }
     }
     this.picker.legend.show(info, scale, this.compare, !!this.gradients, drawn, scaleNote);
-    this.painted = { vis, colors, flagged, gradFlagged, starved, shares };
+    this.painted = { vis, colors, flagged, quiet, gradFlagged, starved, shares };
     return this.painted;
   }
 

@@ -1,4 +1,6 @@
 // Search over node ids/func names and module addresses/class names of the current view.
+// A query that names a function ("conv2d", "linear") finds its ops before the modules of
+// that name (Conv2d, Linear); ops found only through their module still make the list.
 import { type GraphModel, ROOT } from "./tree";
 import { isShown } from "./visibility";
 
@@ -52,7 +54,18 @@ export function search(model: GraphModel, query: string, limit = 30, showParams 
         score: s,
       });
   }
-  // stable: equal scores keep execution / tree order
-  hits.sort((a, b) => a.score - b.score);
-  return hits.slice(0, limit);
+  // stable: equal scores keep execution / tree order; on a tie an op goes first
+  const order = (a: SearchHit, b: SearchHit): number =>
+    a.score - b.score || (a.kind === b.kind ? 0 : a.kind === "node" ? -1 : 1);
+  hits.sort(order);
+  return balanced(hits, limit).sort(order);
+}
+
+/** The best `limit` hits, but at most half of them modules while ops are left: "attn"
+ * matches dozens of modules and the ops inside them must not fall off the list. */
+function balanced(sorted: SearchHit[], limit: number): SearchHit[] {
+  const groups = sorted.filter((h) => h.kind === "group");
+  const nodes = sorted.filter((h) => h.kind === "node");
+  const nGroups = Math.min(groups.length, Math.max(limit - nodes.length, Math.ceil(limit / 2)));
+  return [...groups.slice(0, nGroups), ...nodes.slice(0, limit - nGroups)];
 }

@@ -8,6 +8,8 @@ import type {
   ActivationResult,
   AttentionRequest,
   AttentionResult,
+  ModuleDetailsResult,
+  OpDetailsResult,
   Request,
   ResponseMessage,
   WaitingMessage,
@@ -148,6 +150,20 @@ export class RequestClient {
   attention(params: AttentionRequest["params"], onSlow: () => void): Promise<AttentionMap> {
     return this.request({ method: "attention", params }, { timeoutMs: 20000, slowMs: 1000, onSlow }).then(
       ({ result, buffers }) => decodeAttention(result as AttentionResult, buffers),
+    );
+  }
+
+  /** The op's whole call, its source statement and numbers (see OpDetailsRequest). */
+  opDetails(id: string): Promise<OpDetailsResult> {
+    return this.request({ method: "opDetails", params: { id } }, { timeoutMs: 20000 }).then(
+      ({ result }) => result as OpDetailsResult,
+    );
+  }
+
+  /** What the module inspector shows of module `address` (see ModuleDetailsRequest). */
+  moduleDetails(address: string): Promise<ModuleDetailsResult> {
+    return this.request({ method: "moduleDetails", params: { address } }, { timeoutMs: 20000 }).then(
+      ({ result }) => result as ModuleDetailsResult,
     );
   }
 

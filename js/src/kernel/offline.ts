@@ -10,6 +10,8 @@ import type {
   FirstNonfiniteResult,
   MetricName,
   MetricsResult,
+  ModuleDetailsResult,
+  OpDetailsResult,
   Request,
   WidgetTraits,
 } from "../graph/protocol";
@@ -29,6 +31,9 @@ export interface PageAnswers {
   ids: string[]; // the ops, in the order of every metric's values
   metrics: Partial<Record<MetricName, number | string>>; // offset in values, or why there is none
   firstNonfinite: FirstNonfiniteResult | { error: string };
+  opDetails?: Record<string, OpDetailsResult>; // the inspector's call of each op
+  moduleDetails?: Record<string, ModuleDetailsResult>;
+  detailsLeftOut?: string; // why the page holds no calls (too many ops)
 }
 
 /** An answer: its result and its binary buffers, or why there is none. */
@@ -144,6 +149,14 @@ export class ViewStore {
       if (where === undefined) return `this page holds no ${req.params.metric} values`;
       const result: MetricsResult = { metric: req.params.metric, ids: answers.ids };
       return { result, buffers: [new DataView(this.values, where * 4, answers.ids.length * 4)] };
+    }
+    if (req.method === "opDetails" && answers) {
+      const d = answers.opDetails?.[req.params.id];
+      return d ? { result: d, buffers: [] } : (answers.detailsLeftOut ?? "this page holds no call of that op");
+    }
+    if (req.method === "moduleDetails" && answers) {
+      const d = answers.moduleDetails?.[req.params.address];
+      return d ? { result: d, buffers: [] } : (answers.detailsLeftOut ?? "this page holds no facts of that module");
     }
     if (req.method === "firstNonfinite" && answers) {
       const first = answers.firstNonfinite;

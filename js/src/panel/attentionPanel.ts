@@ -17,6 +17,7 @@ export interface AttentionDeps {
   fetchAttention: (p: AttentionParams, onSlow: () => void) => Promise<AttentionMap>;
   rerun: (id: string, onWaiting: OnWaiting) => Promise<void>;
   noRerun: () => string | null;
+  sideLabel?: () => string | null; // in a comparison, the side the activation plot shows
 }
 
 export class AttentionPanel {
@@ -52,6 +53,11 @@ export class AttentionPanel {
     this.params = keepPicks ? { ...this.params, id } : { id };
     this.saved = inputsSaved;
     this.last = null;
+    // the kernel recomputes the weights from A's saved inputs: in a comparison say so,
+    // whichever side (B, A − B) the activation below shows
+    const side = this.deps.sideLabel?.() ?? null;
+    this.section.setTitle(side ? "attention weights (A)" : "attention weights");
+    this.section.el.dataset.side = side ? "a" : "";
     this.section.load(this.saved, "attention inputs");
   }
 

@@ -2,7 +2,7 @@
 // sends on demand: the attention weights of attention ops, and the node's activation.
 
 import type { Gradients } from "../graph/gradients";
-import type { ActivationResult, NodeInfo } from "../graph/protocol";
+import type { ActivationResult, ModuleDetailsResult, NodeInfo, OpDetailsResult } from "../graph/protocol";
 import type { GraphModel } from "../graph/tree";
 import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
 import { collectiveFacts, placementFacts } from "../ranks/collectives";
@@ -11,7 +11,10 @@ import type { Theme } from "../render/theme";
 import { type AblateParams, AblateSection } from "./ablateSection";
 import { ActivationPanel, type ActivationParams } from "./activationPanel";
 import { AttentionPanel, type AttentionParams } from "./attentionPanel";
+import { CallSection } from "./callSection";
 import { fmtBytes, fmtShape, shortPath } from "./format";
+import { moduleFacts } from "./moduleFacts";
+import { injectPanelStyles } from "./panelStyles";
 import { resizePlots } from "./plots";
 import { ValueSwitch } from "./valueSwitch";
 
@@ -31,6 +34,17 @@ export interface InspectorDeps {
   gradients: () => Gradients | null; // of the log shown; null without a traced backward
   noSide: (id: string) => string | null; // why a comparison's side picked has no value of the op
   sideLabel: () => string | null; // in a comparison, the side plotted ("A − B")
+  fetchOpDetails: (id: string) => Promise<OpDetailsResult>; // the op's whole call ("opDetails")
+  fetchModuleDetails: (address: string) => Promise<ModuleDetailsResult>; // ("moduleDetails")
+  selectUnrolled: (id: string) => void; // selects a node named by its unrolled id, in the view shown
+}
+
+/** A module shown in the inspector: its address and, in the unrolled view, the pass (1-based). */
+export interface ModuleShown {
+  address: string;
+  pass: number | null;
+  note?: string; // what else it stands for ("the first of 12 blocks folded here")
+  key?: string; // the graph's group it was picked from
 }
 
 export class Inspector {
@@ -49,8 +63,13 @@ export class Inspector {
     null;
   private ro: ResizeObserver;
   private width = 0;
+  private call: CallSection;
+  private codeEl: HTMLElement | null = null; // the source statement shown
+  private module: ModuleShown | null = null; // a module shown instead of a node
+  private moduleToken = 0;
 
   constructor(private deps: InspectorDeps) {
+    injectPanelStyles(document);
     this.el = document.createElement("aside");
     this.el.className = "lens-inspector";
     this.el.dataset.testid = "inspector";
@@ -70,6 +89,11 @@ export class Inspector {
       shown: (r) => this.showOutputFacts(r),
     });
     this.attention = new AttentionPanel(deps);
+    this.call = new CallSection({
+      fetchOpDetails: (id) => deps.fetchOpDetails(id),
+      select: (id) => deps.selectUnrolled(id),
+      label: (id) => deps.unrolledNode(id)?.func ?? id,
+    });
     // the panel narrows with the widget (and when its scrollbar appears): plots follow
     this.ro = new ResizeObserver(() => {
       const w = this.body.clientWidth;
@@ -93,6 +117,8 @@ export class Inspector {
   show(model: GraphModel, id: string | null): void {
     const n = id ? model.nodes.get(id) : undefined;
     this.model = model;
+    if (!n && this.module && !id) return; // a module is shown: the node selection was cleared for it
+    this.module = null;
     if (!n) {
       this.node = null;
       this.el.hidden = true;
@@ -119,9 +145,71 @@ export class Inspector {
     this.attention.redraw();
   }
 
+  /** The module inspector: class, settings, parameters, totals and the plot of its output
+   * (`pass`: the pass whose output is plotted, 1-based; null: the first). */
+  showModule(model: GraphModel, shown: ModuleShown, className: string): void {
+    this.model = model;
+    this.node = null;
+    this.module = shown;
+    this.el.hidden = false;
+    this.activation.clear();
+    this.attention.dispose();
+    this.call.clear();
+    const head = h("div", "lens-insp-head");
+    const title = h("div", "lens-insp-title");
+    const name = h("span", "lens-insp-func", shown.address || className);
+    name.title = shown.address;
+    name.dataset.testid = "module-title";
+    title.append(h("span", "lens-kind lens-kind-module", "module"), name);
+    const close = h("button", "lens-icon-btn", "×");
+    close.title = "Close";
+    close.dataset.testid = "inspector-close";
+    close.onclick = () => {
+      this.module = null;
+      this.deps.close();
+      this.el.hidden = true;
+    };
+    head.append(title, close);
+    const facts = h("div", "lens-muted", "module…");
+    facts.dataset.testid = "module-inspector";
+    const idLine = h("div", "lens-insp-id", shown.note ? `${className} · ${shown.note}` : className);
+    idLine.dataset.testid = "module-id";
+    this.body.replaceChildren(head, idLine, facts);
+    this.el.dataset.module = shown.address;
+    const token = ++this.moduleToken;
+    this.deps
+      .fetchModuleDetails(shown.address)
+      .then((d) => {
+        if (token !== this.moduleToken || this.module !== shown) return;
+        const pass = Math.min(Math.max(shown.pass ?? 1, 1), Math.max(d.outputs.length, 1));
+        const output = d.outputs[pass - 1];
+        const box = moduleFacts(d, output ? `output of pass ${pass}: ${output}` : "");
+        box.dataset.testid = "module-inspector";
+        facts.replaceWith(box);
+        if (!output) return;
+        const links = this.links("output", [output], true);
+        box.append(links);
+        this.body.append(this.activation.el);
+        const node = this.deps.unrolledNode(output);
+        this.activation.load(output, node?.saved ?? true, undefined, node?.noValues ?? undefined);
+      })
+      .catch((e: Error) => {
+        if (token !== this.moduleToken) return;
+        facts.textContent = `module details: ${e.message}`;
+      });
+  }
+
+  /** The module shown, or null when a node (or nothing) is. */
+  get moduleShown(): ModuleShown | null {
+    return this.module;
+  }
+
   private loadPass(keepPicks: boolean): void {
     const n = this.node!;
     const id = n.passes[this.pass] ?? n.id;
+    this.el.dataset.module = "";
+    if (n.kind === "op" || n.kind === "output") this.call.load(id, (statement) => this.showStatement(statement));
+    else this.call.clear();
     if (n.attention) this.attention.load(id, this.inputsSaved(id), keepPicks);
     else this.attention.dispose();
     const g = this.deps.gradients();
@@ -174,13 +262,18 @@ export class Inspector {
       this.links("inputs", m.parents.get(n.id) ?? []),
       this.links("outputs", m.children.get(n.id) ?? []),
     );
+    this.body.append(this.call.el);
+    this.codeEl = null;
     if (n.source) {
       const src = h("div", "lens-source");
       const where = h("div", "lens-muted lens-mono");
       where.append(...breakablePath(shortPath(n.source))); // wraps at a "/", never in a name or number
       where.title = n.source;
       src.append(where);
-      if (n.sourceCode) src.append(h("pre", "lens-code", n.sourceCode));
+      // the recorded first line until the kernel sends the whole statement
+      this.codeEl = h("pre", "lens-code", n.sourceCode);
+      this.codeEl.dataset.testid = "source-code";
+      src.append(this.codeEl);
       this.body.append(src);
     }
 
@@ -289,15 +382,21 @@ export class Inspector {
     return sel;
   }
 
-  private links(label: string, ids: string[]): HTMLElement {
+  /** The whole source statement (several lines) in place of its first line. */
+  private showStatement(statement: string): void {
+    if (this.codeEl) this.codeEl.textContent = statement;
+  }
+
+  private links(label: string, ids: string[], unrolled = false): HTMLElement {
     const box = h("div", "lens-links");
     box.append(h("span", "lens-links-label", `${label} (${ids.length})`));
     const m = this.model!;
     for (const id of ids.slice(0, 40)) {
-      const a = h("button", "lens-link", m.nodes.get(id)?.func ?? id);
+      const name = unrolled ? this.deps.unrolledNode(id)?.func : m.nodes.get(id)?.func;
+      const a = h("button", "lens-link", name ?? id);
       a.title = id;
       a.dataset.id = id;
-      a.onclick = () => this.deps.select(id);
+      a.onclick = () => (unrolled ? this.deps.selectUnrolled(id) : this.deps.select(id));
       box.append(a);
     }
     if (ids.length > 40) box.append(h("span", "lens-muted", ` +${ids.length - 40} more`));

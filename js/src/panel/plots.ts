@@ -67,6 +67,15 @@ function cellTicks(n: number, full: number): Layout {
   return n === full && n <= 12 ? { dtick: 1 } : {};
 }
 
+/** Ticks at the first column of each group of a flattened (group × rest) axis, "head 0",
+ * "head 1"...: a token × head·feature heatmap reads head by head. Null for other axes. */
+export function groupTicks(dims: string[], shape: number[]): Layout | null {
+  if (dims.length < 2 || dims[0] !== "head" || shape[0] < 2 || shape[0] > 32) return null;
+  const per = prod(shape.slice(1));
+  const tickvals = Array.from({ length: shape[0] }, (_, i) => i * per);
+  return { tickvals, ticktext: tickvals.map((_, i) => `${dims[0]} ${i}`), showgrid: true };
+}
+
 /** Positions in the full dim of `n` pooled cells (the centres of their windows). */
 function positions(n: number, full: number): number[] {
   const step = full / n;
@@ -172,7 +181,10 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
       };
       const grey = noValueCells(values, r, c, 0, th, `${yName} %{y}, ${xName} %{x}`, { x, y });
       const l = baseLayout(th, Math.max(180, Math.min(360, 40 + r * 6)), xName, yName);
-      Object.assign(l.xaxis as Layout, cellTicks(c, fullCols));
+      Object.assign(
+        l.xaxis as Layout,
+        groupTicks(result.dims.slice(lead + 1), result.shape.slice(lead + 1)) ?? cellTicks(c, fullCols),
+      );
       Object.assign(l.yaxis as Layout, { autorange: "reversed", ...cellTicks(r, fullRows) });
       plotly().react(div, (grey ? [trace, grey] : [trace]) as P.Data[], l as Partial<P.Layout>, CONFIG);
       return;
@@ -191,8 +203,8 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
   const nrows = Math.ceil(ch / cols);
   const traces: Layout[] = [];
   const l: Layout = {
-    ...baseLayout(th, Math.min(520, 30 + nrows * Math.max(56, (320 / cols) * (h / Math.max(1, w))))),
-    grid: { rows: nrows, columns: cols, pattern: "independent", xgap: 0.06, ygap: 0.12 },
+    ...baseLayout(th, Math.min(560, 60 + nrows * Math.max(56, (320 / cols) * (h / Math.max(1, w))))),
+    grid: { rows: nrows, columns: cols, pattern: "independent", xgap: 0.1, ygap: 0.16 },
     margin: { l: 8, r: 40, t: 16, b: 8 },
     annotations: [] as unknown[],
   };
@@ -201,7 +213,7 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
   const grid: GridTitles = { name: gridName, start, n: ch, cols };
   div.dataset.gridTitles = JSON.stringify(grid); // resizePlots fits them again
   const titles = gridTitles(grid, div.clientWidth);
-  l.margin = { l: 8, r: 40, t: titles.caption ? 30 : 16, b: 8 };
+  l.margin = { ...TILE_MARGIN, t: titles.caption ? 30 : 16 };
   const greys: Layout[] = [];
   for (let i = 0; i < ch; i++) {
     const ax = i === 0 ? "" : String(i + 1);
@@ -221,8 +233,16 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
       yaxis: `y${ax}`,
     });
     if (grey) greys.push(grey); // drawn after every channel: trace i stays channel i
-    l[`xaxis${ax}`] = { visible: false };
-    l[`yaxis${ax}`] = { visible: false, autorange: "reversed", scaleanchor: `x${ax}` };
+    // every tile has ticks; the left column numbers its rows, the bottom row its columns,
+    // and the bottom-left tile names both axes
+    const left = i % cols === 0;
+    const bottom = i + cols >= ch;
+    l[`xaxis${ax}`] = tileAxis(th, w, bottom, left && bottom ? xName : "");
+    l[`yaxis${ax}`] = {
+      ...tileAxis(th, h, left, left && bottom ? yName : ""),
+      autorange: "reversed",
+      scaleanchor: `x${ax}`,
+    };
     (l.annotations as unknown[]).push({
       text: titles.cells[i],
       xref: `x${ax} domain`,
@@ -237,6 +257,23 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
   }
   if (titles.caption) (l.annotations as unknown[]).push(captionNote(titles.caption, th.muted));
   plotly().react(div, [...traces, ...greys] as P.Data[], l as Partial<P.Layout>, CONFIG);
+}
+
+const TILE_MARGIN = { l: 34, r: 40, t: 16, b: 30 };
+
+/** The axis of one tile of an image grid: a few ticks, numbered on the grid's outer edge. */
+function tileAxis(th: Theme, n: number, labelled: boolean, title: string): Layout {
+  return axis(th, title || undefined, {
+    showgrid: false,
+    zeroline: false,
+    ticks: "outside",
+    ticklen: 2,
+    nticks: 4,
+    showticklabels: labelled,
+    tickfont: { size: 8 },
+    ...(n <= 6 ? { dtick: 1 } : {}),
+    ...(title ? { title: { text: title, standoff: 2, font: { size: 9 } } } : {}),
+  });
 }
 
 export function plotHistogram(div: HTMLElement, act: Activation, th: Theme): void {
@@ -255,7 +292,8 @@ export function plotHistogram(div: HTMLElement, act: Activation, th: Theme): voi
     marker: { color: th.dark ? "#748ffc" : "#5c7cfa", line: { width: 0 } },
     hovertemplate: "%{x:.4g}: %{y}<extra></extra>",
   };
-  const l = { ...baseLayout(th, 140), bargap: 0, margin: { l: 48, r: 12, t: 6, b: 24 } };
+  // the histogram of the output's values (or of the gradient's): value across, count up
+  const l = { ...baseLayout(th, 150, "value", "count"), bargap: 0, margin: { l: 48, r: 12, t: 6, b: 32 } };
   plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
 }
 
@@ -315,7 +353,7 @@ function fitGridTitles(p: PlotlyApi, div: HTMLElement, g: GridTitles): void {
   const shown = ((div as unknown as { layout?: { annotations?: Note[] } }).layout?.annotations ?? []).slice(0, g.n);
   const notes: Note[] = shown.map((a, i) => ({ ...a, text: cells[i] }));
   if (caption) notes.push(captionNote(caption, shown[0]?.font?.color ?? "gray"));
-  void p.relayout(div, { annotations: notes, "margin.t": caption ? 30 : 16 } as Partial<P.Layout>);
+  void p.relayout(div, { annotations: notes, "margin.t": caption ? 30 : TILE_MARGIN.t } as Partial<P.Layout>);
 }
 
 /** The dim's name over the grid, when the cells show indices alone. */
@@ -334,7 +372,7 @@ const TITLE_CHAR_PX = 5.6; // the 9 px titles, per character (a little over, to 
  */
 export function gridTitles(g: GridTitles, width: number): { cells: string[]; caption: string } {
   const whole = Array.from({ length: g.n }, (_, i) => `${g.name} ${g.start + i}`);
-  const pitch = (width - 48) / g.cols; // the plot's margins: 8 left, 40 right
+  const pitch = (width - 74) / g.cols; // the plot's margins: 34 left, 40 right
   const longest = Math.max(...whole.map((t) => t.length));
   if (!width || longest * TITLE_CHAR_PX <= pitch) return { cells: whole, caption: "" };
   const span = `${g.start}–${g.start + g.n - 1}`; // "channels 0–15", as the channel window says; "dim 1: 0–15"

@@ -10,6 +10,7 @@ import { shareBar } from "./deviceOverlay";
 import type { Paint } from "./frame";
 import { textOn } from "./overlay";
 import { GRAD_NONFINITE_MARK, NO_GRAD_STROKE } from "./overlayLegend";
+import type { Theme } from "./theme";
 
 /** Expanded module boxes, outer first. */
 export function drawBoxes(p: Paint): void {
@@ -138,7 +139,7 @@ function drawNode(p: Paint, n: NodeInfo, r: Rect): void {
   ctx.fill();
   drawShareBar(p, n.id, r, radius);
   drawGradientMarks(p, n.id, r, radius, outline);
-  if (p.overlay?.flagged(n.id)) drawNonfiniteMark(ctx, r, th.failedStroke);
+  if (p.overlay?.flagged(n.id)) drawNonfiniteMark(ctx, r, th, !!p.overlay.quietFlag?.(n.id));
   if (detail || p.selected === n.id) {
     ctx.lineWidth = Math.max(lw, lw * 0.6 * px);
     ctx.strokeStyle = stroke;
@@ -190,7 +191,7 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   ctx.fill();
   drawShareBar(p, id, r, 7);
   drawGradientMarks(p, id, r, 7);
-  if (p.overlay?.flagged(id)) drawNonfiniteMark(ctx, r, th.failedStroke);
+  if (p.overlay?.flagged(id)) drawNonfiniteMark(ctx, r, th, !!p.overlay.quietFlag?.(id));
   // a selected node hidden inside this module marks the module
   const marked = p.hover === id || p.selected === id;
   ctx.lineWidth = marked ? 2.4 : Math.max(1.3, px);
@@ -213,16 +214,24 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   ctx.fillText("+", r.x + r.w - 9, r.y + 10);
 }
 
-/** A red triangle in the top-right corner: this output (or one inside the module) is NaN/Inf. */
-function drawNonfiniteMark(ctx: CanvasRenderingContext2D, r: Rect, color: string): void {
-  const s = Math.min(12, r.h / 2);
-  ctx.fillStyle = color;
+/** A red triangle in the top-right corner: this output (or one inside the module) is NaN/Inf;
+ * `quiet`: smaller and grey, its NaN/Inf is masked away later and never reaches the output. */
+function drawNonfiniteMark(ctx: CanvasRenderingContext2D, r: Rect, th: Theme, quiet: boolean): void {
+  const s = Math.min(quiet ? 9 : 12, r.h / 2);
   ctx.beginPath();
   ctx.moveTo(r.x + r.w - s, r.y);
   ctx.lineTo(r.x + r.w, r.y);
   ctx.lineTo(r.x + r.w, r.y + s);
   ctx.closePath();
+  if (!quiet) {
+    ctx.fillStyle = th.failedStroke;
+    return ctx.fill();
+  }
+  ctx.save();
+  ctx.globalAlpha = 0.55;
+  ctx.fillStyle = th.muted;
   ctx.fill();
+  ctx.restore();
 }
 
 /** The device overlay's mark of an item whose ops ran on several devices: a bar along its

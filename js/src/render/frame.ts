@@ -19,6 +19,7 @@ export interface NodeOverlay {
   fill(itemId: string): string | null; // null: the kind's color
   shares(itemId: string): readonly DeviceShare[] | null; // device overlay, a mixed item: the bar of each device's share
   flagged(itemId: string): boolean; // an output holds NaN/Inf
+  quietFlag?(itemId: string): boolean; // ... that is masked away later: a quieter mark
   gradFlagged(itemId: string): boolean; // a gradient holds NaN/Inf
   starved(itemId: string): boolean; // a leaf (or an op's parameter) that got no gradient
 }

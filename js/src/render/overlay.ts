@@ -31,6 +31,7 @@ export const METRICS: MetricInfo[] = [
   { name: "absmax", label: "absmax", agg: "max", compare: false },
   { name: "zeroFraction", label: "zero fraction", agg: "mean", compare: false },
   { name: "nonfinite", label: "non-finite", agg: "share", compare: false },
+  { name: "nonfiniteMasked", label: "non-finite, masked later", agg: "share", compare: false },
   { name: "relL2", label: "difference (rel. L2)", agg: "max", compare: true },
   { name: "maxAbs", label: "difference (max abs)", agg: "max", compare: true },
   { name: "cosine", label: "cosine (A, B)", agg: "min", compare: true },

@@ -31,7 +31,11 @@ export class OverlayLegend {
     scaleNote = "", // how the scale was picked and what its range spans (overlayControl.ts)
   ): void {
     if (!metric || !scale) {
-      const marks = [...(drawn.nonfinite ? [nonfiniteMark()] : []), ...gradientMarks(drawn)];
+      const marks = [
+        ...(drawn.nonfinite ? [nonfiniteMark()] : []),
+        ...(drawn.maskedNonfinite ? [maskedMark()] : []),
+        ...gradientMarks(drawn),
+      ];
       this.el.hidden = !marks.length;
       return this.el.replaceChildren(...marks);
     }
@@ -52,6 +56,7 @@ export class OverlayLegend {
       swatch(NO_VALUE_COLOR, "no value"),
       ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []),
       nonfiniteMark(),
+      ...(drawn.maskedNonfinite ? [maskedMark()] : []),
       ...gradMarks,
     );
   }
@@ -83,6 +88,7 @@ export class OverlayLegend {
       out.push(s);
     }
     if (drawn.nonfinite) out.push(nonfiniteMark());
+    if (drawn.maskedNonfinite) out.push(maskedMark());
     out.push(...gradientMarks(drawn));
     this.el.hidden = false;
     this.el.replaceChildren(...out);
@@ -92,6 +98,7 @@ export class OverlayLegend {
 /** Which marks the graph shows now. */
 export interface DrawnMarks {
   nonfinite: boolean; // the red corner of a NaN/Inf output
+  maskedNonfinite?: boolean; // the grey corner of a NaN/Inf masked away later
   gradNonfinite: boolean;
   starved: boolean; // the dashed outline of what got no gradient
 }
@@ -106,6 +113,20 @@ function nonfiniteMark(): HTMLElement {
   corner.style.borderColor = NONFINITE_MARK;
   corner.style.clipPath = "polygon(0 0, 100% 0, 100% 100%)"; // the corner drawn on a node
   mark.append(corner, "NaN/Inf output");
+  return mark;
+}
+
+/** The quieter corner: a NaN/Inf that is masked away later (T5's log(0)). */
+function maskedMark(): HTMLElement {
+  const mark = h("span", "");
+  mark.dataset.testid = "legend-nonfinite-masked";
+  const corner = h("i", "");
+  corner.style.background = "currentColor";
+  corner.style.borderColor = "currentColor";
+  corner.style.opacity = "0.45";
+  corner.style.clipPath = "polygon(0 0, 100% 0, 100% 100%)";
+  mark.append(corner, "NaN/Inf masked later (never reaches the output)");
+  mark.title = "this op made NaN/Inf, but later ops turn them back into finite values";
   return mark;
 }
 
