@@ -1,5 +1,6 @@
-// Pickers of one index along a dim (batch item, head): a slider with its caption. Captions
-// read "batch 2 of 4" (indices from 0, as in torch), as the kernel's notes do.
+// Pickers of one index: along a dim (batch item, head), a slider with its caption; among a
+// rolled layer's passes, a select. Captions read "batch 2 of 4" (indices from 0, as in torch),
+// as the kernel's notes do; passes are counted from 1, as the graph's pass labels are.
 import { h } from "../render/dom";
 
 /** "head 2 of 4": the one way a picked index is written in the widget. */
@@ -29,4 +30,21 @@ export function indexSlider(
   input.onchange = () => onPick(Number(input.value));
   wrap.append(caption, input);
   return wrap;
+}
+
+/** The pass of a rolled layer to show: "pass 2 — linear_2_7:2" for each of `passes` (unrolled
+ * ids); `onPick` gets the index picked. */
+export function passPicker(passes: string[], index: number, onPick: (i: number) => void): HTMLSelectElement {
+  const sel = document.createElement("select");
+  sel.className = "lens-select";
+  sel.dataset.testid = "pass-picker";
+  passes.forEach((pid, i) => {
+    const o = document.createElement("option");
+    o.value = String(i);
+    o.textContent = `pass ${i + 1} — ${pid}`;
+    sel.append(o);
+  });
+  sel.value = String(index);
+  sel.onchange = () => onPick(Number(sel.value));
+  return sel;
 }
