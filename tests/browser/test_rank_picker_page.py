@@ -60,7 +60,7 @@ def test_the_rank_picker_switches_values_and_compares_two_ranks(page, artifacts)
     inspector = page.locator("[data-testid=inspector]")
     page.locator("[data-testid=inspector-collective]").wait_for()
     assert page.text_content("[data-testid=inspector-collective]") == "all_reduce"
-    facts = inspector.locator("table.lens-facts").text_content()
+    facts = inspector.locator("[data-testid=inspector-facts]").text_content()
     assert "2 ranks: 0, 1" in facts and "dtensor" in facts and "forward" in facts
     # a sharded parameter says how it is sharded
     page.check("[data-testid=toggle-params]")

@@ -11,7 +11,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from test_protocol_contract import contract_differences, parse_ts, protocol_ts
+from test_protocol_contract import contract_differences, parse_ts, protocol_ts_text
 from typing_extensions import get_type_hints
 
 from lens_widget.widget import group_keys, metric_values, protocol, requests
@@ -37,7 +37,7 @@ def test_the_widget_syncs_exactly_the_traits_of_the_contract():
 def test_widget_traits_are_checked_against_typescript():
     """WidgetTraits is an interface of protocol.ts like any other: a trait on one side only
     fails the contract."""
-    text = protocol_ts().read_text()
+    text = protocol_ts_text()
     assert "WidgetTraits" in parse_ts(text)[0]
     changed = text.replace(
         "  status: string; // kernel", "  note: string;\n  status: string; // kernel"
@@ -56,9 +56,7 @@ def test_a_trait_added_in_python_only_fails(monkeypatch):
         zoom: float
 
     monkeypatch.setattr(protocol, "WidgetTraits", WidgetTraits)
-    assert "WidgetTraits.zoom: in protocol.py only" in contract_differences(
-        protocol_ts().read_text()
-    )
+    assert "WidgetTraits.zoom: in protocol.py only" in contract_differences(protocol_ts_text())
 
 
 # ---- request kinds ---------------------------------------------------------------------
@@ -78,14 +76,14 @@ def ts_request_methods(text: str) -> dict[str, str]:
 
 
 def test_both_languages_declare_the_same_request_kinds():
-    text = protocol_ts().read_text()
+    text = protocol_ts_text()
     ts = ts_request_kinds(text)
     assert len(ts) >= 7
     assert ts == {k: (s.runs_model, s.on_page) for k, s in protocol.REQUEST_KINDS.items()}
 
 
 def test_each_request_kind_names_its_typed_dicts_on_both_sides():
-    text = protocol_ts().read_text()
+    text = protocol_ts_text()
     interfaces = parse_ts(text)[0]
     methods = ts_request_methods(text)
     union = re.search(r"export type Request =([^;]+);", text)

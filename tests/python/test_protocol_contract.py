@@ -1,4 +1,5 @@
-"""One contract, checked from both sides: protocol.ts against lens_widget/widget/protocol.py.
+"""One contract, checked from both sides: protocol.ts (with the protocol*.ts files it re-exports)
+against lens_widget/widget/protocol.py (with the monitor's and the ranks' parts it re-exports).
 
 A small parser reads the TypeScript interfaces (keys, `?` optionality, `| null`, nested
 object types) and the string-literal type aliases; each must match the TypedDict or Literal
@@ -23,6 +24,22 @@ def protocol_ts() -> Path:
     found = sorted((ROOT / "js" / "src").glob("**/protocol.ts"))
     assert len(found) == 1, f"expected one protocol.ts under js/src, found {found}"
     return found[0]
+
+
+def protocol_ts_files(main: Path | None = None) -> list[Path]:
+    """protocol.ts and the files it re-exports (`export type * from "./protocolRanks"`): the
+    whole TypeScript contract. Every protocol*.ts beside it must be one of them."""
+    main = main or protocol_ts()
+    parts = re.findall(r'^export (?:type )?\* from "\./(\w+)";', main.read_text(), re.M)
+    files = [main] + [main.with_name(f"{part}.ts") for part in parts]
+    beside = sorted(main.parent.glob("protocol*.ts"))
+    assert sorted(files) == beside, f"protocol.ts re-exports {parts}; beside it: {beside}"
+    return files
+
+
+def protocol_ts_text() -> str:
+    """The whole TypeScript contract as one text, protocol.ts first."""
+    return "\n".join(path.read_text() for path in protocol_ts_files())
 
 
 # ---- TypeScript side ------------------------------------------------------------------
@@ -195,7 +212,7 @@ def contract_differences(ts_text: str) -> list[str]:
 
 
 def test_protocol_ts_and_protocol_py_agree():
-    text = protocol_ts().read_text()
+    text = protocol_ts_text()
     interfaces, literals = parse_ts(text)
     # the parser really read the file
     assert {"GraphPayload", "NodeInfo", "ActivationResult", "ResponseMessage"} <= set(interfaces)
@@ -225,12 +242,29 @@ def _edit(text: str, interface: str, old: str, new: str) -> str:
         ("ActivationResult", "edges: number[];", "edges: number[]; bins: number;", "hist.bins"),
         ("ActivationRequest", "output?: number;", "output: number;", "params.output: optional"),
         ("ResponseMessage", "error?: string;", "", "error: in protocol.py only"),
+        # the interfaces of the files protocol.ts re-exports are read too
+        ("RanksInfo", "worldSize: number | null;", "worldSize: number;", "nullable on one side"),
+        ("MonitorStepResult", "  opsKey: number;", "", "opsKey: in protocol.py only"),
+        ("OpDetailsResult", "paramCount: number;", "paramCount?: number;", "optional on one"),
     ],
 )
 def test_a_key_changed_on_one_side_fails(interface, old, new, expected):
-    changed = _edit(protocol_ts().read_text(), interface, old, new)
+    changed = _edit(protocol_ts_text(), interface, old, new)
     found = contract_differences(changed)
     assert any(expected in d for d in found), found
+
+
+def test_every_protocol_file_is_re_exported(tmp_path):
+    """A protocol*.ts that protocol.ts does not re-export would escape the check: refused."""
+    (tmp_path / "protocol.ts").write_text('export type * from "./protocolA";\n')
+    (tmp_path / "protocolA.ts").write_text("")
+    assert protocol_ts_files(tmp_path / "protocol.ts") == [
+        tmp_path / "protocol.ts",
+        tmp_path / "protocolA.ts",
+    ]
+    (tmp_path / "protocolB.ts").write_text("")
+    with pytest.raises(AssertionError, match="protocolB"):
+        protocol_ts_files(tmp_path / "protocol.ts")
 
 
 def test_a_typed_dict_key_added_on_the_python_side_fails(monkeypatch):
@@ -242,5 +276,5 @@ def test_a_typed_dict_key_added_on_the_python_side_fails(monkeypatch):
         weight: float
 
     monkeypatch.setattr(protocol, "EdgeInfo", EdgeInfo)
-    found = contract_differences(protocol_ts().read_text())
+    found = contract_differences(protocol_ts_text())
     assert "EdgeInfo.weight: in protocol.py only" in found

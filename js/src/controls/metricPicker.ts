@@ -1,6 +1,7 @@
 // The overlay bar: the metric picker, the linear/log switch, the "first NaN/Inf" button, the
 // side of a comparison the inspector plots, and the overlay's legend.
 import type { CompareSide } from "../graph/protocol";
+import { choicePicker } from "../panel/pickers";
 import { h } from "../render/dom";
 import { DEVICE_OVERLAY, type OverlayName, offeredMetrics, type ScaleMode } from "../render/overlay";
 import { OverlayLegend } from "../render/overlayLegend";
@@ -19,9 +20,20 @@ export class MetricPicker {
   readonly legend = new OverlayLegend();
   private select = document.createElement("select");
   private log = document.createElement("input");
-  private range = document.createElement("select");
+  private range = choicePicker<RangeOf>(
+    "metric-range",
+    [
+      ["graph", "range: whole graph"],
+      ["shown", "range: shown"],
+    ],
+    "What the colour range spans: every op and module of the graph (it stays as modules open), or only the items shown",
+  );
   private sideBox = h("label", "lens-check");
-  private side = document.createElement("select");
+  private side = choicePicker<CompareSide>("compare-side", [
+    ["a", "A"],
+    ["b", "B"],
+    ["diff", "A − B"],
+  ]);
   private note = h("span", "lens-status");
 
   constructor(actions: MetricPickerActions) {
@@ -38,36 +50,11 @@ export class MetricPicker {
     const logLabel = h("label", "lens-check");
     logLabel.title = "Log scale (of magnitudes); set from the data until changed here";
     logLabel.append(this.log, "log");
-    this.range.className = "lens-select";
-    this.range.dataset.testid = "metric-range";
-    this.range.title =
-      "What the colour range spans: every op and module of the graph (it stays as modules open), or only the items shown";
-    for (const [value, text] of [
-      ["graph", "range: whole graph"],
-      ["shown", "range: shown"],
-    ]) {
-      const o = document.createElement("option");
-      o.value = value;
-      o.textContent = text;
-      this.range.append(o);
-    }
     this.range.onchange = () => actions.setRange(this.range.value as RangeOf);
     const nan = h("button", "lens-btn", "first NaN/Inf");
     nan.dataset.testid = "first-nonfinite";
     nan.title = "Select the op that produced the first NaN or Inf (its inputs were all finite)";
     nan.onclick = () => actions.firstNonfinite();
-    this.side.className = "lens-select";
-    this.side.dataset.testid = "compare-side";
-    for (const [value, text] of [
-      ["a", "A"],
-      ["b", "B"],
-      ["diff", "A − B"],
-    ]) {
-      const o = document.createElement("option");
-      o.value = value;
-      o.textContent = text;
-      this.side.append(o);
-    }
     this.side.onchange = () => actions.setSide(this.side.value as CompareSide);
     this.sideBox.append("inspector shows ", this.side);
     this.sideBox.hidden = true;

@@ -1,6 +1,24 @@
 // The contract between the kernel (lens_widget/widget/) and this frontend.
 // Python builds GraphPayload from a ModelLog and syncs it, compactly encoded, as the `graph` trait;
 // activations travel on demand as request/response custom messages with binary buffers.
+// The parts of one view or request live beside this file (protocolRanks.ts, protocolMonitor.ts,
+// protocolInspect.ts, protocolValues.ts) and are re-exported here: import from this module.
+
+import type { ModuleDetailsRequest, ModuleDetailsResult, OpDetailsRequest, OpDetailsResult } from "./protocolInspect";
+import type {
+  MonitorInfo,
+  MonitorSeriesRequest,
+  MonitorSeriesResult,
+  MonitorStepRequest,
+  MonitorStepResult,
+} from "./protocolMonitor";
+import type { CollectiveNodeInfo, PlacementInfo, RanksInfo, ShowRankRequest } from "./protocolRanks";
+import type { ActivationRequest, ActivationResult, AttentionRequest, AttentionResult } from "./protocolValues";
+
+export type * from "./protocolInspect";
+export type * from "./protocolMonitor";
+export type * from "./protocolRanks";
+export type * from "./protocolValues";
 
 export type NodeKind = "input" | "param" | "buffer" | "const" | "op" | "output";
 export type ViewName = "rolled" | "unrolled";
@@ -17,16 +35,6 @@ export interface WidgetTraits {
   monitor: MonitorInfo | null; // kernel -> frontend: a monitor's steps (LensWidget.from_monitor), else null
   step: number; // the monitor step shown; -1: follow the latest
   height: number; // the graph's height in px (LensWidget(height=...); the drag handle writes it)
-}
-
-/** The traced steps of a monitored training run (widget/monitor_view.py), updated live. */
-export interface MonitorInfo {
-  steps: number[];
-  kept: number[]; // steps whose whole log was kept: the "activation" request takes `step`
-  nonfinite: number[]; // steps where some op's output or gradient held NaN/Inf
-  grads: boolean;
-  stats: string[];
-  every: number;
 }
 
 export interface GraphPayload {
@@ -49,35 +57,6 @@ export interface GraphPayload {
   // rolled ids of the layers whose later pass reads their earlier one (ModelLog.recurrent_layers:
   // log.structure is "recurrent"); absent when there are none
   recurrentLayers?: string[];
-}
-
-/** The ranks of a widget made by LensWidget.from_logs (widget/rank_view.py). */
-export interface RanksInfo {
-  ranks: number[]; // every rank with a log, in order
-  worldSize: number | null;
-  shown: number; // the rank whose log is shown (A of a comparison)
-  compareWith: number | null; // the rank it is compared with (B), null when none
-}
-
-/** NodeInfo.placement: how a sharded parameter lives on this rank (ModelLog.placements). */
-export interface PlacementInfo {
-  fullShape: number[]; // its logical shape, as the undistributed model has it
-  localShape: number[]; // the shard this rank holds
-  placements: string[]; // one per mesh dim, as DTensor prints them: "Shard(dim=0)", "Replicate()"
-  meshShape: number[];
-  meshDimNames: string[]; // empty when the mesh dims are not named
-  grad: string; // what its kept gradient is: "local shard", "full", "none"
-}
-
-export type CollectivePhase = "forward" | "backward" | "optimizer";
-
-/** NodeInfo.collective: the op is a collective of torch.distributed (ModelLog.collectives). */
-export interface CollectiveNodeInfo {
-  kind: string; // "all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", ...
-  groupRanks: number[]; // the global ranks of its process group
-  nbytes: number; // bytes this rank sent into it
-  phase: CollectivePhase;
-  engine: string; // "" (the user's own call), "fsdp", "ddp", "dtensor"
 }
 
 /** What a traced backward left (ModelLog.leaves, .backward_passes, .backward_graph). */
@@ -201,32 +180,6 @@ export interface EdgeInfo {
 // ---- Requests (frontend -> kernel) via model.send({type: "request", id, method, params}) ----
 // Replies arrive as custom messages {type: "response", id, ok, result | error} with buffers.
 
-export interface ActivationRequest {
-  method: "activation";
-  params: {
-    id: string; // an unrolled node id (in the rolled view the frontend sends the chosen pass's id)
-    output?: number; // which output of a multi-output op (default 0)
-    batch?: number; // index along the first dim for "images" and "sequence" plots (default 0)
-    channelStart?: number; // first channel of the image grid (default 0)
-    side?: CompareSide; // in a comparison: A's value (default), B's, or A−B
-    value?: ValueKind; // the op's output (default) or the gradient that flowed into it
-    backwardPass?: number; // gradient of one backward pass (1-based); default: summed over passes
-    step?: number; // a monitor's kept step: the op's value in that step's log
-  };
-}
-
-export interface AttentionRequest {
-  method: "attention"; // the attention weights of an attention op, recomputed from its saved inputs
-  params: {
-    id: string; // an unrolled node id whose NodeInfo.attention is true
-    batch?: number; // batch item (batch dims before the heads flattened; default 0)
-    head?: number; // default 0
-  };
-}
-
-export type CompareSide = "a" | "b" | "diff";
-export type ValueKind = "activation" | "grad";
-
 // Overlay metrics; relL2/maxAbs/cosine only in a comparison; gradNorm (L2 norm of the summed
 // gradient) and gradNonfinite (1 where it holds NaN/Inf) only for a log with gradients;
 // commBytes (the bytes each collective sent) only for a log with collectives.
@@ -259,65 +212,6 @@ export interface FirstNonfiniteRequest {
   method: "firstNonfinite";
   // biome-ignore lint/complexity/noBannedTypes: an empty object on the wire, as protocol.py types it
   params: {};
-}
-
-export type MonitorSide = "activation" | "gradient";
-export type MonitorStat = "mean" | "std" | "min" | "max" | "absmax" | "zero_fraction" | "nan" | "inf" | "numel";
-export type MonitorMode = "value" | "change";
-
-/** result MonitorStepResult; buffers[0]: float32 LE, `stat` (or its relative change since the
- * first step) of every op of the step, in the order of the ids of `opsKey`. */
-export interface MonitorStepRequest {
-  method: "monitorStep";
-  params: {
-    step: number;
-    stat: MonitorStat;
-    side?: MonitorSide; // default "activation"
-    mode?: MonitorMode; // default "value"
-    top?: number; // how many changed ops to rank (default 20)
-    idsOf?: number; // the opsKey whose ids the frontend holds: ids then come back null
-  };
-}
-
-/** result MonitorSeriesResult; buffers[i]: float32 LE rows (one per step) of `stats`, for sides[i]. */
-export interface ShowRankRequest {
-  method: "showRank";
-  params: ShowRankParams;
-}
-
-export interface ShowRankParams {
-  rank: number;
-  compareWith?: number; // left out: no comparison
-}
-
-export interface MonitorSeriesRequest {
-  method: "monitorSeries";
-  params: { id: string };
-}
-
-export interface MonitorRankedOp {
-  id: string;
-  change: number | null; // relative change of the stat since the first step
-  nonfinite: boolean; // its output or gradient held NaN/Inf at the step
-}
-
-export interface MonitorStepResult {
-  step: number;
-  side: MonitorSide;
-  stat: MonitorStat;
-  mode: MonitorMode;
-  opsKey: number;
-  ids: string[] | null; // null: the same ops as `idsOf`
-  ranked: MonitorRankedOp[];
-  firstNonfinite: { id: string; side: MonitorSide } | null;
-}
-
-export interface MonitorSeriesResult {
-  id: string;
-  steps: number[];
-  stats: string[];
-  sides: MonitorSide[];
-  kept: number[]; // of `steps`, those kept whole
 }
 
 export interface MetricsResult {
@@ -358,64 +252,6 @@ export interface RerunResult {
   ok: true;
 }
 
-/** result OpDetailsResult: the op's call (every argument by its role), source statement, numbers. */
-export interface OpDetailsRequest {
-  method: "opDetails";
-  params: { id: string }; // an unrolled node id
-}
-
-/** result ModuleDetailsResult: what the module inspector shows. */
-export interface ModuleDetailsRequest {
-  method: "moduleDetails";
-  params: { address: string }; // "" is the model itself
-}
-
-/** One argument of a call: a tensor (named by the node that produced it) or a printed value. */
-export interface CallArgument {
-  name: string; // its role from the function's signature: "query", "attn_mask", "input", "weight", "dim0"
-  value: string | null; // a non-tensor argument as Python writes it ("False", "(1, 2)", ":12"); null for a tensor
-  producer: string | null; // a tensor: the unrolled id of the node that produced it
-  output: number; // which output of the producer
-  shape: string | null; // a tensor's shape ("2x12x32")
-  default: boolean; // not passed: the function's default
-}
-
-/** Where an op's NaN/Inf goes: on to the model's output or a gradient, or masked away later
- * (T5's log(0) in its relative-position buckets). */
-export type NonfiniteReach = "reaches" | "masked";
-
-export interface OpDetailsResult {
-  id: string;
-  function: string; // "torch.nn.functional.scaled_dot_product_attention"; "" without a recorded call
-  arguments: CallArgument[];
-  statement: string; // the whole source statement that called it (several lines), "" without source
-  flops: number | null;
-  timeMs: number | null;
-  paramCount: number;
-  nonfinite: NonfiniteReach | null; // null: its saved outputs are finite (or not saved)
-}
-
-export interface ModuleParam {
-  name: string; // full name, "encoder.layer.0.attention.self.query.weight"
-  shape: number[];
-  numel: number;
-  trainable: boolean;
-}
-
-export interface ModuleDetailsResult {
-  address: string;
-  className: string;
-  extraRepr: string | null; // its constructor settings ("3, 8, kernel_size=(3, 3), stride=(1, 1)"); null: no model
-  parameters: ModuleParam[]; // at most 200
-  nParams: number; // of all its parameters
-  nOps: number;
-  nPasses: number;
-  flops: number | null;
-  timeMs: number | null;
-  bytes: number;
-  outputs: string[]; // unrolled id of the node that produced its (first) output, per pass
-}
-
 export type Request =
   | AblateRequest
   | OpDetailsRequest
@@ -448,53 +284,6 @@ export const REQUEST_KINDS = {
   moduleDetails: { runsModel: false, onPage: true },
   showRank: { runsModel: false, onPage: false },
 } as const satisfies Record<Request["method"], { runsModel: boolean; onPage: boolean }>;
-
-export type PlotKind = "scalar" | "line" | "heatmap" | "images" | "sequence";
-
-/** Over the finite values; null where there is none (an empty or all-NaN tensor). */
-export interface ActivationStats {
-  numel: number;
-  min: number | null;
-  max: number | null;
-  mean: number | null;
-  std: number | null;
-  zeros: number | null; // share of exact zeros, 0..1; null for an empty tensor
-  nan: number; // count
-  inf: number; // count
-}
-
-/** result of "activation"; buffers[0] holds float32 little-endian values of `data`. */
-export interface ActivationResult {
-  id: string;
-  output: number;
-  nOutputs: number;
-  shape: number[];
-  dtype: string;
-  plot: PlotKind;
-  dims: string[]; // what each dim of `shape` is: "batch", "channel", "head", "token", "feature", "dim 3"
-  axes: string[]; // what each dim of `dataShape` is ("channel×height×width" where dims were flattened)
-  // Shape of the values in buffers[0]: line [n]; heatmap/sequence [rows, cols];
-  // images [channels, h, w]; scalar [1].
-  dataShape: number[];
-  reduced: boolean; // true when the kernel downsampled or cropped before sending
-  note: string; // human text on what was reduced ("rows 1024 -> 256 (mean of 4)")
-  stats: ActivationStats;
-  hist: { edges: number[]; counts: number[] }; // over all finite values of the full tensor
-  batch: { index: number; size: number } | null; // slider over the first dim
-  channels: { start: number; count: number; total: number } | null; // images: channel window
-}
-
-/** result of "attention"; buffers[0] holds float32 probabilities, dataShape [query rows, key cols]. */
-export interface AttentionResult {
-  id: string;
-  batch: { index: number; size: number };
-  head: { index: number; size: number };
-  queries: number; // query tokens of the full map
-  keys: number; // key tokens of the full map
-  dataShape: number[]; // after pooling to at most 256 a side
-  reduced: boolean;
-  note: string; // what was pooled ("query tokens 1024 -> 256 (mean of ~4)")
-}
 
 /** Sent at once for a request that runs the model (rerun, ablate) while a notebook cell runs:
  * the kernel runs it when the cell has finished, then sends its ResponseMessage (same id). */

@@ -10,6 +10,7 @@ import type { MonitorInfo, MonitorMode, MonitorSide, MonitorStat, MonitorStepRes
 import type { BufferLike, RequestClient } from "../kernel/messages";
 import { decodeFloat32 } from "../kernel/messages";
 import type { WidgetModel } from "../kernel/widgetModel";
+import { choicePicker } from "../panel/pickers";
 import { loadPlotly } from "../panel/plotlyLoader";
 import { plotMain } from "../panel/plots";
 import { h } from "../render/dom";
@@ -45,22 +46,10 @@ const STATS: [MonitorStat, string, Aggregate][] = [
 ];
 const RANK_STAT: MonitorStat = "absmax"; // ranks the changes while no statistic colors the graph
 
-function select<T extends string>(testid: string, options: [T, string][], title: string): HTMLSelectElement {
-  const s = h("select", "lens-select");
-  s.dataset.testid = testid;
-  s.title = title;
-  for (const [value, text] of options) {
-    const o = h("option", "", text);
-    o.value = value;
-    s.append(o);
-  }
-  return s;
-}
-
 export class MonitorView {
   readonly el = h("div", "lens-monitor");
   readonly bar = h("div", "lens-toolbar lens-monitor-bar"); // placed under the overlay bar
-  private side = select<MonitorSide>(
+  private side = choicePicker<MonitorSide>(
     "monitor-side",
     [
       ["activation", "activation"],
@@ -68,12 +57,12 @@ export class MonitorView {
     ],
     "Which value's statistics",
   );
-  private stat = select<MonitorStat | "">(
+  private stat = choicePicker<MonitorStat | "">(
     "monitor-stat",
     [["", "off (kind)"], ...STATS.map(([s, t]): [MonitorStat, string] => [s, t])],
     "Color every op by this statistic at the step shown",
   );
-  private mode = select<MonitorMode>(
+  private mode = choicePicker<MonitorMode>(
     "monitor-mode",
     [
       ["value", "value"],

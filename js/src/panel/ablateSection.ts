@@ -5,6 +5,7 @@
 import type { AblateRequest, ActivationResult, NodeInfo } from "../graph/protocol";
 import type { OnWaiting } from "../kernel/messages";
 import { h } from "../render/dom";
+import { choicePicker } from "./pickers";
 
 export type AblateParams = AblateRequest["params"];
 
@@ -15,7 +16,10 @@ export interface AblateDeps {
 
 export class AblateSection {
   readonly el = h("div", "lens-act lens-ablate");
-  private kind = document.createElement("select");
+  private kind = choicePicker("ablate-kind", [
+    ["zero", "zero"],
+    ["mean", "mean over"],
+  ]);
   private dim = document.createElement("select");
   private button = h("button", "lens-btn", "Ablate");
   private status = h("div", "lens-act-status");
@@ -27,17 +31,6 @@ export class AblateSection {
     this.el.dataset.testid = "ablate";
     const title = h("div", "lens-section-title");
     title.append(h("span", "", "ablate"));
-    this.kind.className = "lens-select";
-    this.kind.dataset.testid = "ablate-kind";
-    for (const [value, text] of [
-      ["zero", "zero"],
-      ["mean", "mean over"],
-    ]) {
-      const o = document.createElement("option");
-      o.value = value;
-      o.textContent = text;
-      this.kind.append(o);
-    }
     this.kind.onchange = () => (this.dim.hidden = this.kind.value !== "mean");
     this.dim.className = "lens-select";
     this.dim.dataset.testid = "ablate-dim";

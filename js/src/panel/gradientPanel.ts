@@ -7,6 +7,7 @@ import { h } from "../render/dom";
 import { fmtMetric } from "../render/overlay";
 import { fmtShape } from "./format";
 import { LEAF_SORTS, type LeafSort, leafRank, sortLeaves } from "./leafOrder";
+import { choicePicker } from "./pickers";
 
 export interface GradientPanelDeps {
   selectLeaf(label: string): void; // select the leaf's node (a param or input source)
@@ -107,17 +108,11 @@ export class GradientPanel {
   }
 
   private sortPicker(): HTMLSelectElement {
-    const sel = document.createElement("select");
-    sel.className = "lens-select";
-    sel.dataset.testid = "leaf-sort";
-    sel.title =
-      "Sort the leaves by gradient norm (largest first), name or model order; those that got no gradient (or a NaN/Inf one) stay first";
-    for (const [value, text] of LEAF_SORTS) {
-      const o = document.createElement("option");
-      o.value = value;
-      o.textContent = text;
-      sel.append(o);
-    }
+    const sel = choicePicker(
+      "leaf-sort",
+      LEAF_SORTS,
+      "Sort the leaves by gradient norm (largest first), name or model order; those that got no gradient (or a NaN/Inf one) stay first",
+    );
     sel.value = this.sort;
     sel.onchange = () => {
       this.sort = sel.value as LeafSort;

@@ -5,16 +5,19 @@ import type { Gradients } from "../graph/gradients";
 import type { ActivationResult, ModuleDetailsResult, NodeInfo, OpDetailsResult } from "../graph/protocol";
 import type { GraphModel } from "../graph/tree";
 import type { Activation, AttentionMap, OnWaiting } from "../kernel/messages";
-import { collectiveFacts, placementFacts } from "../ranks/collectives";
 import { breakablePath, h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { type AblateParams, AblateSection } from "./ablateSection";
 import { ActivationPanel, type ActivationParams } from "./activationPanel";
 import { AttentionPanel, type AttentionParams } from "./attentionPanel";
 import { CallSection } from "./callSection";
-import { fmtBytes, fmtShape, shortPath } from "./format";
+import { shortPath } from "./format";
+import { inspectorHead } from "./inspectorHead";
 import { moduleFacts } from "./moduleFacts";
+import { nodeLinks } from "./nodeLinks";
+import { OpFacts } from "./opFacts";
 import { injectPanelStyles } from "./panelStyles";
+import { passPicker } from "./pickers";
 import { resizePlots } from "./plots";
 import { ValueSwitch } from "./valueSwitch";
 
@@ -57,10 +60,7 @@ export class Inspector {
   private attention: AttentionPanel;
   private valueSwitch = new ValueSwitch(() => this.node && this.loadPass(true));
   private ablate: AblateSection;
-  // the cells that describe one output: a multi-output op's follow the output plotted
-  private factsEl: HTMLElement = h("table", "");
-  private facts: { output: HTMLTableRowElement; shape: HTMLElement; dtype: HTMLElement; size: HTMLElement } | null =
-    null;
+  private facts: OpFacts | null = null; // of the pass shown
   private ro: ResizeObserver;
   private width = 0;
   private call: CallSection;
@@ -155,21 +155,14 @@ export class Inspector {
     this.activation.clear();
     this.attention.dispose();
     this.call.clear();
-    const head = h("div", "lens-insp-head");
-    const title = h("div", "lens-insp-title");
     const name = h("span", "lens-insp-func", shown.address || className);
     name.title = shown.address;
     name.dataset.testid = "module-title";
-    title.append(h("span", "lens-kind lens-kind-module", "module"), name);
-    const close = h("button", "lens-icon-btn", "×");
-    close.title = "Close";
-    close.dataset.testid = "inspector-close";
-    close.onclick = () => {
+    const head = inspectorHead("module", name, () => {
       this.module = null;
       this.deps.close();
       this.el.hidden = true;
-    };
-    head.append(title, close);
+    });
     const facts = h("div", "lens-muted", "module…");
     facts.dataset.testid = "module-inspector";
     const idLine = h("div", "lens-insp-id", shown.note ? `${className} · ${shown.note}` : className);
@@ -240,23 +233,16 @@ export class Inspector {
     const m = this.model!;
     this.activation.clear();
     this.body.replaceChildren();
-    const head = h("div", "lens-insp-head");
-    const title = h("div", "lens-insp-title");
     const func = h("span", "lens-insp-func", n.func);
     func.title = n.func;
-    title.append(h("span", `lens-kind lens-kind-${n.kind}`, n.kind), func);
-    const close = h("button", "lens-icon-btn", "×");
-    close.title = "Close";
-    close.dataset.testid = "inspector-close";
-    close.onclick = () => this.deps.close();
-    head.append(title, close);
+    const head = inspectorHead(n.kind, func, () => this.deps.close());
     const idLine = h("div", "lens-insp-id", n.id);
     idLine.dataset.testid = "inspector-id";
     this.body.append(head, idLine);
 
     const g = this.deps.gradients();
-    this.factsEl = this.factTable(n, g);
-    this.body.append(this.factsEl);
+    this.facts = this.opFacts(n, g);
+    this.body.append(this.facts.el);
 
     this.body.append(
       this.links("inputs", m.parents.get(n.id) ?? []),
@@ -279,7 +265,7 @@ export class Inspector {
 
     const actHead = this.activation.section.head;
     actHead.querySelector("[data-testid=pass-picker]")?.remove();
-    if (n.passes.length > 1) actHead.append(this.passPicker(n));
+    if (n.passes.length > 1) actHead.append(passPicker(n.passes, this.pass, (i) => this.pickPass(n, i)));
     if (g) {
       this.valueSwitch.setPasses(g.completedPasses.map((p) => p.index));
       actHead.append(this.valueSwitch.el);
@@ -289,97 +275,23 @@ export class Inspector {
     this.body.append(this.activation.el);
   }
 
-  /** The facts of the pass shown (in the rolled view a pass may differ in shape, module and
-   * parameters: a folded block's passes run in h.0, h.1, ...). */
-  private factTable(layer: NodeInfo, g: Gradients | null): HTMLElement {
-    const n = this.nodeFor(this.shownPass ?? layer.id);
-    const rows: [string, string | HTMLElement][] = [];
-    const passText = layer.nPasses > 1 ? ` — pass ${this.pass + 1} of ${layer.nPasses}` : "";
-    rows.push(["module", (n.module || "(top level)") + passText]);
-    const cell = (text: string, testid: string): HTMLElement => {
-      const span = h("span", "", text);
-      span.dataset.testid = testid;
-      return span;
-    };
-    const facts = {
-      output: h("tr", ""),
-      shape: cell(fmtShape(n.shape), "inspector-shape"),
-      dtype: cell(n.dtype ?? "—", "inspector-dtype"),
-      size: cell(fmtBytes(n.nbytes), "inspector-size"),
-    };
-    rows.push(["shape", facts.shape], ["dtype", facts.dtype], ["device", n.device ?? "—"], ["size", facts.size]);
-    if (n.collective) {
-      const [[k, kind], ...more] = collectiveFacts(n.collective, fmtBytes);
-      rows.push([k, cell(kind, "inspector-collective")], ...more);
-    }
-    if (n.placement) {
-      const [[k, sharded], ...more] = placementFacts(n.placement, fmtShape);
-      rows.push([k, cell(sharded, "inspector-placement")], ...more);
-    }
-    if (n.params.length) {
-      const ul = h("div", "lens-params");
-      ul.dataset.testid = "inspector-params";
-      for (const [name, shape] of n.params) {
-        const line = h("div", "lens-param");
-        line.title = `${name} ${fmtShape(shape)}`;
-        line.append(h("span", "lens-mono", name), h("span", "lens-muted", ` ${fmtShape(shape)}`));
-        ul.append(line);
-      }
-      rows.push(["params", ul]);
-    }
-    if (layer.failed) rows.push(["failed", "this op raised during the forward pass"]);
-    const backward = g ? layer.passes.flatMap((p) => g.backwardOf(p)) : [];
-    if (backward.length) rows.push(["backward", [...new Set(backward.map((b) => b.gradFn))].join(", ")]);
-    const table = h("table", "lens-facts");
-    for (const [k, v] of rows) {
-      const tr = h("tr", "");
-      tr.append(h("th", "", k));
-      const td = h("td", "");
-      td.append(v);
-      tr.append(td);
-      table.append(tr);
-    }
-    // "output 1 of 2" above the shape: shown once the kernel says the op has several
-    facts.output.dataset.testid = "inspector-output";
-    facts.output.hidden = true;
-    table.rows[1]?.before(facts.output);
-    this.facts = facts;
-    return table;
+  /** The facts of the pass shown. */
+  private opFacts(layer: NodeInfo, g: Gradients | null): OpFacts {
+    return new OpFacts(layer, this.nodeFor(this.shownPass ?? layer.id), this.pass, g);
   }
 
-  /** The facts of the output plotted: the node's own describe its first output (a gradient
-   * is of the first output too); the sizes of all outputs add up to the node's size. */
+  /** The facts of the output plotted, for the pass shown. */
   private showOutputFacts(r: ActivationResult): void {
-    const f = this.facts;
-    if (!this.node || !f) return;
-    const n = this.nodeFor(this.shownPass ?? this.node.id);
-    const several = r.nOutputs > 1;
-    f.output.hidden = !several;
-    f.output.replaceChildren(h("th", "", "output"), h("td", "", `${r.output} of ${r.nOutputs}`));
-    f.shape.textContent = several ? fmtShape(r.shape) : fmtShape(n.shape);
-    f.dtype.textContent = several ? r.dtype : (n.dtype ?? "—");
-    f.size.textContent = several ? `${fmtBytes(n.nbytes)}, all ${r.nOutputs} outputs` : fmtBytes(n.nbytes);
+    if (!this.node || !this.facts) return;
+    this.facts.showOutput(r, this.nodeFor(this.shownPass ?? this.node.id));
   }
 
-  private passPicker(n: NodeInfo): HTMLSelectElement {
-    const sel = document.createElement("select");
-    sel.className = "lens-select";
-    sel.dataset.testid = "pass-picker";
-    n.passes.forEach((pid, i) => {
-      const o = document.createElement("option");
-      o.value = String(i);
-      o.textContent = `pass ${i + 1} — ${pid}`;
-      sel.append(o);
-    });
-    sel.value = String(this.pass);
-    sel.onchange = () => {
-      this.pass = Number(sel.value);
-      const facts = this.factTable(n, this.deps.gradients());
-      this.factsEl.replaceWith(facts);
-      this.factsEl = facts;
-      this.loadPass(true);
-    };
-    return sel;
+  private pickPass(n: NodeInfo, i: number): void {
+    this.pass = i;
+    const facts = this.opFacts(n, this.deps.gradients());
+    this.facts?.el.replaceWith(facts.el);
+    this.facts = facts;
+    this.loadPass(true);
   }
 
   /** The whole source statement (several lines) in place of its first line. */
@@ -388,19 +300,20 @@ export class Inspector {
   }
 
   private links(label: string, ids: string[], unrolled = false): HTMLElement {
-    const box = h("div", "lens-links");
-    box.append(h("span", "lens-links-label", `${label} (${ids.length})`));
     const m = this.model!;
-    for (const id of ids.slice(0, 40)) {
-      const name = unrolled ? this.deps.unrolledNode(id)?.func : m.nodes.get(id)?.func;
-      const a = h("button", "lens-link", name ?? id);
-      a.title = id;
-      a.dataset.id = id;
-      a.onclick = () => (unrolled ? this.deps.selectUnrolled(id) : this.deps.select(id));
-      box.append(a);
-    }
-    if (ids.length > 40) box.append(h("span", "lens-muted", ` +${ids.length - 40} more`));
-    return box;
+    return unrolled
+      ? nodeLinks(
+          label,
+          ids,
+          (id) => this.deps.unrolledNode(id)?.func,
+          (id) => this.deps.selectUnrolled(id),
+        )
+      : nodeLinks(
+          label,
+          ids,
+          (id) => m.nodes.get(id)?.func,
+          (id) => this.deps.select(id),
+        );
   }
 
   /** Unrolled node `id`, or the node shown where it has none. */

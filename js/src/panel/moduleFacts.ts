@@ -3,14 +3,15 @@
 // kernel's "moduleDetails" answer.
 import type { ModuleDetailsResult } from "../graph/protocol";
 import { h } from "../render/dom";
+import { type FactRow, factsTable } from "./factsTable";
 import { fmtBytes, fmtCount, fmtShape } from "./format";
 
 // Parameters listed before "N more" (the answer holds up to 200).
 const SHOWN_PARAMS = 24;
 
 /** The rows of the facts table: [label, text or element]. */
-export function moduleRows(d: ModuleDetailsResult, pass: string): [string, string | HTMLElement][] {
-  const rows: [string, string | HTMLElement][] = [["class", d.className]];
+export function moduleRows(d: ModuleDetailsResult, pass: string): FactRow[] {
+  const rows: FactRow[] = [["class", d.className]];
   if (d.extraRepr) {
     const settings = h("span", "lens-mono lens-module-settings", d.extraRepr);
     settings.dataset.testid = "module-settings";
@@ -29,16 +30,8 @@ export function moduleRows(d: ModuleDetailsResult, pass: string): [string, strin
 }
 
 export function moduleFacts(d: ModuleDetailsResult, pass: string): HTMLElement {
-  const table = h("table", "lens-facts");
+  const table = factsTable(moduleRows(d, pass));
   table.dataset.testid = "module-facts";
-  for (const [k, v] of moduleRows(d, pass)) {
-    const tr = h("tr", "");
-    tr.dataset.key = k;
-    const td = h("td", "");
-    td.append(v);
-    tr.append(h("th", "", k), td);
-    table.append(tr);
-  }
   const params = h("div", "lens-params");
   params.dataset.testid = "module-params";
   for (const p of d.parameters.slice(0, SHOWN_PARAMS)) {

@@ -2,6 +2,7 @@
 // values the graph shows, and which rank it is compared with. A choice is a "showRank"
 // request; the kernel answers with the new graph, whose `ranks` the bar then shows.
 import type { RanksInfo, ShowRankParams } from "../graph/protocol";
+import { option } from "../panel/pickers";
 import { h } from "../render/dom";
 import { compareChoices, rankCaption, rankName, showRankParams } from "./rankLogic";
 
@@ -78,10 +79,4 @@ export class RankPicker {
       },
     );
   }
-}
-
-function option(value: string, text: string): HTMLOptionElement {
-  const o = h("option", "", text);
-  o.value = value;
-  return o;
 }
