@@ -25,30 +25,7 @@ from torch import nn
 
 import lens_widget as lw
 from bench.host_sync import count_syncs
-from model_zoo.distributed import fsdp_units, llama_small, tp_plan
-
-
-def _wrap(engine: str, model: nn.Module, device: torch.device) -> nn.Module:
-    from torch.distributed.device_mesh import init_device_mesh
-
-    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
-    if engine == "ddp":
-        ids = [device.index] if device.type == "cuda" else None
-        return nn.parallel.DistributedDataParallel(model, device_ids=ids)
-    if engine == "fsdp":
-        from torch.distributed.fsdp import fully_shard
-
-        for unit in fsdp_units(model):
-            fully_shard(unit, mesh=mesh)
-        return fully_shard(model, mesh=mesh)  # pyright: ignore[reportReturnType]
-    from torch.distributed.tensor.parallel import parallelize_module
-
-    return parallelize_module(model, mesh, tp_plan("llama_small"))
-
-
-def _local(tensor: torch.Tensor) -> torch.Tensor:
-    to_local = getattr(tensor, "to_local", None)
-    return to_local() if to_local is not None else tensor
+from model_zoo.distributed import llama_small, local_tensor, wrap_engine
 
 
 def _step(engine: str, device: torch.device) -> tuple[nn.Module, Callable[[], torch.Tensor]]:
@@ -57,19 +34,21 @@ def _step(engine: str, device: torch.device) -> tuple[nn.Module, Callable[[], to
     if engine != "tp":  # data parallel: each rank its own batch
         ids = (ids + dist.get_rank()) % 96
     ids = ids.to(device)
-    model = _wrap(engine, case.model.to(device), device)
+    model = wrap_engine(engine, case.model.to(device), device)
 
     def run() -> torch.Tensor:
         model.zero_grad(set_to_none=True)
         out = model(ids, labels=ids)
         out.loss.backward()
-        return _local(out.logits).detach()
+        return local_tensor(out.logits).detach()
 
     return model, run
 
 
 def _grads(model: nn.Module) -> dict[str, torch.Tensor]:
-    return {n: _local(p.grad).clone() for n, p in model.named_parameters() if p.grad is not None}
+    return {
+        n: local_tensor(p.grad).clone() for n, p in model.named_parameters() if p.grad is not None
+    }
 
 
 def _largest_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:

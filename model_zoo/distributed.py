@@ -1,5 +1,7 @@
 """Models for the distributed tests and example: a 3-layer MLP and a tiny Llama, with a
-tensor-parallel plan for each (their Linear layers, column- then row-wise).
+tensor-parallel plan for each (their Linear layers, column- then row-wise), and the engines
+that wrap them the same way in the tests (tests/python/dist_worker.py) and the GPU bench
+(bench/distributed_gpu.py).
 
 The same weights on every build and every rank (`build` seeds them), so each rank starts
 from the model an undistributed trace sees.
@@ -71,6 +73,36 @@ def fsdp_units(model: nn.Module) -> list[nn.Module]:
     if isinstance(model, MLP3):
         return [model.l1, model.l2, model.l3]
     return list(model.model.layers)  # pyright: ignore[reportAttributeAccessIssue, reportArgumentType]  # a LlamaForCausalLM
+
+
+def wrap_engine(engine: str, model: nn.Module, device: torch.device | None = None) -> nn.Module:
+    """`model` under an engine over every rank of one device mesh: "ddp", "fsdp" (`fsdp_units`
+    one by one, then the root) or "tp" (`tp_plan`). Call it inside torch.distributed."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    device = device if device is not None else torch.device("cpu")
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    if engine == "ddp":
+        ids = [device.index] if device.type == "cuda" else None
+        return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    if engine == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        for unit in fsdp_units(model):
+            fully_shard(unit, mesh=mesh)
+        return fully_shard(model, mesh=mesh)  # pyright: ignore[reportReturnType]
+    from torch.distributed.tensor.parallel import parallelize_module
+
+    return parallelize_module(
+        model, mesh, tp_plan("mlp3" if isinstance(model, MLP3) else "llama_small")
+    )
+
+
+def local_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """A DTensor's shard on this rank; any other tensor as it is."""
+    to_local = getattr(tensor, "to_local", None)
+    return to_local() if to_local is not None else tensor
 
 
 DISTRIBUTED_MODELS = {"mlp3": mlp3, "llama_small": llama_small}

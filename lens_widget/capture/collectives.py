@@ -225,21 +225,11 @@ class CollectiveLayers(Layers):
     gives them."""
 
     def place(self, node: OpRecord, key: tuple[Any, str, Any]) -> None:
-        layer = self.by_key.get(key)
-        if layer is None:
+        if key not in self.by_key:  # a new layer, named by the collective alone
             name = key[1]
             count = self._func_counts[name] = self._func_counts.get(name, 0) + 1
-            layer = self.by_key[key] = Layer(f"{name}_{count}")
-        passes = layer.passes = layer.passes + 1
-        label = node.label = layer.base if passes == 1 else f"{layer.base}:{passes}"
-        node.layer, node.pass_index = layer.base, passes
-        self._by_label[label] = node
-        if passes == 1:
-            layer.first = node
-        else:
-            if passes == 2:
-                self.repeated.append(layer)
-            layer.later.append(node)
+            self.by_key[key] = Layer(f"{name}_{count}")
+        super().place(node, key)  # its pass and label, as any layer's
 
 
 _FACTS_BY_KIND: dict[str, FuncFacts] = {}

@@ -30,7 +30,9 @@ class Distributed(NamedTuple):
     engine_calls: list[EngineCall]
 
 
-class _HasDistributed(Protocol):
+class HasDistributed(Protocol):
+    """What encoding reads of a log: ModelLog's fields for torch.distributed."""
+
     rank: int | None
     world_size: int | None
     collectives: dict[str, CollectiveInfo]
@@ -38,7 +40,7 @@ class _HasDistributed(Protocol):
     engine_calls: list[EngineCall]
 
 
-def encode_distributed(log: _HasDistributed) -> dict[str, Any] | None:
+def encode_distributed(log: HasDistributed) -> dict[str, Any] | None:
     """The `distributed` field of log.json, None for a log made outside torch.distributed."""
     if (
         log.rank is None

@@ -16,10 +16,9 @@ import torch
 from safetensors.torch import save_file
 
 from lens_widget.log.disk_values import DiskValues, ShardFile
-from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.records import ModuleInfo, OpRecord
-from lens_widget.store.distributed import encode_distributed
+from lens_widget.store.distributed import HasDistributed, encode_distributed
 from lens_widget.store.format import (
     DISTRIBUTED_VERSION,
     FORMAT_NAME,
@@ -35,8 +34,9 @@ from lens_widget.store.values_codec import Unencodable, dtype_name, encode_outpu
 _SOURCES_OF_WEIGHTS = ("param", "buffer")
 
 
-class SavableLog(Protocol):
-    """What a save reads of a ModelLog (taken as parts: ModelLog imports this module)."""
+class SavableLog(HasDistributed, Protocol):
+    """What a save reads of a ModelLog (taken as parts: ModelLog imports this module); its
+    fields for torch.distributed are HasDistributed's."""
 
     model_class: str
     nodes: list[OpRecord]
@@ -52,11 +52,6 @@ class SavableLog(Protocol):
     backward_graph: nx.DiGraph
     recomputed: list[Recomputation]
     disk_values: DiskValues | None
-    rank: int | None
-    world_size: int | None
-    collectives: dict[str, CollectiveInfo]
-    placements: dict[str, ParamPlacement]
-    engine_calls: list[EngineCall]
 
 
 def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = True) -> Path:

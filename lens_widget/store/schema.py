@@ -1,8 +1,9 @@
 """Parse log.json and check its shape (versions 1 to 4), field by field (docs/log-format.md).
 
-Small combinators: each check takes a JSON value and its path and raises LogFormatError
-naming the path and the problem. Checks test types, ranges and names only; references
-between records (a parent label, a tensor index) are checked by the loader.
+Written with schema_checks.py's combinators (each check takes a JSON value and its path and
+raises LogFormatError naming the path and the problem); the `distributed` field's part is
+distributed_schema.py's. Checks test types, ranges and names only; references between
+records (a parent label, a tensor index) are checked by the loader.
 Tagged values ("$tuple", ...) inside argument templates and the output are checked by
 values_codec as it decodes them.
 """
@@ -10,155 +11,33 @@ values_codec as it decodes them.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
 from typing import Any
 
 from lens_widget.log.replay import AUTOCAST_DEVICES
+from lens_widget.store.distributed_schema import DISTRIBUTED
 from lens_widget.store.format import FORMAT_NAME, FORMAT_VERSION, fail
-
-Check = Callable[[Any, str], None]
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:60] + "…"
-
-
-# JSON integers have no bound; counts, sizes and indices beyond int64 are no real log's
-# (and 10**400 overflowed later, in a float conversion).
-_INT64_MAX = 2**63 - 1
-
-
-def integer(minimum: int = 0) -> Check:
-    def check(value: Any, path: str) -> None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise fail(path, f"{_describe(value)} is not an integer")
-        if value < minimum:
-            raise fail(path, f"{value} is less than {minimum}")
-        if value > _INT64_MAX:
-            raise fail(path, f"{str(value)[:20]}... is larger than any int64")
-
-    return check
-
-
-def number(value: Any, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise fail(path, f"{_describe(value)} is not a non-negative number")
-
-
-def string(pattern: str | None = None, non_empty: bool = False) -> Check:
-    compiled = re.compile(pattern) if pattern else None
-
-    def check(value: Any, path: str) -> None:
-        if not isinstance(value, str):
-            raise fail(path, f"{_describe(value)} is not a string")
-        if non_empty and not value:
-            raise fail(path, "is empty")
-        if compiled is not None and not compiled.fullmatch(value):
-            raise fail(path, f"{_describe(value)} does not match {pattern}")
-
-    return check
-
-
-def boolean(value: Any, path: str) -> None:
-    if not isinstance(value, bool):
-        raise fail(path, f"{_describe(value)} is not true or false")
-
-
-def anything(value: Any, path: str) -> None:
-    """Checked later by the decoder of what it holds."""
-
-
-def one_of(*allowed: Any) -> Check:
-    def check(value: Any, path: str) -> None:
-        if value not in allowed or isinstance(value, bool) != isinstance(allowed[0], bool):
-            raise fail(path, f"{_describe(value)} is not one of {', '.join(map(repr, allowed))}")
-
-    return check
-
-
-def nullable(inner: Check) -> Check:
-    def check(value: Any, path: str) -> None:
-        if value is not None:
-            inner(value, path)
-
-    return check
-
-
-def array(item: Check) -> Check:
-    def check(value: Any, path: str) -> None:
-        if not isinstance(value, list):
-            raise fail(path, f"{_describe(value)} is not an array")
-        for i, element in enumerate(value):
-            item(element, f"{path}[{i}]")
-
-    return check
-
-
-def pair(first: Check, second: Check) -> Check:
-    def check(value: Any, path: str) -> None:
-        if not isinstance(value, list) or len(value) != 2:
-            raise fail(path, f"{_describe(value)} is not a pair [a, b]")
-        first(value[0], f"{path}[0]")
-        second(value[1], f"{path}[1]")
-
-    return check
-
-
-def record(required: dict[str, Check], optional: dict[str, Check] | None = None) -> Check:
-    """An object with exactly these keys (optional ones may be left out)."""
-    known = {**required, **(optional or {})}
-
-    def check(value: Any, path: str) -> None:
-        if not isinstance(value, dict):
-            raise fail(path, f"{_describe(value)} is not an object")
-        missing = [key for key in required if key not in value]
-        if missing:
-            raise fail(path, f"missing field(s) {', '.join(missing)}")
-        unknown = [key for key in value if key not in known]
-        if unknown:
-            raise fail(path, f"unknown field(s) {', '.join(map(_describe, unknown[:5]))}")
-        for key, element in value.items():
-            known[key](element, f"{path}.{key}")
-
-    return check
-
-
-def mapping(key_pattern: str, item: Check) -> Check:
-    key_check = string(key_pattern)
-
-    def check(value: Any, path: str) -> None:
-        if not isinstance(value, dict):
-            raise fail(path, f"{_describe(value)} is not an object")
-        for key, element in value.items():
-            key_check(key, f"{path} key")
-            item(element, f"{path}.{key}")
-
-    return check
-
-
-def first_match(options: list[tuple[str, Check]]) -> Check:
-    """An object told apart by which of these keys it has (the first key present decides)."""
-
-    def check(value: Any, path: str) -> None:
-        for key, inner in options:
-            if isinstance(value, dict) and key in value:
-                inner(value, path)
-                return
-        raise fail(path, f"{_describe(value)} has none of the fields {[k for k, _ in options]}")
-
-    return check
-
+from lens_widget.store.schema_checks import (
+    COUNT,
+    LABEL,
+    POSITIVE,
+    SHAPE,
+    TENSOR_ID,
+    TEXT,
+    anything,
+    array,
+    boolean,
+    describe,
+    first_match,
+    mapping,
+    nullable,
+    number,
+    one_of,
+    pair,
+    record,
+    string,
+)
 
 # ---- version 2 (version 1: the same without `backward` and `replay.autocast`) -----------
-
-COUNT = integer(0)
-POSITIVE = integer(1)
-TEXT = string()
-LABEL = string(non_empty=True)
-SHAPE = array(COUNT)
-TENSOR_ID = COUNT
 
 _MODULE = record(
     {
@@ -326,47 +205,6 @@ _BACKWARD = record(
     }
 )
 
-# Version 4: what a trace under torch.distributed knows (store/distributed.py, which checks
-# the references: a collective's op, its ranks within the world).
-_PHASE = one_of("forward", "backward", "optimizer")
-_NAME = string(r"[^\x00-\x1f]{1,200}")  # an engine, a collective's kind, a placement
-_DISTRIBUTED = record(
-    {
-        "rank": nullable(COUNT),
-        "world_size": nullable(POSITIVE),
-        "collectives": array(
-            record(
-                {
-                    "label": LABEL,
-                    "kind": _NAME,
-                    "group_ranks": array(COUNT),
-                    "nbytes": COUNT,
-                    "phase": _PHASE,
-                    "engine": TEXT,
-                    "observed": boolean,
-                    "params": array(string(non_empty=True)),
-                }
-            )
-        ),
-        "placements": array(
-            record(
-                {
-                    "name": string(non_empty=True),
-                    "full_shape": SHAPE,
-                    "local_shape": SHAPE,
-                    "placements": array(_NAME),
-                    "mesh_shape": array(POSITIVE),
-                    "mesh_dim_names": array(TEXT),
-                    "grad": TEXT,
-                }
-            )
-        ),
-        "engine_calls": array(
-            record({"engine": TEXT, "func": TEXT, "module": TEXT, "phase": _PHASE, "nbytes": COUNT})
-        ),
-    }
-)
-
 DOCUMENT = record(
     {
         "format": TEXT,
@@ -383,7 +221,7 @@ DOCUMENT = record(
         "created_by": TEXT,
         "backward": _BACKWARD,
         "tensor_files": array(_TENSOR_FILE),
-        "distributed": _DISTRIBUTED,
+        "distributed": DISTRIBUTED,
     },
 )
 
@@ -403,7 +241,7 @@ def parse_document(text: bytes, where: str) -> dict[str, Any]:
         raise fail(where, f'not a lens_widget log (no "format": "{FORMAT_NAME}" field)')
     version = document.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise fail(where, f"version must be a positive integer, got {_describe(version)}")
+        raise fail(where, f"version must be a positive integer, got {describe(version)}")
     if version > FORMAT_VERSION:
         raise fail(
             where,

@@ -21,31 +21,7 @@ import torch.distributed as dist
 from torch import nn
 
 import lens_widget as lw
-from model_zoo.distributed import DISTRIBUTED_MODELS, fsdp_units, tp_plan
-
-
-def wrap(engine: str, model: nn.Module) -> nn.Module:
-    from torch.distributed.device_mesh import init_device_mesh
-
-    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
-    if engine == "ddp":
-        return nn.parallel.DistributedDataParallel(model)
-    if engine == "fsdp":
-        from torch.distributed.fsdp import fully_shard
-
-        for unit in fsdp_units(model):
-            fully_shard(unit, mesh=mesh)
-        return fully_shard(model, mesh=mesh)  # pyright: ignore[reportReturnType]
-    from torch.distributed.tensor.parallel import parallelize_module
-
-    return parallelize_module(
-        model, mesh, tp_plan("mlp3" if type(model).__name__ == "MLP3" else "llama_small")
-    )
-
-
-def local(tensor: torch.Tensor) -> torch.Tensor:
-    to_local = getattr(tensor, "to_local", None)
-    return to_local() if to_local is not None else tensor
+from model_zoo.distributed import DISTRIBUTED_MODELS, local_tensor, wrap_engine
 
 
 def step(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:
@@ -88,11 +64,11 @@ def check(case: str, name: str) -> list[str]:
             micro_step(plain, i)
     full_shapes = {n: tuple(p.shape) for n, p in plain.named_parameters()}
 
-    untraced = wrap(engine, DISTRIBUTED_MODELS[name]().model)
+    untraced = wrap_engine(engine, DISTRIBUTED_MODELS[name]().model)
     out_plain = out = torch.empty(0)
     for i in steps:
         out_plain = micro_step(untraced, i)
-    model = wrap(engine, DISTRIBUTED_MODELS[name]().model)
+    model = wrap_engine(engine, DISTRIBUTED_MODELS[name]().model)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with lw.tracing(model, grads=True) as t:
@@ -159,7 +135,7 @@ def check(case: str, name: str) -> list[str]:
         if leaf.kind != "param" or param not in log.leaves:
             continue
         got = log.leaves[param].grad
-        want = leaf.grad if engine != "tp" else local(untraced_grads[param].grad)  # pyright: ignore[reportArgumentType]
+        want = leaf.grad if engine != "tp" else local_tensor(untraced_grads[param].grad)  # pyright: ignore[reportArgumentType]
         if got is None or want is None or not torch.equal(got, want):
             failures.append(f"leaf gradient of {param} ({log.placements.get(param)})")
             break
@@ -169,11 +145,11 @@ def check(case: str, name: str) -> list[str]:
             failures.append(f"validate replayed nothing: {report}")
     except Exception as err:  # noqa: BLE001 - reported as a failure of this case
         failures.append(f"validate: {str(err)[:300]}")
-    if not torch.equal(local(out), local(out_plain)):
+    if not torch.equal(local_tensor(out), local_tensor(out_plain)):
         failures.append("traced output differs from the untraced step's")
     for (n, p), (_, q) in zip(model.named_parameters(), untraced.named_parameters(), strict=True):
         if (p.grad is None) != (q.grad is None) or (
-            p.grad is not None and not torch.equal(local(p.grad), local(q.grad))  # pyright: ignore[reportArgumentType]
+            p.grad is not None and not torch.equal(local_tensor(p.grad), local_tensor(q.grad))  # pyright: ignore[reportArgumentType]
         ):
             failures.append(f"grad of {n} differs from the untraced step's")
             break
@@ -203,7 +179,7 @@ def check_world_restored(name: str) -> list[str]:
     failures: list[str] = []
     before = swapped_functions()
     args, kwargs = inputs("fsdp", name)
-    model = wrap("fsdp", DISTRIBUTED_MODELS[name]().model)
+    model = wrap_engine("fsdp", DISTRIBUTED_MODELS[name]().model)
     try:
         with lw.tracing(model, grads=True):
             step(model, args, kwargs)
@@ -218,7 +194,7 @@ def check_world_restored(name: str) -> list[str]:
         failures.append("a mode stayed on the stack")
 
     plain = DISTRIBUTED_MODELS[name]().model
-    ddp = wrap("ddp", DISTRIBUTED_MODELS[name]().model)
+    ddp = wrap_engine("ddp", DISTRIBUTED_MODELS[name]().model)
     x = args[0]
     ref = lw.trace(plain, x, backward=lambda y: y.pow(2).mean())
     log = lw.trace(ddp, x, backward=lambda y: y.pow(2).mean())
@@ -282,13 +258,13 @@ def check_implicit_redistribution(name: str) -> list[str]:
     mesh = init_device_mesh("cpu", (dist.get_world_size(),))
     a = distribute_tensor(torch.arange(16.0).reshape(4, 4), mesh, [Shard(0)])
     b = distribute_tensor(torch.arange(16.0).reshape(4, 4) / 7, mesh, [Shard(0)])
-    expected = local(a @ b)
+    expected = local_tensor(a @ b)
     c = torch.empty(0)
     with lw.tracing() as t:
         c = a @ b
     log = t.log
     failures: list[str] = []
-    if not torch.equal(local(c), expected):
+    if not torch.equal(local_tensor(c), expected):
         failures.append("traced result differs")
     found = [(i.kind, i.engine, i.group_ranks) for i in log.collectives.values()]
     world = tuple(range(dist.get_world_size()))
@@ -311,9 +287,9 @@ def check_optimizer_phase(name: str) -> list[str]:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
         opt.step()
 
-    untraced = wrap("fsdp", DISTRIBUTED_MODELS[name]().model)
+    untraced = wrap_engine("fsdp", DISTRIBUTED_MODELS[name]().model)
     train_step(untraced)
-    model = wrap("fsdp", DISTRIBUTED_MODELS[name]().model)
+    model = wrap_engine("fsdp", DISTRIBUTED_MODELS[name]().model)
     with lw.tracing(model, grads=True) as t:
         train_step(model)
     failures: list[str] = []
@@ -321,7 +297,7 @@ def check_optimizer_phase(name: str) -> list[str]:
     if ("all_reduce", "optimizer", "dtensor") not in found:
         failures.append(f"no optimizer-phase all-reduce in {found}")
     for (n, p), q in zip(model.named_parameters(), untraced.parameters(), strict=True):
-        if not torch.equal(local(p.detach()), local(q.detach())):
+        if not torch.equal(local_tensor(p.detach()), local_tensor(q.detach())):
             failures.append(f"{n} after the step differs from the untraced step's")
             break
     return failures

@@ -18,6 +18,11 @@ from typing_extensions import get_type_hints
 from lens_widget.widget import protocol
 
 ROOT = Path(__file__).resolve().parents[2]
+# protocol.py and the modules it re-exports the contract's types from, by part
+PROTOCOL_PARTS = {
+    protocol.__name__,
+    *(f"lens_widget.widget.{part}_protocol" for part in ("graph", "request", "monitor", "rank")),
+}
 
 
 def protocol_ts() -> Path:
@@ -202,7 +207,8 @@ def contract_differences(ts_text: str) -> list[str]:
         found += differences(ts, py, name, interfaces)
         used.update(td.__name__ for td in reachable(py))
     for name, value in vars(protocol).items():
-        if is_typed_dict(value) and value.__module__ == protocol.__name__ and name not in used:
+        # protocol.py's own and those of its parts (graph_protocol.py, ...), re-exported
+        if is_typed_dict(value) and value.__module__ in PROTOCOL_PARTS and name not in used:
             found.append(f"{name}: a TypedDict in protocol.py that no protocol.ts type uses")
     for name, values in literals.items():
         py = getattr(protocol, name, None)
@@ -278,3 +284,20 @@ def test_a_typed_dict_key_added_on_the_python_side_fails(monkeypatch):
     monkeypatch.setattr(protocol, "EdgeInfo", EdgeInfo)
     found = contract_differences(protocol_ts_text())
     assert "EdgeInfo.weight: in protocol.py only" in found
+
+
+def test_the_protocol_parts_are_every_protocol_module():
+    # a new part left out of PROTOCOL_PARTS would escape the check of unused TypedDicts
+    package = ROOT / "lens_widget" / "widget"
+    found = {f"lens_widget.widget.{p.stem}" for p in package.glob("*protocol.py")}
+    assert found == PROTOCOL_PARTS
+
+
+def test_a_typed_dict_of_a_part_that_protocol_ts_never_uses_fails(monkeypatch):
+    class EdgeWeight(typing.TypedDict):
+        weight: float
+
+    EdgeWeight.__module__ = "lens_widget.widget.graph_protocol"
+    monkeypatch.setattr(protocol, "EdgeWeight", EdgeWeight, raising=False)
+    found = contract_differences(protocol_ts().read_text())
+    assert "EdgeWeight: a TypedDict in protocol.py that no protocol.ts type uses" in found
