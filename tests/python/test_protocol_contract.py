@@ -299,5 +299,5 @@ def test_a_typed_dict_of_a_part_that_protocol_ts_never_uses_fails(monkeypatch):
 
     EdgeWeight.__module__ = "lens_widget.widget.graph_protocol"
     monkeypatch.setattr(protocol, "EdgeWeight", EdgeWeight, raising=False)
-    found = contract_differences(protocol_ts().read_text())
+    found = contract_differences(protocol_ts_text())
     assert "EdgeWeight: a TypedDict in protocol.py that no protocol.ts type uses" in found
