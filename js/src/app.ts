@@ -425,6 +425,8 @@ export class LensApp {
     const m = this.current;
     if (!m || !this.sizes) return;
     const vis = computeVisible(m, { expanded: this.expanded, showParams: this.showParams });
+    // no height set: the graph fills the notebook's visible height, before it is laid out for it
+    if (this.heightHandle.fitHost(this.root)) this.pane.fitCanvas({ w: this.root.clientWidth, h: DEFAULT_HEIGHT });
     // a tall chain wraps into columns in a wide widget: from the widget's width (not the
     // canvas's, which an inspector opening narrows) and the graph's height
     const wrap = this.wrap();
