@@ -22,12 +22,21 @@ export function drawBoxes(p: Paint): void {
     ctx.fillStyle = th.group[d];
     roundRect(ctx, r.x, r.y, r.w, r.h, 8);
     ctx.fill();
-    ctx.lineWidth = Math.max(1, 1 * p.px);
-    ctx.strokeStyle = th.groupStroke;
+    // the module inspected: its box outlined as a selected node is
+    const marked = box === p.selectedBox;
+    ctx.lineWidth = marked ? Math.max(2.4, 2 * p.px) : Math.max(1, 1 * p.px);
+    ctx.strokeStyle = marked ? th.selected : th.groupStroke;
     ctx.stroke();
     ctx.fillStyle = th.groupHeader[d];
     roundRectTop(ctx, r.x, r.y, r.w, BOX_HEADER, 8);
     ctx.fill();
+    if (marked) {
+      ctx.save();
+      ctx.globalAlpha = 0.18;
+      ctx.fillStyle = th.selected;
+      ctx.fill();
+      ctx.restore();
+    }
     if (p.labels) {
       const [cls, addr] = headerLines(g, f.model.viewName);
       ctx.font = `600 ${FONT_PX}px ${FONT_FAMILY}`;
