@@ -1,6 +1,7 @@
 // Side panel for the selected node: its facts, links to neighbours, and what the kernel
 // sends on demand: the attention weights of attention ops, and the node's activation.
 
+import { functionGroupOf, functionText } from "../graph/functionGroup";
 import type { Gradients } from "../graph/gradients";
 import type { ActivationResult, ModuleDetailsResult, NodeInfo, OpDetailsResult } from "../graph/protocol";
 import type { GraphModel } from "../graph/tree";
@@ -301,6 +302,8 @@ export class Inspector {
       span.dataset.testid = testid;
       return span;
     };
+    const fn = this.model && functionGroupOf(this.model, n);
+    if (fn) rows.push(["function", cell(functionText(fn), "inspector-function")]);
     const facts = {
       output: h("tr", ""),
       shape: cell(fmtShape(n.shape), "inspector-shape"),
