@@ -7,6 +7,7 @@ says so in the kernel.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from test_jupyterlab import (  # the same page hooks and CI rule on the bundle
 )
 
 NOTEBOOK = "structure.ipynb"
+README_SHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 SETUP = """\
 import torch
 from lens_widget import LensWidget
@@ -75,7 +77,13 @@ def test_gpt2_opens_on_its_structure_with_the_mask_builder_closed(
     lab: Lab, page: object, artifacts: Path
 ) -> None:
     run_cells(lab, page, [0, 1])
-    page.screenshot(path=str(artifacts / "jupyterlab_gpt2_deep_first_view.png"))  # type: ignore[attr-defined]
+    shot = artifacts / "jupyterlab_gpt2_deep_first_view.png"
+    page.screenshot(path=str(shot))  # type: ignore[attr-defined]
+    if os.environ.get("LENS_UPDATE_DOC_IMAGES") == "1":  # the README's picture: this first view
+        from PIL import Image
+
+        image = Image.open(shot).convert("RGB")  # 256 colors keep it small
+        image.quantize(colors=256).save(README_SHOT, optimize=True)
     items = page.evaluate(f"{HOOK}.visibleIds")  # type: ignore[attr-defined]
     for item in (
         "input.0",
