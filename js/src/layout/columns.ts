@@ -209,7 +209,7 @@ export function leadColumnsLayout(p: Placed, m: number, wrap: Wrap): RawLayout |
   const inner: Placed = { items: [{ id: LEAD }, ...p.items.slice(m)], sizes, edges: [[LEAD, first], ...rest] };
   const chain = inner.items.map((it) => it.id);
   const cols = splitColumns(inner, chain, wrap);
-  if (!cols || !cols[0].includes(first)) return null;
+  if (!cols?.[0].includes(first)) return null;
   const raw = columnsLayout(inner, cols, false, false);
   const at = new Map<string, [number, number]>();
   inner.items.forEach((it, i) => at.set(it.id, [raw.pos[2 * i], raw.pos[2 * i + 1]]));
