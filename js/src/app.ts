@@ -197,11 +197,9 @@ export class LensApp {
       {
         toggleGroup: (key, expand) => this.toggleGroup(key, expand),
         select: (id) => this.select(id, {}),
-        // an open inspector follows a click on a module; a closed one stays closed, so opening
-        // and closing modules never narrows the graph under the camera (search opens it)
-        inspectGroup: (key) => {
-          if (!this.inspector.el.hidden) this.inspectGroup(key);
-        },
+        // a click on a module (its box or its title) selects it: its inspector opens, and the
+        // graph it narrows keeps what was clicked where it was (toggleGroup's hold, then reveal)
+        inspectGroup: (key) => this.inspectGroup(key),
       },
       this.pane.wheelHint,
     );
@@ -425,6 +423,8 @@ export class LensApp {
     const m = this.current;
     if (!m || !this.sizes) return;
     const vis = computeVisible(m, { expanded: this.expanded, showParams: this.showParams });
+    // no height set: the graph fills the notebook's visible height, before it is laid out for it
+    if (this.heightHandle.fitHost(this.root)) this.pane.fitCanvas({ w: this.root.clientWidth, h: DEFAULT_HEIGHT });
     // a tall chain wraps into columns in a wide widget: from the widget's width (not the
     // canvas's, which an inspector opening narrows) and the graph's height
     const wrap = this.wrap();
@@ -512,6 +512,7 @@ export class LensApp {
     if (!next) return;
     id = next.id;
     this.store.update({ selected: id });
+    this.renderer.selectedBox = null; // an op, or nothing: no module inspected
     if (next.write) this.sync.writeSelected(id);
     this.inspector.show(m, id || null);
     const focus = (): void => {
@@ -560,8 +561,13 @@ export class LensApp {
     const shown = stack
       ? { address: g.members[0], pass: null, note: `the first of ${g.members.length} blocks folded here` }
       : { address: g.address, pass: g.pass };
+    const opening = this.inspector.el.hidden;
     this.inspector.showModule(m, { ...shown, key }, g.className);
+    // the canvas narrows now, not on the next resize event: a layout under way holds what was
+    // clicked in place in the narrowed canvas
+    if (opening) this.pane.fitCanvas({ w: this.renderer.width, h: this.renderer.height });
     this.renderer.selected = this.vis ? this.inspectedBox(this.vis) : null;
+    this.renderer.selectedBox = key;
     this.renderer.request();
   }
 

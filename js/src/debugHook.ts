@@ -16,6 +16,7 @@ export interface LensDebug {
   readonly view: ViewName;
   readonly expanded: string[];
   readonly markedItem: string | null; // the item drawn selected (a node, or a module inspected)
+  readonly markedBox: string | null; // the open module drawn selected (its inspector shown)
   readonly selected: string;
   readonly drawnItems: number;
   readonly lastFrameMs: number;
@@ -103,6 +104,9 @@ export function exposeDebug(
     },
     get markedItem() {
       return r.selected;
+    },
+    get markedBox() {
+      return r.selectedBox && r.frame?.scene.boxes.has(r.selectedBox) ? r.selectedBox : null;
     },
     get drawnItems() {
       return r.drawnItems;

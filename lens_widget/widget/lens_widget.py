@@ -54,7 +54,8 @@ class LensWidget(
     >>> w = LensWidget(model, x)            # traces model(x); w.model_log is the ModelLog
     >>> w.view = "rolled"; w.selected = "linear_1_1"
 
-    ``height=900`` makes the graph 900 px tall (200-5000; the handle under it drags it too).
+    ``height=900`` makes the graph 900 px tall (200-5000; the handle under it drags it too;
+    by default it fills the notebook's visible height, 620 px at least).
     ``timing=True`` traces with per-op times (see `lens_widget.trace`), for the "time" overlay.
     ``offload=path, memory_budget=...`` keep saved values past the budget on disk (as in
     `lens_widget.trace`); clicking an op reads its value from there.
@@ -72,8 +73,9 @@ class LensWidget(
     # The monitor view (from_monitor, widget/monitor_view.py): its steps; the step shown
     monitor = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     step = traitlets.Int(-1, min=-1).tag(sync=True)  # -1: follow the latest step
-    # The graph's height in px; the handle under it drags it (js/src/controls/heightHandle.ts)
-    height = traitlets.Int(620, min=200, max=5000).tag(sync=True)
+    # The graph's height in px; the handle under it drags it (js/src/controls/heightHandle.ts).
+    # None: the frontend picks it from the visible height of the notebook around it.
+    height = traitlets.Int(None, allow_none=True, min=200, max=5000).tag(sync=True)
 
     def __init__(
         self,

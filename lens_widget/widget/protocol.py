@@ -117,7 +117,7 @@ class WidgetTraits(TypedDict):
     status: str
     monitor: MonitorInfo | None  # kernel -> frontend: a monitor's steps (from_monitor), else None
     step: int  # the monitor step shown; -1: follow the latest
-    height: int  # the graph's height in px (LensWidget(height=...); the drag handle writes it)
+    height: int | None  # graph px (LensWidget(height=...), the drag handle); None: auto
 
 
 # ---- the request kinds: one table, read by the widget, the page and the contract test ----

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lens_harness import click_item, lens, open_widget, wait_idle
+from lens_harness import click_item, lens, open_widget, reveal, scroll_into_view, wait_idle
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -67,13 +67,28 @@ def assert_in_view(page, key: str) -> None:
         assert r["y"] < 40
 
 
+def click_and_settle(page, x: float, y: float) -> None:
+    """Click, then wait until the layout the click asked for is drawn and the camera placed
+    (the layout count moves on and the worker is idle), not merely until the worker is idle,
+    which it may still be before the click's layout starts."""
+    laid = lens(page, "layoutCount")
+    page.mouse.click(x, y)
+    page.wait_for_function(
+        "(n) => { const l = window.__el.__lens;"
+        " return l.layoutCount > n && l.layoutStatus === 'idle'; }",
+        arg=laid,
+    )
+    wait_idle(page)  # and one frame drawn
+
+
 def test_opening_brings_what_opened_into_view_and_closing_returns(page, gpt2_12, artifacts):
     open_widget(page, gpt2_12, width=1340)
     opened: list[tuple[str, dict[str, float]]] = []
     for item in (f"@{STACK}", "@transformer.h.0:1", "@transformer.h.0.attn:1"):
-        click_item(page, item)  # scrolls it into view as a person would, then clicks
-        before = lens(page, "camera")
-        wait_idle(page)
+        reveal(page, item)
+        pos = scroll_into_view(page, item)  # as a person would
+        before = lens(page, "camera")  # where the camera was when they clicked
+        click_and_settle(page, pos["x"], pos["y"])
         key = item[1:]
         assert key in [b["key"] for b in lens(page, "sceneGeometry()")["boxes"]]
         assert_in_view(page, key)
@@ -83,8 +98,7 @@ def test_opening_brings_what_opened_into_view_and_closing_returns(page, gpt2_12,
     key, before = opened[-1]
     r = box_on_screen(page, key)
     canvas = page.locator("[data-testid=graph-canvas]").bounding_box()
-    page.mouse.click(canvas["x"] + r["x"] + 20, canvas["y"] + r["y"] + 8)
-    wait_idle(page)
+    click_and_settle(page, canvas["x"] + r["x"] + 20, canvas["y"] + r["y"] + 8)
     assert key not in [b["key"] for b in lens(page, "sceneGeometry()")["boxes"]]
     after = lens(page, "camera")
     assert after == pytest.approx(before)

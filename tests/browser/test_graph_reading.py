@@ -152,6 +152,10 @@ def test_the_minimap_shows_the_view_and_drags_it(page, gpt2_24, artifacts) -> No
     canvas = page.locator("[data-testid=graph-canvas]").bounding_box()
     assert canvas["x"] < mini["x"] and mini["x"] + mini["w"] <= canvas["x"] + canvas["width"]
     page.screenshot(path=str(artifacts / "gpt2_24_minimap.png"))
+    # it names the first-level modules, and blocks inside them where there is room (#24 item 5)
+    names = page.get_attribute("[data-testid=minimap]", "aria-label") or ""
+    assert names.startswith("Overview: ") and "GPT2Model" in names, names
+    assert "GPT2Block" in names, names
     top = lens(page, "camera")
     # drag from the top of the overview (where the view is) to its middle
     x = mini["x"] + mini["w"] / 2

@@ -7,7 +7,7 @@ op's inspector and plot."""
 from __future__ import annotations
 
 import pytest
-from lens_harness import lens, open_widget, scroll_into_view, wait_idle, widget_kernel
+from lens_harness import lens, on_canvas, open_widget, scroll_into_view, wait_idle, widget_kernel
 
 pytest.importorskip("transformers")
 
@@ -128,15 +128,30 @@ def test_a_module_found_by_search_gets_a_module_inspector(page, widget, artifact
 
 def test_clicking_a_module_on_the_graph_opens_it_and_its_inspector(page, widget) -> None:
     open_widget(page, widget.graph, python_kernel=widget_kernel(widget))
-    # with the inspector closed a click only opens the module: the graph keeps its width
-    # under the camera that follows what opened
+    # a click on a closed module opens it and selects it: its inspector opens, the graph it
+    # narrows keeps the clicked box where it was, and the open box is drawn marked
     stack = next(i for i in lens(page, "visibleIds") if "×" in i)
+    key = stack[1:]
     pos = scroll_into_view(page, stack)
     page.mouse.click(pos["x"], pos["y"])
     wait_idle(page)
-    assert page.locator("[data-testid=inspector]").is_hidden()
-    # an open inspector follows the clicks on modules
-    _search_enter(page, _first(widget, "embedding"))
+    assert page.locator("[data-testid=inspector]").is_visible()
+    assert page.inner_text("[data-testid=module-title]") == "transformer.h.0"
+    assert _module_facts(page)["class"] == "GPT2Block"
+    assert lens(page, "markedBox") == key
+    header = page.evaluate("(k) => window.__el.__lens.groupHeaderPos(k)", key)
+    canvas = page.locator("[data-testid=graph-canvas]").bounding_box()
+    assert header is not None and canvas is not None
+    assert canvas["x"] <= header["x"] <= canvas["x"] + canvas["width"]
+    assert canvas["y"] <= header["y"] <= canvas["y"] + canvas["height"]
+    assert abs(header["y"] - pos["y"]) < 60  # its title about where the click was
+    # its title: a click closes it and keeps it selected, its box on screen
+    page.mouse.click(header["x"], header["y"])
+    wait_idle(page)
+    assert key.rsplit(":", 1)[0] not in lens(page, "expanded")
+    assert page.inner_text("[data-testid=module-title]") == "transformer.h.0"
+    assert lens(page, "markedItem") == stack and on_canvas(page, stack)
+    # clicks on other modules follow
     collapsed = [i for i in lens(page, "visibleIds") if i.startswith("@")]
     assert collapsed, "the first view shows some module collapsed"
     key = collapsed[0][1:]

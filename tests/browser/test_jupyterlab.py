@@ -1,6 +1,6 @@
 """Real tier: the demo notebook in a headless JupyterLab; click a node, read the trait back.
 
-It shows the demo's GPT-2 (its blocks folded, ×N): its screenshot is the README's.
+It shows the demo's GPT-2 (its blocks folded, ×N).
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def test_click_node_shows_activation_and_syncs_selected(
         shown = page.evaluate(f"document.querySelector('{ROOT}').__lens.visibleIds")  # type: ignore[attr-defined]
         assert "@transformer.h.0×2" in shown and "output.logits" in shown
         target = click_an_op_and_see_its_plot(page, ops)
-        # The README's screenshot: the real widget in JupyterLab, an op clicked.
+        # the real widget in JupyterLab, an op clicked
         page.wait_for_timeout(500)  # type: ignore[attr-defined]
         page.screenshot(path=str(artifacts / "jupyterlab_demo.png"))  # type: ignore[attr-defined]
 

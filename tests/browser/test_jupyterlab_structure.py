@@ -7,6 +7,7 @@ says so in the kernel.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from test_jupyterlab import (  # the same page hooks and CI rule on the bundle
 )
 
 NOTEBOOK = "structure.ipynb"
+README_SHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 SETUP = """\
 import torch
 from lens_widget import LensWidget
@@ -75,24 +77,34 @@ def test_gpt2_opens_on_its_structure_with_the_mask_builder_closed(
     lab: Lab, page: object, artifacts: Path
 ) -> None:
     run_cells(lab, page, [0, 1])
-    page.screenshot(path=str(artifacts / "jupyterlab_gpt2_deep_first_view.png"))  # type: ignore[attr-defined]
+    shot = artifacts / "jupyterlab_gpt2_deep_first_view.png"
+    page.screenshot(path=str(shot))  # type: ignore[attr-defined]
+    if os.environ.get("LENS_UPDATE_DOC_IMAGES") == "1":  # the README's picture: this first view
+        from PIL import Image
+
+        image = Image.open(shot).convert("RGB")  # 256 colors keep it small
+        image.quantize(colors=256).save(README_SHOT, optimize=True)
     items = page.evaluate(f"{HOOK}.visibleIds")  # type: ignore[attr-defined]
     for item in (
         "input.0",
-        "@transformer.wte:1",
+        "input.attention_mask",
         "@transformer.h.0×12",
-        "@transformer.ln_f:1",
         "output.logits",
         "@output.cache",
         "@transformer.create_causal_mask():1",
     ):
         assert item in items and on_screen(page, item), item
-    head = (
-        "@lm_head:1" if "@lm_head:1" in items else next(i for i in items if i.startswith("linear"))
-    )
-    assert on_screen(page, head)  # the head: its box, or open on its one linear
+    # the embedding, the final norm and the head: their boxes, or open on their one op
+    for box, op in (("@transformer.wte:1", "embedding"), ("@transformer.ln_f:1", "layer_norm"),
+                    ("@lm_head:1", "linear")):  # fmt: skip
+        shown = box if box in items else next(i for i in items if i.startswith(op))
+        assert on_screen(page, shown), shown
     assert len(items) <= 22  # the mask's dozens of ops are one box, not the first screen
-    assert page.evaluate(f"{HOOK}.scale") >= 0.55  # type: ignore[attr-defined]
+    # read without effort: the graph fills the notebook's height and the head and outputs sit
+    # beside GPT2Model, so all of the above is on screen at 75% or more
+    assert page.evaluate(f"{HOOK}.scale") >= 0.75  # type: ignore[attr-defined]
+    canvas = page.locator(f'{ROOT} [data-testid="graph-canvas"]').first.bounding_box()  # type: ignore[attr-defined]
+    assert canvas is not None and canvas["y"] + canvas["height"] <= 1000  # all in the window
 
     # Collapse all: every output is still there
     page.locator(f'{ROOT} [data-testid="collapse-all"]').click()  # type: ignore[attr-defined]

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { EdgeInfo, NodeInfo } from "../../js/src/graph/protocol";
 import { type Placed, PORT_IN, PORT_OUT } from "../../js/src/layout/chain";
-import { columnsLayout, splitColumns, wrapFor } from "../../js/src/layout/columns";
+import { columnsLayout, leadColumnsLayout, leadRow, splitColumns, wrapFor } from "../../js/src/layout/columns";
 import { edge, node, payload } from "./builders";
 import { crossings, laidOut, segmentHitsRect } from "./geometry";
 
@@ -74,6 +74,55 @@ describe("tall chains in a wide view", () => {
     p.sizes.set("b5", [150, 900]); // one open module as tall as the rest together: one column
     const ids = p.items.map((it) => it.id);
     expect(splitColumns(p, ids, { h: 400, w: 5000 })).toBeNull();
+  });
+
+  it("puts a big module and what follows it side by side when it fits the view and the whole does not", () => {
+    const p = chain(5);
+    p.sizes.set("b1", [400, 600]); // GPT2Model open; then the head and the outputs
+    const ids = p.items.map((it) => it.id);
+    const cols = splitColumns(p, ids, { h: 700, w: 5000 })!;
+    expect(cols).toEqual([
+      ["b0", "b1"],
+      ["b2", "b3", "b4"],
+    ]);
+    expect(routeHits(p, cols, false)).toEqual([]);
+  });
+
+  it("opens a chain with its inputs side by side (a model's top level)", () => {
+    // two inputs into a tall module, then the head and the output
+    const items = ["in0", "mask", "model", "head", "out"].map((id) => ({ id }));
+    const sizes = new Map<string, [number, number]>([
+      ["in0", [70, 34]],
+      ["mask", [150, 34]],
+      ["model", [560, 700]],
+      ["head", [240, 80]],
+      ["out", [110, 34]],
+    ]);
+    const edges: [string, string][] = [
+      ["in0", "model"],
+      ["mask", "model"],
+      ["model", "head"],
+      ["head", "out"],
+    ];
+    const p: Placed = { items, sizes, edges };
+    expect(leadRow(items, edges)).toBe(2);
+    expect(leadRow(items, [...edges, ["in0", "head"]])).toBe(0); // an input past the first module
+    const raw = leadColumnsLayout(p, 2, { h: 800, w: 5000 })!;
+    const at = (id: string): [number, number] => {
+      const i = items.findIndex((it) => it.id === id);
+      return [raw.pos[2 * i], raw.pos[2 * i + 1]];
+    };
+    expect(at("in0")[1]).toBe(at("mask")[1]); // one row
+    expect(at("in0")[1]).toBeLessThan(at("model")[1]);
+    expect(at("head")[0]).toBeGreaterThan(at("model")[0] + 280); // beside the model
+    expect(raw.h).toBeLessThan(34 + 700 + 80 + 34); // shorter than one column
+    // each input's edge ends on the model's top, from straight above
+    for (const k of [0, 1]) {
+      const r = raw.edges[k]!;
+      expect(r[r.length - 1]).toBeCloseTo(at("model")[1] - 350);
+      expect(r[0]).toBe(r[2]);
+    }
+    expect(leadColumnsLayout(p, 2, { h: 5000, w: 5000 })).toBeNull(); // fits in one column
   });
 
   it("routes the chain and its ports around every item", () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_METRICS } from "../../js/src/layout/labels";
 import { heightFloor, SizeCache } from "../../js/src/layout/scenePlan";
 import { pickAnchor, placeAnchor } from "../../js/src/render/anchor";
-import { FIRST_MIN_SCALE, FitSearch, mayFitHeight, wholeScale } from "../../js/src/render/camera";
+import { FIRST_MIN_SCALE, FIRST_READ_SCALE, FitSearch, mayFitHeight, wholeScale } from "../../js/src/render/camera";
 import type { Frame } from "../../js/src/render/frame";
 import { miniFit, partlyOffScreen } from "../../js/src/render/minimap";
 import { gpt, wide } from "./builders";
@@ -14,13 +14,41 @@ const H = 600;
 describe("FitSearch", () => {
   const levels = [[], ["t"], ["t", "t.a"]];
   const tall = { x: 0, y: 0, w: 300, h: 3000 };
-  const fits = { x: 0, y: 0, w: 300, h: 900 };
+  const fits = { x: 0, y: 0, w: 300, h: 700 };
+  const legible = { x: 0, y: 0, w: 300, h: 900 };
 
-  it("keeps the default when it fits", () => {
+  it("keeps the default when it fits at a readable zoom", () => {
     const s = new FitSearch(levels, 0);
     expect(s.expansion).toEqual(["t", "t.a"]);
-    expect(wholeScale(fits, W, H)).toBeGreaterThanOrEqual(FIRST_MIN_SCALE);
+    expect(wholeScale(fits, W, H)).toBeGreaterThanOrEqual(FIRST_READ_SCALE);
     expect(s.next(fits, W, H)).toBeNull();
+  });
+
+  it("prefers less detail read without effort to more detail at a small zoom", () => {
+    const s = new FitSearch(levels, 0);
+    expect(wholeScale(legible, W, H)).toBeGreaterThanOrEqual(FIRST_MIN_SCALE);
+    expect(wholeScale(legible, W, H)).toBeLessThan(FIRST_READ_SCALE);
+    expect(s.next(legible, W, H)).toEqual(["t"]);
+    expect(s.next(fits, W, H)).toBeNull();
+    expect(s.expansion).toEqual(["t"]);
+  });
+
+  it("prefers a deeper legible level to the lowest one read without effort", () => {
+    const s = new FitSearch(levels, 1);
+    expect(s.next(legible, W, H)).toEqual(["t"]);
+    // `lowest` reads, but the deeper one is legible: back to it
+    expect(s.next(fits, W, H)).toEqual(["t", "t.a"]);
+    expect(s.next(legible, W, H)).toBeNull();
+    expect(s.expansion).toEqual(["t", "t.a"]);
+  });
+
+  it("keeps the deepest legible level when none reads without effort", () => {
+    const s = new FitSearch(levels, 0);
+    expect(s.next(legible, W, H)).toEqual(["t"]);
+    expect(s.next(tall, W, H)).toEqual([]);
+    expect(s.next(legible, W, H)).toEqual(["t", "t.a"]); // back to the first that fit
+    expect(s.next(legible, W, H)).toBeNull();
+    expect(s.expansion).toEqual(["t", "t.a"]);
   });
 
   it("closes the deepest level until the graph fits", () => {

@@ -1,7 +1,7 @@
 // A recurrent model opens rolled when its unrolled first view would not fit, saying why.
 import { describe, expect, it } from "vitest";
 import { opensRolled, rolledHint } from "../../js/src/graph/firstViewChoice";
-import { FIRST_MIN_SCALE } from "../../js/src/render/camera";
+import { FIRST_MIN_SCALE, FIRST_READ_SCALE } from "../../js/src/render/camera";
 import { edge, node, payload } from "./builders";
 
 function gruLoop(recurrent: boolean) {
@@ -21,7 +21,8 @@ function gruLoop(recurrent: boolean) {
 describe("opensRolled", () => {
   it("opens a recurrent model rolled only when unrolled it would not fit", () => {
     expect(opensRolled(gruLoop(true), FIRST_MIN_SCALE / 2)).toBe(true);
-    expect(opensRolled(gruLoop(true), FIRST_MIN_SCALE)).toBe(false); // fits: unrolled
+    expect(opensRolled(gruLoop(true), FIRST_MIN_SCALE)).toBe(true); // fits, but small: rolled
+    expect(opensRolled(gruLoop(true), FIRST_READ_SCALE)).toBe(false); // fits, readable: unrolled
     expect(opensRolled(gruLoop(false), 0.1)).toBe(false); // not recurrent: unrolled, however large
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_HEIGHT, graphHeight, MAX_HEIGHT, MIN_HEIGHT } from "../../js/src/controls/heightHandle";
+import { autoHeight, DEFAULT_HEIGHT, graphHeight, MAX_HEIGHT, MIN_HEIGHT } from "../../js/src/controls/heightHandle";
 
 describe("graph height", () => {
   it("takes the trait's value within the Python trait's bounds", () => {
@@ -14,5 +14,12 @@ describe("graph height", () => {
     expect(graphHeight(Number.NaN)).toBe(DEFAULT_HEIGHT);
     expect(graphHeight("900")).toBe(DEFAULT_HEIGHT);
     expect(DEFAULT_HEIGHT).toBe(620);
+  });
+
+  it("fills a notebook's visible height with none set, within bounds", () => {
+    expect(autoHeight(null, 100)).toBe(DEFAULT_HEIGHT); // no scrolled panel around it
+    expect(autoHeight(880, 100)).toBe(740); // JupyterLab at 1000 px: less the bars and a margin
+    expect(autoHeight(500, 100)).toBe(DEFAULT_HEIGHT); // never smaller than before
+    expect(autoHeight(3000, 100)).toBe(1000);
   });
 });

@@ -1,5 +1,7 @@
-// The graph's height: the `height` trait (LensWidget(..., height=...), default 620 px) and a
-// handle under the graph that drags it. A drag resizes live and, when let go, writes the
+// The graph's height: the `height` trait (LensWidget(..., height=...)) and a handle under the
+// graph that drags it. With no height set, the graph fills the visible height of the notebook
+// around the widget (its scrolled panel) less the widget's own bars, so a model's first view
+// opens at a zoom where text reads (620 px where there is no such panel). A drag resizes live and, when let go, writes the
 // trait, so the height is kept with the widget (and in a saved notebook's widget state).
 import type { WidgetModel } from "../kernel/widgetModel";
 import { h } from "../render/dom";
@@ -9,6 +11,26 @@ export const DEFAULT_HEIGHT = 620;
 export const MIN_HEIGHT = 200;
 export const MAX_HEIGHT = 5000;
 const KEY_STEP = 40;
+const AUTO_MAX = 1000;
+const AUTO_MARGIN = 40; // the cell's edges and a little of what comes before and after
+
+/**
+ * The visible height of the scrolled panel around `el` (a notebook's), or null if none: the
+ * nearest scrolling ancestor taller than `el` (an output area that scrolls is as tall as `el`).
+ */
+export function hostVisibleHeight(el: HTMLElement): number | null {
+  for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+    const oy = getComputedStyle(p).overflowY;
+    if ((oy === "auto" || oy === "scroll") && p.clientHeight > el.offsetHeight + 1) return p.clientHeight;
+  }
+  return null;
+}
+
+/** The graph's height with none set: `visible` less `chrome` (the widget's bars), within bounds. */
+export function autoHeight(visible: number | null, chrome: number): number {
+  if (visible === null) return DEFAULT_HEIGHT;
+  return Math.round(Math.min(AUTO_MAX, Math.max(DEFAULT_HEIGHT, visible - chrome - AUTO_MARGIN)));
+}
 
 /** A usable height from a trait value: the default for none or nonsense, else within bounds. */
 export function graphHeight(value: unknown): number {
@@ -21,14 +43,15 @@ type HeightModel = Pick<WidgetModel, "get" | "set" | "save_changes" | "on" | "of
 export class HeightHandle {
   readonly el = h("div", "lens-resize");
   private height: number;
-  private readonly onTrait = (): void => this.apply(graphHeight(this.model.get("height")));
+  private dragging = false; // a drag sets the height; the host's does not meanwhile
+  private readonly onTrait = (): void => this.apply(this.chosen() ?? this.height);
 
   /** `target`: the element whose height is the graph's (the canvas row). */
   constructor(
     private model: HeightModel,
     private target: HTMLElement,
   ) {
-    this.height = graphHeight(model.get("height"));
+    this.height = this.chosen() ?? DEFAULT_HEIGHT;
     this.el.dataset.testid = "resize-graph";
     this.el.title = "Drag to change the graph's height";
     this.el.setAttribute("role", "separator");
@@ -46,6 +69,25 @@ export class HeightHandle {
     });
   }
 
+  /** The height set in the trait (by the user or a drag), or null where none is. */
+  private chosen(): number | null {
+    const v = this.model.get("height");
+    return v === null || v === undefined ? null : graphHeight(v);
+  }
+
+  /**
+   * With no height set, the graph's height from the panel around `root` (the widget, now in
+   * the page): called before a layout, so the first view is laid out for it. True if it changed.
+   */
+  fitHost(root: HTMLElement): boolean {
+    if (this.chosen() !== null || this.dragging || !root.isConnected) return false;
+    const chrome = root.offsetHeight - this.target.offsetHeight;
+    const px = autoHeight(hostVisibleHeight(root), chrome);
+    if (px === this.height) return false;
+    this.apply(px);
+    return true;
+  }
+
   private apply(px: number): void {
     this.height = px;
     this.target.style.height = `${px}px`;
@@ -55,7 +97,7 @@ export class HeightHandle {
   /** The height chosen: shown, and written to the trait (kept with the widget). */
   private commit(px: number): void {
     this.apply(px);
-    if (graphHeight(this.model.get("height")) === px && this.model.get("height") === px) return;
+    if (this.model.get("height") === px) return;
     this.model.set("height", px);
     this.model.save_changes();
   }
@@ -66,12 +108,14 @@ export class HeightHandle {
     const start = this.height;
     this.el.setPointerCapture(e.pointerId);
     this.el.classList.add("lens-resizing");
+    this.dragging = true;
     const move = (ev: PointerEvent): void => this.apply(graphHeight(start + ev.clientY - startY));
     const up = (ev: PointerEvent): void => {
       this.el.removeEventListener("pointermove", move);
       this.el.removeEventListener("pointerup", up);
       this.el.removeEventListener("pointercancel", up);
       this.el.classList.remove("lens-resizing");
+      this.dragging = false;
       this.commit(graphHeight(start + ev.clientY - startY));
     };
     this.el.addEventListener("pointermove", move);

@@ -16,7 +16,7 @@ import {
   PORT_SIZE,
   type RawLayout,
 } from "./chain";
-import { columnsLayout, splitColumns, type Wrap } from "./columns";
+import { columnsLayout, leadColumnsLayout, leadRow, splitColumns, type Wrap } from "./columns";
 import { BOX_HEADER, BOX_PAD } from "./labels";
 import { type Box, bandRoute, rankBands, reversePoints } from "./routes";
 
@@ -199,8 +199,14 @@ function place(job: LayoutJob, sizes: Map<string, [number, number]>, portIn: boo
           job.wrap,
         )
       : null;
+  // the same opened by a row of inputs side by side (a model's top level: its inputs, its
+  // main module, its head, its outputs)
+  const lead =
+    job.wrap && !cols && !columns.length && !back.length && !portIn && !portOut ? leadRow(job.items, forward) : 0;
+  const led = lead && job.wrap ? leadColumnsLayout(p, lead, job.wrap) : null;
   let raw: RawLayout;
-  if (cols) raw = columnsLayout(p, cols, portIn, portOut);
+  if (led) raw = led;
+  else if (cols) raw = columnsLayout(p, cols, portIn, portOut);
   else if (isChain(p.items, p.edges)) raw = chainLayout(p);
   else if (!columns.length && (portIn || portOut) && isChain(job.items, forward)) raw = lanesLayout(p, portIn, portOut);
   else {

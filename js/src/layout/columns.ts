@@ -17,8 +17,9 @@ export interface Wrap {
   w: number;
 }
 
-// a view at least this much wider than tall is wide enough to put columns side by side
-const WIDE = 1.3;
+// a view at least this much wider than tall may put columns side by side (splitColumns then
+// checks that the columns it cuts fit the width)
+const WIDE = 1.2;
 // a column should read at this zoom (node text ~8 px and up)
 const READ_SCALE = 0.75;
 const DOMINANT = 0.6; // an item taller than this share of a column keeps the chain in one
@@ -52,13 +53,25 @@ export function splitColumns(p: Placed, chain: readonly string[], wrap: Wrap): s
     tallest = Math.max(tallest, p.sizes.get(id)![1]);
   }
   const perColumn = widest + 3 * LANE;
-  const byWidth = Math.floor(wrap.w / perColumn);
-  const n = Math.min(Math.ceil(total / wrap.h), byWidth, Math.floor(chain.length / 2));
-  if (n < 2) return null;
-  const target = total / n;
-  // one item about as tall as a column (a big open module with a few small ones around it):
-  // columns would only set the small ones aside, far from the flow
-  if (tallest > DOMINANT * target) return null;
+  const byWidth = Math.max(2, Math.floor(wrap.w / perColumn));
+  for (let n = Math.min(Math.ceil(total / wrap.h), byWidth, Math.floor(chain.length / 2)); n >= 2; n--) {
+    const target = total / n;
+    // one item about as tall as a column (a big open module with a few small ones around it):
+    // columns would only set the small ones aside, far from the flow, unless that item fits
+    // the view's height while the whole does not (GPT-2's first view: its GPT2Model box, then
+    // the head and the outputs beside it, rather than the outputs below the screen)
+    if (tallest > DOMINANT * target && tallest > wrap.h) return null;
+    const cols = cut(p, chain, n, target);
+    // the columns as they are (a wide one beside narrow ones) must fit the width
+    let w = 0;
+    for (const col of cols) w += Math.max(...col.map((id) => p.sizes.get(id)![0])) + 3 * LANE;
+    if (cols.length >= 2 && w <= wrap.w) return cols;
+  }
+  return null;
+}
+
+/** `chain` cut into at most `n` columns of about `target` height each. */
+function cut(p: Placed, chain: readonly string[], n: number, target: number): string[][] {
   const cols: string[][] = [[]];
   let h = 0;
   for (const id of chain) {
@@ -72,7 +85,7 @@ export function splitColumns(p: Placed, chain: readonly string[], wrap: Wrap): s
       h += ih + LAYOUT_OPTS.ranksep;
     }
   }
-  return cols.length >= 2 ? cols : null;
+  return cols;
 }
 
 /** The chain of `p` laid out in `cols` (from splitColumns), with its ports if any. */
@@ -149,4 +162,82 @@ export function columnsLayout(p: Placed, cols: readonly string[][], portIn: bool
     pos[2 * i + 1] = py;
   });
   return { w: width, h: portOut ? outRun + PORT_SIZE : bottom, pos, edges };
+}
+
+const LEAD = "⤒lead";
+
+/**
+ * How many items open the chain side by side (a model's inputs, all feeding its first
+ * module): the leading items with nothing before them whose every edge goes to the item after
+ * them, when the rest is a chain. 0 when there are fewer than two or the rest is no chain.
+ */
+export function leadRow(items: readonly { id: string }[], edges: readonly [string, string][]): number {
+  const into = new Set(edges.map(([, b]) => b));
+  let m = 0;
+  while (m < items.length && !into.has(items[m].id)) m++;
+  if (m < 2 || m >= items.length - 1) return 0;
+  const lead = new Set(items.slice(0, m).map((it) => it.id));
+  const first = items[m].id;
+  const rest = items.slice(m);
+  const pos = new Map(rest.map((it, i) => [it.id, i]));
+  for (const [a, b] of edges) {
+    if (lead.has(a)) {
+      if (b !== first) return 0;
+    } else if (lead.has(b) || pos.get(b) !== (pos.get(a) ?? -2) + 1) return 0;
+  }
+  return m;
+}
+
+/**
+ * A chain opened by a lead row (leadRow: `m` items side by side) in columns for `wrap`, or
+ * null where one column is best: the row is one item of the first column, above the item
+ * it feeds; each of its edges runs straight down into that item (or turns to its middle).
+ */
+export function leadColumnsLayout(p: Placed, m: number, wrap: Wrap): RawLayout | null {
+  const lead = p.items.slice(0, m);
+  let rowW = -LANE;
+  let rowH = 0;
+  for (const it of lead) {
+    const [w, h] = p.sizes.get(it.id)!;
+    rowW += w + LANE;
+    rowH = Math.max(rowH, h);
+  }
+  const first = p.items[m].id;
+  const sizes = new Map(p.sizes);
+  sizes.set(LEAD, [rowW, rowH]);
+  const rest = p.edges.filter(([a]) => !lead.some((it) => it.id === a));
+  const inner: Placed = { items: [{ id: LEAD }, ...p.items.slice(m)], sizes, edges: [[LEAD, first], ...rest] };
+  const chain = inner.items.map((it) => it.id);
+  const cols = splitColumns(inner, chain, wrap);
+  if (!cols?.[0].includes(first)) return null;
+  const raw = columnsLayout(inner, cols, false, false);
+  const at = new Map<string, [number, number]>();
+  inner.items.forEach((it, i) => at.set(it.id, [raw.pos[2 * i], raw.pos[2 * i + 1]]));
+  const [lx, ly] = at.get(LEAD)!;
+  let x = lx - rowW / 2;
+  for (const it of lead) {
+    const w = p.sizes.get(it.id)![0];
+    at.set(it.id, [x + w / 2, ly]);
+    x += w + LANE;
+  }
+  const [fx, fy] = at.get(first)!;
+  const [fw, fh] = p.sizes.get(first)!;
+  const innerRoute = new Map(inner.edges.map(([a, b], i) => [`${a}>${b}`, raw.edges[i]]));
+  const edges = p.edges.map(([a, b]): number[] | null => {
+    if (!at.has(a) || !at.has(b)) return null;
+    if (b !== first || !lead.some((it) => it.id === a)) return innerRoute.get(`${a}>${b}`) ?? null;
+    const [sx, sy] = at.get(a)!;
+    const low = sy + p.sizes.get(a)![1] / 2;
+    const top = fy - fh / 2;
+    if (Math.abs(sx - fx) < fw / 2 - LANE) return [sx, low, sx, top];
+    const turn = (low + top) / 2;
+    return [sx, low, sx, turn, fx, turn, fx, top];
+  });
+  const pos = new Float64Array(p.items.length * 2);
+  p.items.forEach((it, i) => {
+    const [px, py] = at.get(it.id)!;
+    pos[2 * i] = px;
+    pos[2 * i + 1] = py;
+  });
+  return { w: raw.w, h: raw.h, pos, edges };
 }

@@ -1,6 +1,7 @@
 // Side panel for the selected node: its facts, links to neighbours, and what the kernel
 // sends on demand: the attention weights of attention ops, and the node's activation.
 
+import { functionGroupOf, functionText } from "../graph/functionGroup";
 import type { Gradients } from "../graph/gradients";
 import type { ActivationResult, ModuleDetailsResult, NodeInfo, OpDetailsResult } from "../graph/protocol";
 import type { GraphModel } from "../graph/tree";
@@ -277,7 +278,9 @@ export class Inspector {
 
   /** The facts of the pass shown. */
   private opFacts(layer: NodeInfo, g: Gradients | null): OpFacts {
-    return new OpFacts(layer, this.nodeFor(this.shownPass ?? layer.id), this.pass, g);
+    const n = this.nodeFor(this.shownPass ?? layer.id);
+    const fn = this.model && functionGroupOf(this.model, n);
+    return new OpFacts(layer, n, this.pass, g, fn ? functionText(fn) : null);
   }
 
   /** The facts of the output plotted, for the pass shown. */

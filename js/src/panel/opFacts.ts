@@ -18,11 +18,13 @@ export class OpFacts {
 
   /** `layer`: the node selected; `n`: the pass shown (its unrolled node: in the rolled view a
    * pass may differ in shape, module and parameters, as a folded block's passes run in h.0,
-   * h.1, ...); `pass`: its index among the layer's passes. */
-  constructor(layer: NodeInfo, n: NodeInfo, pass: number, g: Gradients | null) {
+   * h.1, ...); `pass`: its index among the layer's passes; `fn`: what the "function" row
+   * says when the op ran in a plain function of the model's code. */
+  constructor(layer: NodeInfo, n: NodeInfo, pass: number, g: Gradients | null, fn: string | null = null) {
     const rows: FactRow[] = [];
     const passText = layer.nPasses > 1 ? ` — pass ${pass + 1} of ${layer.nPasses}` : "";
     rows.push(["module", (n.module || "(top level)") + passText]);
+    if (fn) rows.push(["function", cell(fn, "inspector-function")]);
     this.shape = cell(fmtShape(n.shape), "inspector-shape");
     this.dtype = cell(n.dtype ?? "—", "inspector-dtype");
     this.size = cell(fmtBytes(n.nbytes), "inspector-size");

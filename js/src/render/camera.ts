@@ -13,6 +13,9 @@ export const READABLE_SCALE = 0.9;
 // A first view shows the whole graph down to this zoom (labels still drawn, text ~6-9 px);
 // a graph that needs less opens at 100% on its inputs instead.
 export const FIRST_MIN_SCALE = 0.5;
+// A first view prefers the most detail that fits from this zoom up (node text ~8 px, read
+// without effort), to more detail at a zoom between FIRST_MIN_SCALE and this.
+export const FIRST_READ_SCALE = 0.75;
 
 /** The zoom at which all of `r` fits a width x height view (at most 1). */
 export function wholeScale(r: Rect, width: number, height: number): number {
@@ -67,13 +70,16 @@ export function firstCamera(r: Rect, width: number, height: number, anchorX: num
 
 /**
  * The search for a first view that shows the whole model: lay out the default expansion
- * (the last level), and while the graph does not fit at FIRST_MIN_SCALE, close its deepest
+ * (the last level), and while the graph does not fit at FIRST_READ_SCALE, close its deepest
  * open level, down to `lowest` (the first level that shows more than a handful of items).
- * When no level fits, the default expansion opens at 100% on its inputs.
+ * When no level above `lowest` fits at FIRST_READ_SCALE, the deepest that fits at
+ * FIRST_MIN_SCALE (else `lowest` if it reads); when none does, the default expansion opens at
+ * 100% on its inputs.
  */
 export class FitSearch {
   private index: number;
   private settled = false;
+  private legible: number | null = null; // the deepest level that fit at FIRST_MIN_SCALE
 
   constructor(
     private readonly levels: string[][],
@@ -98,10 +104,14 @@ export class FitSearch {
     mayFit: (expansion: string[]) => boolean = () => true,
   ): string[] | null {
     if (this.settled) return null;
-    if (wholeScale(bounds, width, height) >= FIRST_MIN_SCALE) {
+    const scale = wholeScale(bounds, width, height);
+    // the lowest level (the model as one or two boxes) is read at any zoom but says little:
+    // a deeper level legible at a small zoom is better
+    if (scale >= FIRST_READ_SCALE && (this.index > this.lowest || this.legible === null)) {
       this.settled = true;
       return null;
     }
+    if (scale >= FIRST_MIN_SCALE && this.legible === null) this.legible = this.index;
     let next = this.advance();
     while (next && !this.settled && !mayFit(next)) next = this.advance();
     return next;
@@ -113,9 +123,10 @@ export class FitSearch {
       return this.expansion;
     }
     this.settled = true;
-    const last = this.levels.length - 1;
-    if (this.index === last) return null;
-    this.index = last; // nothing fits: back to the default (its layout is cached)
+    // none reads without effort: the deepest that fits, else the default (its layout is cached)
+    const back = this.legible ?? this.levels.length - 1;
+    if (this.index === back) return null;
+    this.index = back;
     return this.expansion;
   }
 }

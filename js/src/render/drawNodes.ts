@@ -12,6 +12,9 @@ import { textOn } from "./overlay";
 import { GRAD_NONFINITE_MARK, NO_GRAD_STROKE } from "./overlayLegend";
 import type { Theme } from "./theme";
 
+// the tag on a box of a plain function's ops, where a module box has none
+export const FN_TAG = "fn";
+
 /** Expanded module boxes, outer first. */
 export function drawBoxes(p: Paint): void {
   const { ctx, theme: th, frame: f } = p;
@@ -22,20 +25,40 @@ export function drawBoxes(p: Paint): void {
     ctx.fillStyle = th.group[d];
     roundRect(ctx, r.x, r.y, r.w, r.h, 8);
     ctx.fill();
-    ctx.lineWidth = Math.max(1, 1 * p.px);
-    ctx.strokeStyle = th.groupStroke;
+    // a plain function of the model's code (create_causal_mask()), not a module: dashed
+    const fn = g.kind === "function";
+    if (fn) ctx.setLineDash([5, 3]);
+    // the module inspected: its box outlined as a selected node is
+    const marked = box === p.selectedBox;
+    ctx.lineWidth = marked ? Math.max(2.4, 2 * p.px) : Math.max(1, 1 * p.px);
+    ctx.strokeStyle = marked ? th.selected : th.groupStroke;
     ctx.stroke();
+    if (fn) ctx.setLineDash([]);
     ctx.fillStyle = th.groupHeader[d];
     roundRectTop(ctx, r.x, r.y, r.w, BOX_HEADER, 8);
     ctx.fill();
+    if (marked) {
+      ctx.save();
+      ctx.globalAlpha = 0.18;
+      ctx.fillStyle = th.selected;
+      ctx.fill();
+      ctx.restore();
+    }
     if (p.labels) {
       const [cls, addr] = headerLines(g, f.model.viewName);
-      ctx.font = `600 ${FONT_PX}px ${FONT_FAMILY}`;
+      ctx.font = `${fn ? "italic " : ""}600 ${FONT_PX}px ${FONT_FAMILY}`;
       ctx.fillStyle = th.text;
       ctx.textBaseline = "middle";
       ctx.textAlign = "left";
       ctx.fillText(`▾ ${cls}`, r.x + TITLE_X, r.y + BOX_HEADER / 2 + 0.5);
       const w = ctx.measureText(`▾ ${cls}  `).width;
+      if (fn) {
+        ctx.font = `600 ${SMALL_PX}px ${FONT_FAMILY}`;
+        ctx.fillStyle = th.muted;
+        ctx.textAlign = "right";
+        ctx.fillText(FN_TAG, r.x + r.w - TITLE_X, r.y + BOX_HEADER / 2 + 0.5);
+        ctx.textAlign = "left";
+      }
       ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
       ctx.fillStyle = th.muted;
       ctx.fillText(addr, r.x + TITLE_X + w, r.y + BOX_HEADER / 2 + 0.5);
@@ -177,9 +200,11 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   const outputs = g.kind === "outputs";
   const fill = outputs ? th.output : th.collapsed;
   const stroke = outputs ? th.outputStroke : th.collapsedStroke;
+  const fn = g.kind === "function"; // a plain function of the model's code: dashed, italic, "fn"
   ctx.fillStyle = fill;
   ctx.strokeStyle = stroke;
   ctx.lineWidth = Math.max(1, 0.8 * px);
+  if (fn) ctx.setLineDash([5, 3]);
   for (const d of g.kind === "stack" ? [8, 4] : [4]) {
     roundRect(ctx, r.x + d, r.y + d, r.w, r.h, 7);
     ctx.fill();
@@ -197,14 +222,22 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
   ctx.lineWidth = marked ? 2.4 : Math.max(1.3, px);
   ctx.strokeStyle = marked ? th.selected : stroke;
   ctx.stroke();
+  if (fn) ctx.setLineDash([]);
   if (!p.labels) return;
   const [l1, l2, l3] = groupLines(g, p.frame.model.viewName);
   const cx = r.x + r.w / 2;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
-  ctx.font = `700 ${FONT_PX}px ${FONT_FAMILY}`;
+  ctx.font = `${fn ? "italic " : ""}700 ${FONT_PX}px ${FONT_FAMILY}`;
   ctx.fillStyle = overlaid ? textOn(overlaid) : th.text;
   ctx.fillText(l1, cx, r.y + 12);
+  if (fn) {
+    ctx.font = `600 ${SMALL_PX}px ${FONT_FAMILY}`;
+    ctx.fillStyle = overlaid ? textOn(overlaid) : th.muted;
+    ctx.textAlign = "left";
+    ctx.fillText(FN_TAG, r.x + 6, r.y + 10);
+    ctx.textAlign = "center";
+  }
   ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;
   ctx.fillStyle = overlaid ? textOn(overlaid) : th.muted;
   ctx.fillText(l2, cx, r.y + 25);

@@ -30,6 +30,7 @@ export interface Paint {
   theme: Theme;
   frame: Frame;
   selected: string | null; // item id
+  selectedBox: string | null; // the open module whose inspector is shown (group key)
   hover: string | null; // item id, or "@" + group key
   showShapes: boolean; // tensor shapes on edges
   labels: boolean; // zoomed in far enough for text

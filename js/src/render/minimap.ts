@@ -3,12 +3,14 @@
 // per layout (into an offscreen canvas); each camera move only redraws the view's frame.
 import type { Rect } from "../layout/scenePlan";
 import type { Frame } from "./frame";
+import { drawMinimapLabels, MINI_FONT, minimapLabels } from "./minimapLabels";
 import type { Renderer } from "./renderer";
 import type { Theme } from "./theme";
 
 const MAX_W = 180;
 const MAX_H = 140;
 const MIN_SIDE = 36;
+const MIN_W = 110; // a tall narrow graph's overview keeps room beside it for the modules' names
 const PAD = 4;
 
 /** Where the scene's bounds go in a minimap: its size and the world -> minimap mapping. */
@@ -22,7 +24,7 @@ export interface MiniFit {
 
 export function miniFit(bounds: Rect): MiniFit {
   const scale = Math.min((MAX_W - 2 * PAD) / Math.max(1, bounds.w), (MAX_H - 2 * PAD) / Math.max(1, bounds.h));
-  const w = Math.max(MIN_SIDE, Math.round(bounds.w * scale + 2 * PAD));
+  const w = Math.max(MIN_W, Math.round(bounds.w * scale + 2 * PAD));
   const h = Math.max(MIN_SIDE, Math.round(bounds.h * scale + 2 * PAD));
   return { w, h, scale, ox: (w - bounds.w * scale) / 2, oy: (h - bounds.h * scale) / 2 };
 }
@@ -134,6 +136,11 @@ export class Minimap {
               : th.nodeStroke;
       ctx.fillRect(...at(r));
     }
+    // the first-level modules by name, and said to a screen reader too
+    ctx.font = MINI_FONT;
+    const labels = minimapLabels(f, fit, (t) => ctx.measureText(t).width);
+    drawMinimapLabels(ctx, labels, { bg: th.bg, text: th.text });
+    this.canvas.setAttribute("aria-label", `Overview: ${labels.map((l) => l.text).join(", ")}`);
   }
 
   /** The world point under minimap pixel (mx, my); null while hidden. */

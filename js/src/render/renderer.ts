@@ -22,6 +22,7 @@ export class Renderer {
   height = 1;
   frame: Frame | null = null;
   selected: string | null = null;
+  selectedBox: string | null = null; // a module inspected: its box drawn marked while it is open
   hover: string | null = null;
   showShapes = true; // tensor shapes on edges, where they fit (drawEdges.ts)
   overlay: NodeOverlay | null = null;
@@ -185,6 +186,7 @@ export class Renderer {
       theme: this.theme,
       frame: f,
       selected: this.selected,
+      selectedBox: this.selectedBox,
       hover: this.hover,
       showShapes: this.showShapes,
       labels: textLevel(scale) === "labels",

@@ -38,10 +38,11 @@ export function escapeXml(s: string): string {
 
 /** "600 11px ui-monospace, 'DejaVu Sans Mono'" -> SVG font attributes. */
 export function fontAttrs(font: string): string {
-  const m = /^\s*(?:(normal|bold|\d{3})\s+)?([\d.]+)px\s+(.+)$/.exec(font);
+  const m = /^\s*(italic\s+)?(?:(normal|bold|\d{3})\s+)?([\d.]+)px\s+(.+)$/.exec(font);
   if (!m) return `font-size="10"`;
-  const weight = m[1] && m[1] !== "normal" && m[1] !== "400" ? ` font-weight="${m[1]}"` : "";
-  return `font-size="${num(Number(m[2]))}"${weight} font-family="${escapeXml(m[3])}"`;
+  const style = m[1] ? ` font-style="italic"` : "";
+  const weight = m[2] && m[2] !== "normal" && m[2] !== "400" ? ` font-weight="${m[2]}"` : "";
+  return `font-size="${num(Number(m[3]))}"${weight}${style} font-family="${escapeXml(m[4])}"`;
 }
 
 export class SvgContext {

@@ -45,6 +45,7 @@ export function frameToSvg(v: SvgView): string {
     theme: v.theme,
     frame: v.frame,
     selected: v.selected,
+    selectedBox: null, // an export shows the graph, not what is inspected
     hover: null,
     showShapes: v.showShapes,
     labels: true,
