@@ -9,41 +9,31 @@ import { bindCanvasInput } from "./controls/canvasInput";
 import { GradientControl, type SelectAs } from "./controls/gradientControl";
 import { DEFAULT_HEIGHT, HeightHandle } from "./controls/heightHandle";
 import { keepKeysInControls } from "./controls/hostKeys";
-import { OverlayControl } from "./controls/overlayControl";
+import type { OverlayControl } from "./controls/overlayControl";
 import { Toolbar } from "./controls/toolbar";
 import { ViewHint } from "./controls/viewHint";
 import { exposeDebug } from "./debugHook";
 import { expansionLevels } from "./graph/defaultExpansion";
-import { opensRolled, rolledHint } from "./graph/firstViewChoice";
 import { GraphViews } from "./graph/graphViews";
 import type { GraphPayload, ViewName } from "./graph/protocol";
-import { type SearchHit, search } from "./graph/search";
-import { type GraphModel, SOURCE_KINDS } from "./graph/tree";
-import {
-  allGroups,
-  closedAbove,
-  closedAround,
-  computeVisible,
-  GROUP_PREFIX,
-  toggledGroup,
-  type Visible,
-} from "./graph/visibility";
+import { search } from "./graph/search";
+import type { GraphModel } from "./graph/tree";
+import { computeVisible, type Visible } from "./graph/visibility";
 import { type KernelLink, notebookLink } from "./kernel/kernelLink";
 import { RequestClient } from "./kernel/messages";
-import { type Origin, resolveSelection, selectionAfterSwitch, TraitSync } from "./kernel/traitSync";
+import { type Origin, TraitSync } from "./kernel/traitSync";
 import type { WidgetModel } from "./kernel/widgetModel";
 import { type Wrap, wrapFor } from "./layout/columns";
 import { DEFAULT_METRICS, type Metrics, measureMetrics } from "./layout/labels";
 import { type Laid, LayoutRunner } from "./layout/sceneLayout";
-import { heightFloor, type Rect, SizeCache } from "./layout/scenePlan";
-import { MonitorView } from "./monitor/monitorView";
-import { Inspector } from "./panel/inspector";
+import { heightFloor, SizeCache } from "./layout/scenePlan";
+import type { MonitorView } from "./monitor/monitorView";
+import type { Inspector } from "./panel/inspector";
 import { injectPanelLayout } from "./panel/panelLayout";
 import { preloadPlots } from "./panel/plots";
 import { sameRankGraph } from "./ranks/rankLogic";
 import { RankPicker } from "./ranks/rankPicker";
-import { pickAnchor } from "./render/anchor";
-import { FitSearch, wholeScale } from "./render/camera";
+import { FitSearch } from "./render/camera";
 import { nextExpansion, placeCamera } from "./render/cameraPlan";
 import { CameraTrail } from "./render/cameraTrail";
 import { h } from "./render/dom";
@@ -53,50 +43,64 @@ import { injectStyles } from "./render/styles";
 import { downloadViewSvg } from "./render/svgExport";
 import { pickTheme, type Theme, watchTheme } from "./render/theme";
 import { FIT, KEEP, ViewStore } from "./state/viewStore";
+import type { AppHost, SelectOptions } from "./wiring/appHost";
+import { collapseAll, expandAll, toggleGroup } from "./wiring/cameraMoves";
+import { createInspector } from "./wiring/inspectorWiring";
+import { createMonitor, createOverlay } from "./wiring/overlayWiring";
+import { openRolledInstead } from "./wiring/rolledFirst";
+import {
+  inspectedBox,
+  inspectGroup,
+  jump,
+  select as selectIn,
+  selectUnrolled as selectUnrolledIn,
+} from "./wiring/selection";
+import { switchView } from "./wiring/viewSwitch";
 
 export interface AppOptions {
   /** Who answers requests; by default the kernel of the widget's notebook (see notebookLink). */
   link?: KernelLink;
 }
 
-export class LensApp {
+// the members the split-out parts use (wiring/appHost.ts) are public; the rest stay private
+export class LensApp implements AppHost {
   readonly root: HTMLElement;
-  private theme: Theme;
-  private metrics: Metrics = DEFAULT_METRICS;
-  private views: GraphViews | null = null;
-  private readonly store = new ViewStore();
+  theme: Theme;
+  metrics: Metrics = DEFAULT_METRICS;
+  views: GraphViews | null = null;
+  readonly store = new ViewStore();
   private kernelStatus = "";
-  private vis: Visible | null = null;
-  private sizes: SizeCache | null = null;
+  vis: Visible | null = null;
+  sizes: SizeCache | null = null;
   private layoutCount = 0;
   private painted = false;
   private layouts = new LayoutRunner(
     () => this.updateStatus(),
     (e) => this.banner.showLayoutError(e.message),
   );
-  private sync: TraitSync;
-  private requests: RequestClient;
-  private pane: GraphPane;
-  private renderer: Renderer;
-  private inspector: Inspector;
-  private toolbar: Toolbar;
+  sync: TraitSync;
+  requests: RequestClient;
+  pane: GraphPane;
+  renderer: Renderer;
+  inspector: Inspector;
+  toolbar: Toolbar;
   private banner = new Banner();
-  private viewHint = new ViewHint();
+  viewHint = new ViewHint();
   private ablationBanner = new AblationBanner(() => this.requests.endAblation());
   private unwatchTheme: () => void;
   private unbindInput: () => void;
-  private overlay: OverlayControl;
-  private monitor: MonitorView;
-  private grads = new GradientControl((id, as) => this.selectUnrolled(id, as));
+  overlay: OverlayControl;
+  monitor: MonitorView;
+  grads = new GradientControl((id, as) => this.selectUnrolled(id, as));
   // several ranks' logs (LensWidget.from_logs): which rank is shown, compared with which
   private ranks = new RankPicker({
     showRank: (params) => this.requests.request({ method: "showRank", params }, { timeoutMs: 120000 }),
     onPage: () => !!this.link.noRerun,
   });
-  private link: KernelLink;
+  link: KernelLink;
   private heightHandle: HeightHandle;
   private wrapKey = ""; // the wrap of tall chains the last layout used
-  private trail = new CameraTrail(); // where the camera was before each module opened
+  trail = new CameraTrail(); // where the camera was before each module opened
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
     injectStyles(el.ownerDocument);
@@ -108,8 +112,8 @@ export class LensApp {
 
     this.toolbar = new Toolbar({
       fit: () => this.pane.fit(),
-      expandAll: () => this.expandAll(),
-      collapseAll: () => this.collapseAll(),
+      expandAll: () => expandAll(this),
+      collapseAll: () => collapseAll(this),
       setView: (view) => this.setView(view, "user"),
       showShapes: (on) => this.pane.showShapes(on),
       showParams: (on) => {
@@ -118,7 +122,7 @@ export class LensApp {
       },
       exportSvg: () => this.exportSvg(),
       search: (query) => (this.current ? search(this.current, query, 30, this.showParams) : []),
-      jump: (hit) => this.jump(hit),
+      jump: (hit) => jump(this, hit),
     });
 
     const main = h("div", "lens-main");
@@ -126,51 +130,10 @@ export class LensApp {
     this.pane = new GraphPane(this.theme);
     this.renderer = this.pane.renderer;
     this.pane.onResize = () => this.resized();
-    this.inspector = new Inspector({
-      theme: () => this.theme,
-      select: (id) => this.select(id, { center: true }),
-      close: () => this.select("", {}),
-      // in a comparison the overlay bar picks the side plotted: A, B or A−B
-      fetchActivation: (p, onSlow) =>
-        this.requests.activation(
-          this.overlay.inCompare && p.value !== "grad" ? { ...p, side: this.overlay.side } : p,
-          onSlow,
-        ),
-      fetchAttention: (p, onSlow) => this.requests.attention(p, onSlow),
-      rerun: (id, onWaiting) => this.requests.rerun(id, onWaiting),
-      noRerun: () => this.link.noRerun ?? this.views?.payload.noRerun ?? null,
-      ablate: (p, onWaiting) => this.requests.ablate(p, onWaiting),
-      unrolledNode: (id) => this.getModel("unrolled")?.nodes.get(id),
-      unrolledParents: (id) => this.getModel("unrolled")?.parents.get(id) ?? [],
-      gradients: () => this.grads.gradients,
-      noSide: (id) => this.overlay.noSide(id),
-      sideLabel: () => this.overlay.sideLabel,
-      fetchOpDetails: (id) => this.requests.opDetails(id),
-      fetchModuleDetails: (address) => this.requests.moduleDetails(address),
-      // a parameter (a call's weight) is shown first where parameters are hidden
-      selectUnrolled: (id) => {
-        const kind = this.getModel("unrolled")?.nodes.get(id)?.kind ?? "";
-        this.selectUnrolled(id, SOURCE_KINDS.has(kind) ? "leaf" : "node");
-      },
-    });
+    this.inspector = createInspector(this);
     main.append(this.pane.el, this.inspector.el, this.grads.panel.el);
-    this.overlay = new OverlayControl({
-      requests: () => this.requests,
-      frame: () => this.renderer.frame,
-      repaint: () => this.renderer.request(),
-      selectUnrolled: (id) => this.selectUnrolled(id),
-      sideChanged: () => this.current && this.selected && this.inspector.show(this.current, this.selected),
-      metricPicked: () => this.monitor.metricPicked(),
-    });
-    this.renderer.overlay = this.overlay;
-    this.overlay.picker.el.insertBefore(this.grads.button, this.overlay.picker.legend.el);
-    this.monitor = new MonitorView(model, {
-      requests: () => this.requests,
-      showValues: (ext) => this.overlay.showExternal(ext),
-      selectUnrolled: (id) => this.selectUnrolled(id),
-      theme: () => this.theme,
-    });
-    this.store.subscribe(["selected"], (s) => this.monitor.select(this.mapId(s.selected, s.view, "unrolled")));
+    this.overlay = createOverlay(this);
+    this.monitor = createMonitor(this, model);
     this.root.append(
       this.toolbar.el,
       this.overlay.picker.el,
@@ -195,11 +158,11 @@ export class LensApp {
       this.pane.canvas,
       this.renderer,
       {
-        toggleGroup: (key, expand) => this.toggleGroup(key, expand),
+        toggleGroup: (key, expand) => toggleGroup(this, key, expand),
         select: (id) => this.select(id, {}),
         // a click on a module (its box or its title) selects it: its inspector opens, and the
         // graph it narrows keeps what was clicked where it was (toggleGroup's hold, then reveal)
-        inspectGroup: (key) => this.inspectGroup(key),
+        inspectGroup: (key) => inspectGroup(this, key),
       },
       this.pane.wheelHint,
     );
@@ -249,19 +212,19 @@ export class LensApp {
   }
 
   // the view state, read from the store
-  private get viewName(): ViewName {
+  get viewName(): ViewName {
     return this.store.state.view;
   }
 
-  private get expanded(): ReadonlySet<string> {
+  get expanded(): ReadonlySet<string> {
     return this.store.state.expanded;
   }
 
-  private get selected(): string {
+  get selected(): string {
     return this.store.state.selected;
   }
 
-  private get showParams(): boolean {
+  get showParams(): boolean {
     return this.store.state.showParams;
   }
 
@@ -275,11 +238,11 @@ export class LensApp {
 
   // ---- graph and view ----
 
-  private getModel(view: ViewName): GraphModel | null {
+  getModel(view: ViewName): GraphModel | null {
     return this.views?.get(view) ?? null;
   }
 
-  private get current(): GraphModel | null {
+  get current(): GraphModel | null {
     return this.getModel(this.viewName);
   }
 
@@ -323,103 +286,25 @@ export class LensApp {
   }
 
   /** The node of `to` that stands for `id` of `from` (a layer for a pass, the first pass for a layer). */
-  private mapId(id: string, from: ViewName, to: ViewName): string {
+  mapId(id: string, from: ViewName, to: ViewName): string {
     if (!id || from === to) return id;
     return this.views?.counterpart(id, from, to) ?? "";
   }
 
-  private setView(view: ViewName, origin: Origin): void {
-    if (view === this.viewName) return;
-    this.viewHint.hide(); // the view is the user's (or the kernel's) choice now
-    const f = this.renderer.frame;
-    const r = this.renderer;
-    const anchor = f && !this.store.search ? pickAnchor(f, r.cam, r.width, r.height, r.selected) : null;
-    const from = this.viewName;
-    const kernelSelected = origin === "kernel" ? this.sync.selected : "";
-    const kernelInView = !!kernelSelected && !!this.getModel(view)?.nodes.has(kernelSelected);
-    // the op inspected goes to the pass its inspector shows, not to the layer's first pass
-    const shown = this.selected && this.selected === this.inspector.nodeId ? this.inspector.shownPass : null;
-    const mapSel = (id: string): string =>
-      id === this.selected && shown && view === "unrolled" ? shown : this.mapId(id, from, view);
-    const sel = selectionAfterSwitch(mapSel(this.selected), kernelSelected, kernelInView, origin);
-    this.store.update({ view });
-    this.trail.clear();
-    if (origin === "user") this.sync.writeView(view);
-    const m = this.current;
-    if (!m) return;
-    this.sizes = new SizeCache(m, this.metrics);
-    // a block open in the rolled view shows in the unrolled one: open the stack that holds it
-    const stacks = view === "unrolled" ? (this.views?.stacksToOpen(this.expanded) ?? []) : [];
-    if (stacks.length) {
-      this.store.update({ expanded: new Set([...this.expanded, ...stacks]) });
-      this.sync.writeExpanded(this.expanded);
-    }
-    // a first view still looking for what fits goes on looking in the new view
-    if (!this.store.search) {
-      this.store.update({
-        camera: anchor ? { kind: "anchor", anchor: { ...anchor, node: mapSel(anchor.node) } } : FIT,
-      });
-    }
-    const anchored = this.store.state.camera.kind === "anchor";
-    this.store.update({ selected: "" });
-    this.vis = null; // the other view's visible set: select() must lay out the new view
-    // the switched-to selection is written even when the kernel switched: it may be a mapped id the kernel lacks
-    if (sel) this.select(sel, { center: !anchored });
-    else {
-      this.inspector.show(m, null);
-      if (origin === "user") this.sync.writeSelected("");
-      this.refresh();
-    }
+  setView(view: ViewName, origin: Origin): void {
+    switchView(this, view, origin);
   }
 
   // ---- expansion and layout ----
 
-  private setExpanded(next: Set<string>, after?: () => void): void {
+  setExpanded(next: Set<string>, after?: () => void): void {
     this.store.update({ expanded: next });
     this.sync.writeExpanded(next);
     this.refresh(after);
   }
 
-  private toggleGroup(key: string, expand: boolean): void {
-    const next = this.current && toggledGroup(this.current, key, expand, this.expanded);
-    if (!next) return;
-    // the clicked module stays where it was on screen, then what opened comes into view;
-    // closing it returns to where the camera was before it opened
-    const hold = this.renderer.holdOnScreen(key);
-    const back = expand ? null : this.trail.closed(key);
-    if (expand) this.trail.opened(key, this.renderer.cam);
-    this.setExpanded(next, () => {
-      if (back) this.renderer.cam = back;
-      else hold();
-      this.renderer.reveal(key);
-    });
-  }
-
-  private expandAll(): void {
-    if (!this.current) return;
-    this.trail.clear();
-    this.fitNext();
-    this.setExpanded(allGroups(this.current));
-  }
-
-  private collapseAll(): void {
-    this.trail.clear();
-    this.fitNext();
-    this.setExpanded(new Set());
-  }
-
-  /** The next layout fits the graph on screen (a first view's search already ends in a fit). */
-  private fitNext(): void {
-    if (!this.store.search) this.store.update({ camera: FIT });
-  }
-
-  /** The camera moved to what the user asked for: the next layout leaves it there. */
-  private keepCamera(): void {
-    if (this.store.state.camera.kind === "fit") this.store.update({ camera: KEEP });
-  }
-
   /** Lays out what is visible now (in the worker, for the boxes not laid out before), then shows it. */
-  private refresh(after?: () => void): void {
+  refresh(after?: () => void): void {
     const m = this.current;
     if (!m || !this.sizes) return;
     const vis = computeVisible(m, { expanded: this.expanded, showParams: this.showParams });
@@ -457,13 +342,13 @@ export class LensApp {
         this.store.update({ expanded: new Set(next) });
         return this.refresh(after);
       }
-      if (this.openRolledInstead(laid.scene.bounds)) return;
+      if (openRolledInstead(this, laid.scene.bounds)) return;
       this.store.update({ camera: FIT }); // found: fit it
       this.sync.writeExpanded(this.expanded);
     }
     this.vis = vis;
     this.renderer.frame = { model: m, vis, ...laid };
-    this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : this.inspectedBox(vis);
+    this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : inspectedBox(this, vis);
     this.layoutCount++;
     placeCamera(this.store.takeCamera(), this.renderer, vis, laid.scene);
     after?.();
@@ -478,104 +363,14 @@ export class LensApp {
     this.updateStatus();
   }
 
-  /**
-   * A recurrent model whose unrolled first view does not fit opens rolled (firstViewChoice.ts),
-   * with a hint saying why; the view goes to the kernel (`w.view`). False: it stays unrolled.
-   */
-  private openRolledInstead(bounds: Rect): boolean {
-    const payload = this.views?.payload;
-    const r = this.renderer;
-    if (!payload || this.viewName !== "unrolled" || !opensRolled(payload, wholeScale(bounds, r.width, r.height)))
-      return false;
-    const rolled = this.getModel("rolled");
-    if (!rolled) return false;
-    this.viewHint.show(rolledHint(payload), () => this.setView("unrolled", "user"));
-    const { levels, lowest } = expansionLevels(rolled, this.showParams);
-    this.store.update({
-      view: "rolled",
-      expanded: new Set(levels[levels.length - 1]),
-      camera: { kind: "search", search: new FitSearch(levels, lowest) },
-    });
-    this.sync.writeView("rolled");
-    this.sizes = new SizeCache(rolled, this.metrics);
-    this.vis = null;
-    this.refresh();
-    return true;
+  // ---- selection (wiring/selection.ts) ----
+
+  select(id: string, opts: SelectOptions): void {
+    selectIn(this, id, opts);
   }
 
-  // ---- selection ----
-
-  private select(id: string, opts: { center?: boolean; origin?: Origin }): void {
-    const m = this.current;
-    if (!m) return;
-    const next = resolveSelection(id, m.nodes.has(id), opts.origin ?? "user");
-    if (!next) return;
-    id = next.id;
-    this.store.update({ selected: id });
-    this.renderer.selectedBox = null; // an op, or nothing: no module inspected
-    if (next.write) this.sync.writeSelected(id);
-    this.inspector.show(m, id || null);
-    const focus = (): void => {
-      if (this.renderer.focusNode(id, !!opts.center)) this.keepCamera();
-    };
-    const need = id ? closedAround(m, id, this.expanded) : [];
-    if (need.length) this.setExpanded(new Set([...this.expanded, ...need]), focus);
-    else if (!this.vis || this.vis !== this.renderer.frame?.vis) this.refresh(focus);
-    else focus();
-  }
-
-  /** Selects a node by its unrolled id in the view shown: a leaf showing parameters if hidden, an op plotting its gradient. */
-  private selectUnrolled(id: string, as: SelectAs = "node"): void {
-    if (as === "gradient") this.inspector.showGradient(id);
-    if (as === "leaf" && this.toolbar.revealParams()) this.vis = null; // lay out again, with the parameters
-    this.select(this.mapId(id, "unrolled", this.viewName), { center: true });
-  }
-
-  private focusGroup(key: string): void {
-    const m = this.current;
-    if (!m) return;
-    const need = closedAbove(m, key, this.expanded);
-    const focus = (): void => {
-      if (this.renderer.focusGroup(key)) this.keepCamera();
-    };
-    if (need.length) this.setExpanded(new Set([...this.expanded, ...need]), focus);
-    else focus();
-  }
-
-  private jump(hit: SearchHit): void {
-    if (hit.kind === "node") return this.select(hit.id, { center: true });
-    this.select("", {}); // a module, not the op shown before: its own inspector follows
-    this.focusGroup(hit.id);
-    this.inspectGroup(hit.id);
-  }
-
-  /** The module inspector of group `key` (a module's box or title was clicked, or found). */
-  private inspectGroup(key: string): void {
-    const m = this.current;
-    const g = m?.groups.get(key);
-    if (!m || !g) return;
-    // a ×N stack of identical blocks: the first block's facts, saying it stands for all
-    const stack = g.kind === "stack" && g.members.length > 0;
-    if (g.kind !== "module" && !stack) return;
-    if (this.selected) this.select("", {});
-    const shown = stack
-      ? { address: g.members[0], pass: null, note: `the first of ${g.members.length} blocks folded here` }
-      : { address: g.address, pass: g.pass };
-    const opening = this.inspector.el.hidden;
-    this.inspector.showModule(m, { ...shown, key }, g.className);
-    // the canvas narrows now, not on the next resize event: a layout under way holds what was
-    // clicked in place in the narrowed canvas
-    if (opening) this.pane.fitCanvas({ w: this.renderer.width, h: this.renderer.height });
-    this.renderer.selected = this.vis ? this.inspectedBox(this.vis) : null;
-    this.renderer.selectedBox = key;
-    this.renderer.request();
-  }
-
-  /** The collapsed module whose inspector is open, marked as a selected node is; null when
-   * none is, or it is open (its box is drawn as it was). */
-  private inspectedBox(vis: Visible): string | null {
-    const key = this.inspector.moduleShown?.key;
-    return key && vis.itemById.has(GROUP_PREFIX + key) ? GROUP_PREFIX + key : null;
+  selectUnrolled(id: string, as: SelectAs = "node"): void {
+    selectUnrolledIn(this, id, as);
   }
 
   /** Downloads what the canvas shows now as an SVG. */
