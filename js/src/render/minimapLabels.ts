@@ -5,6 +5,7 @@ import { elideMiddle, FONT_FAMILY } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
 import type { Frame } from "./frame";
 import type { MiniFit } from "./minimap";
+import { drawNameTags } from "./nameTags";
 import { overviewCandidates } from "./overviewLabels";
 
 export const MINI_FONT_PX = 9;
@@ -56,15 +57,5 @@ export function drawMinimapLabels(
   labels: readonly MiniLabel[],
   colors: { bg: string; text: string },
 ): void {
-  ctx.font = MINI_FONT;
-  ctx.textBaseline = "middle";
-  ctx.textAlign = "left";
-  for (const l of labels) {
-    ctx.globalAlpha = 0.8;
-    ctx.fillStyle = colors.bg;
-    ctx.fillRect(l.x, l.y, l.w, l.h);
-    ctx.globalAlpha = 1;
-    ctx.fillStyle = colors.text;
-    ctx.fillText(l.text, l.x + 2, l.y + l.h / 2 + 0.5);
-  }
+  drawNameTags(ctx, labels, { font: MINI_FONT, alpha: 0.8, pad: 2 }, colors);
 }

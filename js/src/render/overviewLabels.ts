@@ -8,6 +8,7 @@ import { elideMiddle, FONT_FAMILY, groupLines, nodeLines } from "../layout/label
 import type { Rect } from "../layout/scenePlan";
 import type { Camera } from "./camera";
 import type { Frame } from "./frame";
+import { drawNameTags } from "./nameTags";
 import { OVERVIEW_PX } from "./zoomLevels";
 
 export const OVERVIEW_FONT = `600 ${OVERVIEW_PX}px ${FONT_FAMILY}`;
@@ -114,15 +115,5 @@ export function drawOverview(
   labels: readonly OverviewLabel[],
   colors: { bg: string; text: string },
 ): void {
-  ctx.font = OVERVIEW_FONT;
-  ctx.textBaseline = "middle";
-  ctx.textAlign = "left";
-  for (const l of labels) {
-    ctx.globalAlpha = 0.85;
-    ctx.fillStyle = colors.bg;
-    ctx.fillRect(l.x, l.y, l.w, l.h);
-    ctx.globalAlpha = 1;
-    ctx.fillStyle = colors.text;
-    ctx.fillText(l.text, l.x + 3, l.y + l.h / 2 + 0.5);
-  }
+  drawNameTags(ctx, labels, { font: OVERVIEW_FONT, alpha: 0.85, pad: 3 }, colors);
 }
