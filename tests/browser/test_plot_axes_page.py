@@ -77,8 +77,10 @@ def test_heads_split_from_tokens_and_per_head_tiles_have_named_axes(
 def test_a_gru_cell_state_plots_batch_by_hidden(page) -> None:
     case = gru_cell_lm()
     widget = LensWidget(case.model, case.args)
-    cell = next(op.label for op in widget.model_log.ops if op.func == "gru_cell")
+    # A recurrent loop that would not fit unrolled opens rolled (#24): its cell is one node
+    cell = next(op.layer for op in widget.model_log.ops if op.func == "gru_cell")
     open_widget(page, widget.graph, python_kernel=widget_kernel(widget))
+    assert lens(page, "view") == "rolled"
     _select(page, cell)
     axes = _layout(page, cell)
     assert (axes["xaxis"]["title"], axes["yaxis"]["title"]) == ("hidden", "batch")

@@ -34,7 +34,7 @@ export interface WidgetTraits {
   status: string; // kernel -> frontend: "" or a message such as "re-running the model…"
   monitor: MonitorInfo | null; // kernel -> frontend: a monitor's steps (LensWidget.from_monitor), else null
   step: number; // the monitor step shown; -1: follow the latest
-  height: number; // the graph's height in px (LensWidget(height=...); the drag handle writes it)
+  height: number | null; // the graph's height in px (LensWidget(height=...), the drag handle); null: from the notebook
 }
 
 export interface GraphPayload {
