@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from gpt2_masked import gpt2_12_payload
 from lens_harness import click_item, lens, open_widget, reveal, scroll_into_view, wait_idle
 
 torch = pytest.importorskip("torch")
@@ -23,15 +24,7 @@ FOLLOW_MIN_SCALE = 0.62  # js/src/render/camera.ts
 @pytest.fixture(scope="module")
 def gpt2_12() -> dict[str, Any]:
     """GPT-2 with 12 blocks of width 64 (random weights) and an attention mask."""
-    torch.manual_seed(0)
-    config = transformers.GPT2Config(
-        n_layer=12, n_embd=64, n_head=4, vocab_size=500, n_positions=64, bos_token_id=1,
-        eos_token_id=2,
-    )  # fmt: skip
-    ids = torch.randint(0, 500, (1, 16), generator=torch.Generator().manual_seed(1))
-    mask = torch.ones_like(ids)
-    model = transformers.GPT2LMHeadModel(config).eval()
-    return build_payload(lw.trace(model, (ids,), {"attention_mask": mask}, save=None))
+    return gpt2_12_payload(save=None)
 
 
 def box_on_screen(page, key: str) -> dict[str, float]:

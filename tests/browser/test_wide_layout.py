@@ -8,28 +8,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from gpt2_masked import gpt2_12_payload
 from lens_harness import click_item, lens, open_widget, wait_idle
 from scene_checks import edge_crossings
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-import lens_widget as lw  # noqa: E402
-from lens_widget.widget.payload import build_payload  # noqa: E402
 
 STACK = "transformer.h.0×12"
 
 
 @pytest.fixture(scope="module")
 def gpt2_12() -> dict[str, Any]:
-    torch.manual_seed(0)
-    config = transformers.GPT2Config(
-        n_layer=12, n_embd=64, n_head=4, vocab_size=500, n_positions=64, bos_token_id=1,
-        eos_token_id=2,
-    )  # fmt: skip
-    ids = torch.randint(0, 500, (1, 16), generator=torch.Generator().manual_seed(1))
-    model = transformers.GPT2LMHeadModel(config).eval()
-    return build_payload(lw.trace(model, (ids,), {"attention_mask": torch.ones_like(ids)}))
+    return gpt2_12_payload()
 
 
 def block_columns(page) -> list[float]:
