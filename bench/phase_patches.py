@@ -239,9 +239,16 @@ PATCHES: list[tuple[str, str, str]] = [
     ("capture/build_log.py", "import warnings\n", "import warnings\n<clock>"),
     (
         "capture/build_log.py",
-        """        fill_details(book, book.pending)  # before any link names the ops' labels""",
+        """        place_labels(book, pending)  # the links, made later, name the final labels""",
         """        _f0 = _ns()
-        fill_details(book, book.pending)
-        PH["(of which: filling records after the pass)"] += _ns() - _f0""",
+        place_labels(book, pending)
+        PH["(of which: labels after the pass)"] += _ns() - _f0""",
+    ),
+    (
+        "capture/build_log.py",
+        """                fill_details(book, book.pending, labelled=True)""",
+        """                _f0 = _ns()
+                fill_details(book, book.pending, labelled=True)
+                PH["(not in the trace: filling records on their first read)"] += _ns() - _f0""",
     ),
 ]

@@ -14,7 +14,9 @@ machine wall time counts the waits for a core), median and min of interleaved ro
 after `gc.collect()`: the bare floor (a TorchFunctionMode that only forwards each call), the
 floor keeping every output, the rows floor (a mode keeping one row per op of what a record
 is made of and the output: `bench.tracers.KeepRows`, below which no tracer recording each op
-in Python goes), `trace(save=None)` and `trace(save="all")`.
+in Python goes), `trace(save=None)`, `trace(save="all")`, and `trace(save=None)` with the
+first read of its records (`log.nodes`), which fills their links, source lines and output
+metadata (lens_widget/log/filled_on_read.py).
 
 `--baseline REV` also times the lens_widget of git revision REV in the same process (its
 package is extracted to a temporary directory and imported as `lens_widget_baseline`), in
@@ -219,6 +221,10 @@ def measure(
             runs[f"{prefix}trace(save={save!r})"] = lambda p=package, s=save: p.trace(
                 model, args, kwargs, save=s
             )
+        # A plain trace fills its records on their first read: the trace and that read
+        runs[f"{prefix}trace(save=None), records read"] = lambda p=package: p.trace(
+            model, args, kwargs, save=None
+        ).nodes
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     times: dict[str, list[float]] = {name: [] for name in runs}

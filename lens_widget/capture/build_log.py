@@ -14,11 +14,20 @@ from operator import attrgetter
 from types import GeneratorType
 from typing import Any, NamedTuple
 
+import torch
+
 from lens_widget.capture.helper_calls import name_helper_calls
 from lens_widget.capture.links import link_parents, relabel_first_passes
 from lens_widget.capture.named_leaves import named_tensor_leaves
-from lens_widget.capture.op_details import fill_details
+from lens_widget.capture.old_generation import (
+    collect_young_generations,
+    promote_to_old_generation,
+)
+from lens_widget.capture.op_details import fill_details, place_labels
 from lens_widget.capture.recorder import Recorder
+from lens_widget.capture.tensor_book import TensorBook
+from lens_widget.log.filled_on_read import fill_later
+from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import ModuleInfo, OpRecord
 
@@ -49,11 +58,19 @@ def build_log(
     """
     book = recorder.book
     nodes = book.nodes
-    if book.pending:
-        fill_details(book, book.pending)  # before any link names the ops' labels
+    # A plain whole trace: nothing read the records during the pass, and nothing here reads
+    # more than their labels, so the rest of their details is filled on the first read
+    # (log/filled_on_read.py).
+    later = book.labels_later and error is None and section is None
+    pending = book.pending
+    if pending and later:
+        place_labels(book, pending)  # the links, made later, name the final labels
+    elif pending:
+        fill_details(book, pending)  # before any link names the ops' labels
     book.labels_later = False  # sources made from here on are labelled at once
-    sinks = _add_output_sinks(recorder, output) if error is None and section is None else []
-    if book.pending:  # sources of outputs no op made
+    output_sinks = error is None and section is None
+    sinks = _add_output_sinks(recorder, output, link=not later) if output_sinks else []
+    if book.pending and not later:  # sources of outputs no op made
         fill_details(book, book.pending)
     if book.saw_meta:
         _drop_meta_values(nodes)
@@ -85,7 +102,7 @@ def build_log(
         )
 
     params = recorder.names.params  # sized now: a lazy module's are made by the forward
-    return ModelLog(
+    log = ModelLog(
         model_class=model_class,
         nodes=nodes,
         modules=modules,
@@ -97,9 +114,40 @@ def build_log(
         param_bytes=sum([p.numel() * p.element_size() for p in params]),
         label_index=by_label,
     )
+    if later:
+        fill_later(log, _DetailsOnRead(book, sinks))
+    return log
 
 
-def _add_output_sinks(recorder: Recorder, output: Any) -> list[OpRecord]:
+class _DetailsOnRead:
+    """The fill of a plain trace's records on their first read: the details the pass left
+    (op_details.py), then the output sinks' links, as build_log does them at once otherwise.
+    Holds the book (not the log: no cycle) until it has run."""
+
+    def __init__(self, book: TensorBook, sinks: list[OpRecord]) -> None:
+        self._book: TensorBook | None = book
+        self._sinks = sinks
+
+    def __call__(self) -> None:
+        book, self._book = self._book, None
+        if book is None:
+            return
+        collect_young_generations()  # as a trace does: see old_generation.py
+        with torch._C.DisableTorchFunction(), gc_paused():  # nothing reaches a user's mode
+            if book.pending:
+                fill_details(book, book.pending, labelled=True)
+            for sink in self._sinks:
+                refs = sink.replay[1]  # pyright: ignore[reportOptionalSubscript]  # sinks have a replay
+                sink.parents, sink.parent_args, sink.from_input = link_parents(sink.label, refs)
+            if book.saw_meta:  # known once the fill has named each node's device
+                _drop_meta_values(book.nodes)
+        self._sinks = []
+        promote_to_old_generation()
+
+
+def _add_output_sinks(recorder: Recorder, output: Any, *, link: bool) -> list[OpRecord]:
+    """A node per tensor of the output; `link`: linked to its producer now (else when the
+    records are filled, after their producers' own links)."""
     nodes = recorder.book.nodes
     sinks = []
     for name, tensor in named_tensor_leaves(output, "output"):
@@ -109,7 +157,9 @@ def _add_output_sinks(recorder: Recorder, output: Any) -> list[OpRecord]:
         )
         label = recorder.book.unique_label(name)
         parent_refs = [("0", parent, produced[1] if produced else 0)]
-        parents, parent_args, from_input = link_parents(label, parent_refs)
+        parents, parent_args, from_input = (
+            link_parents(label, parent_refs) if link else ([], [], False)
+        )
         sink = OpRecord(
             label=label, kind="output", func=name, index=len(nodes), layer=label,
             # the tensor's own: a parent with several outputs (topk) describes its first

@@ -36,19 +36,27 @@ def name_helper_calls(
     ]
     if not chains:
         return
+    # Only the ops of these layers can be in a group; how many ops each module call and
+    # the top level hold does not change while groups are named deeper.
+    named: list[OpRecord] = []
+    for layer, _ in chains:
+        named += layer.later
+        named.append(layer.first)  # pyright: ignore[reportArgumentType]  # chains have a first
+    inside: Counter[tuple[str, int]] = Counter(entry for op in ops for entry in op.module_stack)
+    top = sum(1 for op in ops if not op.module_stack)
     depth: Counter[str] = Counter()  # module -> how many calls down its groups are named
     for _ in range(_MAX_DEPTH):
         _name_at(chains, depth, class_of)
-        whole = _whole_groups(ops)
+        whole = _whole_groups(named, inside, top)
         if not whole:
             break
         depth.update(whole)
-    for module in _whole_groups(ops):  # still whole past the depth limit: no group
-        for op in ops:
+    for module in _whole_groups(named, inside, top):  # still whole past the depth limit
+        for op in named:
             if op.module == module:
                 op.function = ""
-    sizes = Counter((op.module_stack, op.function) for op in ops if op.function)
-    for op in ops:
+    sizes = Counter((op.module_stack, op.function) for op in named if op.function)
+    for op in named:
         if op.function and sizes[op.module_stack, op.function] < MIN_GROUP_OPS:
             op.function = ""
 
@@ -81,13 +89,15 @@ def _name_at(
             node.function = function
 
 
-def _whole_groups(ops: Sequence[OpRecord]) -> set[str]:
+def _whole_groups(
+    named: Sequence[OpRecord], inside: Mapping[tuple[str, int], int], top: int
+) -> set[str]:
     """Modules one of whose passes ran every op inside it, nested modules' included, inside one
     group: the group is that module's own box again. At a traced section's top (no module) the
-    ops it made itself: a `step()` calling the model and the loss is the section itself."""
-    inside: Counter[tuple[str, int]] = Counter(entry for op in ops for entry in op.module_stack)
-    top = sum(1 for op in ops if not op.module_stack)
-    grouped = Counter((op.module_stack, op.function) for op in ops if op.function)
+    ops it made itself: a `step()` calling the model and the loss is the section itself.
+    `named`: the ops that may have a function; `inside`: the ops per module call (its stack
+    entry); `top`: the ops outside every module call."""
+    grouped = Counter((op.module_stack, op.function) for op in named if op.function)
     return {
         stack[-1][0] if stack else ""
         for (stack, _), n in grouped.items()

@@ -55,10 +55,20 @@ class DetailsBook(Protocol):
         """Give `node` its label (`key`: its layer key, or SOURCE for a source)."""
 
 
-def fill_details(book: DetailsBook, pending: list[Pending]) -> None:
+def place_labels(book: DetailsBook, pending: list[Pending]) -> None:
+    """Give the pending records whose labels were left for later their labels, in the order
+    the nodes were made (the rest is filled later: `fill_details(..., labelled=True)`)."""
+    place = book.place
+    for node, _, _, _, _, key in pending:
+        if key is not None:
+            place(node, key)
+
+
+def fill_details(book: DetailsBook, pending: list[Pending], *, labelled: bool = False) -> None:
     """Fill each pending record, in the order the nodes were made: its label if left for
-    later; an op's parents, parent_args, from_input, params and its parents' children; any
-    node's source, source_code, shape, dtype, device, and (one output) shapes and nbytes.
+    later (unless `labelled`: place_labels gave them); an op's parents, parent_args,
+    from_input, params and its parents' children; any node's source, source_code, shape,
+    dtype, device, and (one output) shapes and nbytes.
     Empties `pending`.
 
     A parent is filled before its children (a source before the ops that read it), so its
@@ -67,7 +77,7 @@ def fill_details(book: DetailsBook, pending: list[Pending]) -> None:
     device_names, param_uses = book.device_names, book.param_uses
     place = book.place
     for node, site, size, dtype, device, key in pending:
-        if key is not None:
+        if key is not None and not labelled:
             place(node, key)
         if node.replay is not None:  # an op (sources have no parents)
             refs = node.replay[1]

@@ -24,6 +24,7 @@ import networkx as nx
 from lens_widget.log.disk_values import DiskValues
 from lens_widget.log.dispatch import DispatchCall
 from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlacement
+from lens_widget.log.filled_on_read import FilledOnRead
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.held_error import HeldError
@@ -64,7 +65,9 @@ class ModelLog:
     """
 
     model_class: str
-    nodes: list[OpRecord]
+    # A descriptor (filled_on_read.py): a trace may leave the records' links, source lines and
+    # output metadata to be filled when they are first read.
+    nodes: list[OpRecord] = FilledOnRead()  # pyright: ignore[reportAssignmentType]
     modules: dict[str, ModuleInfo]
     output: Any
     # A descriptor (held_error.py) holding the exception weakly; its __get__ gives this type.
@@ -104,6 +107,12 @@ class ModelLog:
     def __post_init__(self, label_index: dict[str, OpRecord] | None) -> None:
         self._by_label = index_by_label(self.nodes) if label_index is None else label_index
 
+    def _filled_by_label(self) -> dict[str, OpRecord]:
+        """The label index, once the records it leads to are filled (reading nodes fills
+        them)."""
+        self.nodes  # noqa: B018 - read for the fill it runs
+        return self._by_label
+
     # ---- views of the nodes -----------------------------------------------------------
 
     @cached_property
@@ -122,7 +131,7 @@ class ModelLog:
     @property
     def by_label(self) -> Mapping[str, OpRecord]:
         """Every node by its exact label (sources and outputs included)."""
-        return self._by_label
+        return self._filled_by_label()
 
     @property
     def labels(self) -> list[str]:
@@ -143,7 +152,7 @@ class ModelLog:
 
     def __getitem__(self, key: int | str) -> OpRecord:
         if isinstance(key, str):
-            node = self._by_label.get(key)
+            node = self._filled_by_label().get(key)
             if node is not None:
                 return node
             return self._pass_of_layer(key) or self._module_output(key)
