@@ -32,6 +32,9 @@ export function wrapFor(width: number, height: number): Wrap | null {
   return { h: q((height - 60) / READ_SCALE), w: q((width - 60) / READ_SCALE) };
 }
 
+/** A wrap as a layout cache key's part ("" for none). */
+export const wrapKey = (wrap: Wrap | null): string => (wrap ? `${wrap.w}x${wrap.h}` : "");
+
 /** The height of `column` stacked as one column. */
 function stackHeight(p: Placed, ids: readonly string[]): number {
   let h = 0;
