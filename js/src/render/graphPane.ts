@@ -66,6 +66,7 @@ export class GraphPane {
   /** Sizes the canvas to its box now (once the pane is in the page); `fallback` where it has no
    * size yet; `opts` as Renderer.resize's. */
   fitCanvas(fallback: { w: number; h: number }, opts?: Parameters<Renderer["resize"]>[2]): void {
+    this.sizeDue = false;
     this.renderer.resize(this.wrap.clientWidth || fallback.w, this.wrap.clientHeight || fallback.h, opts);
   }
 
@@ -79,16 +80,17 @@ export class GraphPane {
    * narrowed now.
    */
   narrowBeside(): boolean {
-    this.sizeDue = this.layoutRunning;
-    if (!this.sizeDue) this.fitCanvas({ w: this.renderer.width, h: this.renderer.height }, NARROW);
-    return !this.sizeDue;
+    if (this.layoutRunning) {
+      this.sizeDue = true;
+      return false;
+    }
+    this.fitCanvas({ w: this.renderer.width, h: this.renderer.height }, NARROW);
+    return true;
   }
 
   /** Before a layout is placed, or when none is running any more: a size narrowBeside put off. */
   settle(): void {
-    if (!this.sizeDue) return;
-    this.sizeDue = false;
-    this.fitCanvas({ w: this.renderer.width, h: this.renderer.height }, NARROW);
+    if (this.sizeDue) this.fitCanvas({ w: this.renderer.width, h: this.renderer.height }, NARROW);
   }
 
   /** Fits the laid-out graph in view (the toolbar's Fit). */
