@@ -23,7 +23,7 @@ import { type KernelLink, notebookLink } from "./kernel/kernelLink";
 import { RequestClient } from "./kernel/messages";
 import { type Origin, TraitSync } from "./kernel/traitSync";
 import type { WidgetModel } from "./kernel/widgetModel";
-import { type Wrap, wrapFor } from "./layout/columns";
+import { type Wrap, wrapFor, wrapKey } from "./layout/columns";
 import { DEFAULT_METRICS, type Metrics, measureMetrics } from "./layout/labels";
 import { type Laid, LayoutRunner } from "./layout/sceneLayout";
 import { heightFloor, SizeCache } from "./layout/scenePlan";
@@ -313,7 +313,7 @@ export class LensApp implements AppHost {
     // a tall chain wraps into columns in a wide widget: from the widget's width (not the
     // canvas's, which an inspector opening narrows) and the graph's height
     const wrap = this.wrap();
-    this.wrapKey = wrap ? `${wrap.w}x${wrap.h}` : "";
+    this.wrapKey = wrapKey(wrap);
     const prefix = `${this.viewName}|${this.showParams ? 1 : 0}|${this.wrapKey}|`;
     this.layouts.run(
       { vis, model: m, sizes: this.sizes, prefix, wrap },
@@ -328,11 +328,11 @@ export class LensApp implements AppHost {
 
   /** The widget changed size: lay out again where its wrap of tall chains changed (columns.ts). */
   private resized(): void {
-    const wrap = this.wrap();
-    if ((wrap ? `${wrap.w}x${wrap.h}` : "") !== this.wrapKey && this.renderer.frame) this.refresh();
+    if (wrapKey(this.wrap()) !== this.wrapKey && this.renderer.frame) this.refresh();
   }
 
   private apply(m: GraphModel, vis: Visible, laid: Laid, after?: () => void): void {
+    this.pane.settle(); // the canvas takes the size a panel opening put off (narrowBeside)
     const search = this.store.search;
     if (search) {
       const floor = (e: string[]): number =>

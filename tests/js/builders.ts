@@ -94,6 +94,18 @@ export function nested(): GraphPayload {
   return payload(nodes, edges);
 }
 
+/** A metric's values for nested()'s ops (y_1 has none), as the overlay gets them. */
+export function nestedValues(): Map<string, number> {
+  return new Map([
+    ["lin_1", 10],
+    ["act_1", 1],
+    ["x_1", 2],
+    ["y_1", NaN],
+    ["x_2", 4],
+    ["y_2", 8],
+  ]);
+}
+
 /** `blocks` top-level modules, each holding `inner` sub-modules of `ops` ops, chained. */
 export function wide(blocks: number, inner: number, ops: number): GraphPayload {
   const nodes: NodeInfo[] = [node("input.0", [], { kind: "input", func: "input.0" })];

@@ -10,7 +10,7 @@ import {
   textOn,
   unrolledIdsOf,
 } from "../../js/src/render/overlay";
-import { edge, nested, node, payload } from "./builders";
+import { edge, nested, nestedValues, node, payload } from "./builders";
 
 describe("aggregate", () => {
   it("sums, takes max/min/mean, and shares, skipping NaN (no value)", () => {
@@ -68,14 +68,7 @@ describe("colors and numbers", () => {
 });
 
 describe("itemValues", () => {
-  const values = new Map([
-    ["lin_1", 10],
-    ["act_1", 1],
-    ["x_1", 2],
-    ["y_1", NaN],
-    ["x_2", 4],
-    ["y_2", 8],
-  ]);
+  const values = nestedValues();
 
   it("gives a collapsed module the aggregate of every op inside, nested ones included", () => {
     const m = buildModel(nested(), "unrolled");

@@ -4,7 +4,7 @@ import { buildModel } from "../../js/src/graph/tree";
 import { computeVisible } from "../../js/src/graph/visibility";
 import { LOG_DECADES, pickScaleMode } from "../../js/src/panel/colorScale";
 import { itemValues, makeScale } from "../../js/src/render/overlay";
-import { nested } from "./builders";
+import { nested, nestedValues } from "./builders";
 
 describe("pickScaleMode", () => {
   it("picks log when the magnitudes span more than two decades (a training step's grad norms)", () => {
@@ -28,14 +28,7 @@ describe("pickScaleMode", () => {
 });
 
 describe("graphValues: a range that stays as modules open", () => {
-  const values = new Map([
-    ["lin_1", 10],
-    ["act_1", 1],
-    ["x_1", 2],
-    ["y_1", NaN],
-    ["x_2", 4],
-    ["y_2", 8],
-  ]);
+  const values = nestedValues();
 
   it("holds every op and every module, so a shown item's value is always inside", () => {
     const m = buildModel(nested(), "unrolled");

@@ -27,6 +27,28 @@ export interface RawLayout {
   edges: (number[] | null)[]; // per edge: flat route
 }
 
+/** RawLayout's `pos` of `items` from their centres `at` (an item with none at the origin). */
+export function centres(items: readonly { id: string }[], at: ReadonlyMap<string, [number, number]>): Float64Array {
+  const pos = new Float64Array(items.length * 2);
+  items.forEach((it, i) => {
+    const [x, y] = at.get(it.id) ?? [0, 0];
+    pos[2 * i] = x;
+    pos[2 * i + 1] = y;
+  });
+  return pos;
+}
+
+/** Where an edge leaves an item (`low`, its bottom) and enters one (`top`), by their centres `at`. */
+export function itemEnds(
+  at: ReadonlyMap<string, [number, number]>,
+  sizes: ReadonlyMap<string, [number, number]>,
+): { top: (id: string) => number; low: (id: string) => number } {
+  return {
+    top: (id) => at.get(id)![1] - sizes.get(id)![1] / 2,
+    low: (id) => at.get(id)![1] + sizes.get(id)![1] / 2,
+  };
+}
+
 /** True when every edge joins an item to the next one: a straight column, no dagre needed. */
 export function isChain(items: readonly { id: string }[], edges: readonly [string, string][]): boolean {
   const pos = new Map<string, number>();
@@ -84,20 +106,14 @@ export function lanesLayout(p: Placed, portIn: boolean, portOut: boolean): RawLa
   const bottom = column.length ? y - LAYOUT_OPTS.ranksep : y;
   if (portIn) at.set(PORT_IN, [inX, PORT_SIZE / 2]);
   if (portOut) at.set(PORT_OUT, [outX, bottom + GAP + PORT_SIZE / 2]);
-  const top = (id: string): number => at.get(id)![1] - p.sizes.get(id)![1] / 2;
-  const low = (id: string): number => at.get(id)![1] + p.sizes.get(id)![1] / 2;
+  const { top, low } = itemEnds(at, p.sizes);
   const edges = p.edges.map(([a, b]): number[] | null => {
     if (!at.has(a) || !at.has(b)) return null;
     if (a === PORT_IN) return [inX, low(a), inX, top(b) - GAP, cx, top(b) - GAP, cx, top(b)];
     if (b === PORT_OUT) return [cx, low(a), cx, low(a) + GAP, outX, low(a) + GAP, outX, top(b)];
     return [cx, low(a), cx, top(b)];
   });
-  const pos = new Float64Array(p.items.length * 2);
-  p.items.forEach((it, i) => {
-    const [x, yc] = at.get(it.id)!;
-    pos[2 * i] = x;
-    pos[2 * i + 1] = yc;
-  });
+  const pos = centres(p.items, at);
   const w = portOut ? outX + PORT_SIZE / 2 : (portIn ? LANE : 0) + maxW;
   return { w, h: portOut ? bottom + GAP + PORT_SIZE : bottom, pos, edges };
 }

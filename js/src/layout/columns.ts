@@ -6,7 +6,7 @@
 // With ports (edges from or to outside the box, chain.ts's lanes), each column has its own
 // in lane on its left and out lane on its right; the in port's run is along the very top, the
 // out port's along the very bottom, so no route crosses an item.
-import { LAYOUT_OPTS, type Placed, PORT_IN, PORT_OUT, PORT_SIZE, type RawLayout } from "./chain";
+import { centres, itemEnds, LAYOUT_OPTS, type Placed, PORT_IN, PORT_OUT, PORT_SIZE, type RawLayout } from "./chain";
 
 const GAP = LAYOUT_OPTS.ranksep / 2;
 const LANE = LAYOUT_OPTS.nodesep;
@@ -31,6 +31,9 @@ export function wrapFor(width: number, height: number): Wrap | null {
   const q = (v: number): number => Math.max(STEP, Math.floor(v / STEP) * STEP);
   return { h: q((height - 60) / READ_SCALE), w: q((width - 60) / READ_SCALE) };
 }
+
+/** A wrap as a layout cache key's part ("" for none). */
+export const wrapKey = (wrap: Wrap | null): string => (wrap ? `${wrap.w}x${wrap.h}` : "");
 
 /** The height of `column` stacked as one column. */
 function stackHeight(p: Placed, ids: readonly string[]): number {
@@ -134,8 +137,7 @@ export function columnsLayout(p: Placed, cols: readonly string[][], portIn: bool
   const outRun = bottom + 2 * GAP; // the out port's run, along the bottom
   if (portIn) at.set(PORT_IN, [inX[0], inRun]);
   if (portOut) at.set(PORT_OUT, [outX[outX.length - 1], outRun + PORT_SIZE / 2]);
-  const top = (id: string): number => at.get(id)![1] - p.sizes.get(id)![1] / 2;
-  const low = (id: string): number => at.get(id)![1] + p.sizes.get(id)![1] / 2;
+  const { top, low } = itemEnds(at, p.sizes);
   const edges = p.edges.map(([a, b]): number[] | null => {
     if (!at.has(a) || !at.has(b)) return null;
     if (a === PORT_IN) {
@@ -155,13 +157,7 @@ export function columnsLayout(p: Placed, cols: readonly string[][], portIn: bool
     const g = gutter[ka];
     return [cx[ka], low(a), cx[ka], turn, g, turn, g, overTop, cx[kb], overTop, cx[kb], top(b)];
   });
-  const pos = new Float64Array(p.items.length * 2);
-  p.items.forEach((it, i) => {
-    const [px, py] = at.get(it.id) ?? [0, 0];
-    pos[2 * i] = px;
-    pos[2 * i + 1] = py;
-  });
-  return { w: width, h: portOut ? outRun + PORT_SIZE : bottom, pos, edges };
+  return { w: width, h: portOut ? outRun + PORT_SIZE : bottom, pos: centres(p.items, at), edges };
 }
 
 const LEAD = "⤒lead";
@@ -233,11 +229,5 @@ export function leadColumnsLayout(p: Placed, m: number, wrap: Wrap): RawLayout |
     const turn = (low + top) / 2;
     return [sx, low, sx, turn, fx, turn, fx, top];
   });
-  const pos = new Float64Array(p.items.length * 2);
-  p.items.forEach((it, i) => {
-    const [px, py] = at.get(it.id)!;
-    pos[2 * i] = px;
-    pos[2 * i + 1] = py;
-  });
-  return { w: raw.w, h: raw.h, pos, edges };
+  return { w: raw.w, h: raw.h, pos: centres(p.items, at), edges };
 }

@@ -9,6 +9,9 @@ import { Minimap } from "./minimap";
 import { Renderer } from "./renderer";
 import type { Theme } from "./theme";
 
+// a narrower canvas keeps its left edge and is drawn on the next frame (Renderer.resize)
+const NARROW = { keep: "left", now: false } as const;
+
 export class GraphPane {
   readonly el = h("div", "lens-graph-col");
   readonly canvas = document.createElement("canvas");
@@ -21,6 +24,8 @@ export class GraphPane {
   /** "Ctrl+scroll or click to zoom", shown over the canvas when the wheel scrolls the page. */
   readonly wheelHint = h("div", "lens-wheel-hint", "Ctrl+scroll or click to zoom");
   private ro: ResizeObserver;
+  private layoutRunning = false;
+  private sizeDue = false; // the canvas narrows with the layout under way (narrowBeside)
   /** Called after the canvas took a new size (the widget's width or height changed). */
   onResize: (() => void) | null = null;
 
@@ -48,8 +53,9 @@ export class GraphPane {
     this.ro = new ResizeObserver(() => {
       const { clientWidth: w, clientHeight: h } = this.wrap;
       // hidden (another JupyterLab tab, a collapsed output): no size to draw at. Resizing to
-      // 0 and back shifted the view by half its width; keep it as it was until shown again
-      if (w > 0 && h > 0) {
+      // 0 and back shifted the view by half its width; keep it as it was until shown again.
+      // A size the next layout takes (narrowBeside) waits for it
+      if (w > 0 && h > 0 && !this.sizeDue) {
         this.renderer.resize(w, h);
         this.onResize?.();
       }
@@ -57,12 +63,36 @@ export class GraphPane {
     this.ro.observe(this.wrap);
   }
 
-  /** Sizes the canvas to its box now (once the pane is in the page); `fallback` where it has no size yet. */
-  fitCanvas(fallback: { w: number; h: number }): void {
-    this.renderer.resize(this.wrap.clientWidth || fallback.w, this.wrap.clientHeight || fallback.h);
+  /** Sizes the canvas to its box now (once the pane is in the page); `fallback` where it has no
+   * size yet; `opts` as Renderer.resize's. */
+  fitCanvas(fallback: { w: number; h: number }, opts?: Parameters<Renderer["resize"]>[2]): void {
+    this.sizeDue = false;
+    this.renderer.resize(this.wrap.clientWidth || fallback.w, this.wrap.clientHeight || fallback.h, opts);
   }
 
-  /** Redraws the graph and its legend in `theme`'s colours. */
+  /**
+   * A panel opened beside the graph (a module's inspector, on a click that opens or closes the
+   * module). With a layout under way the canvas takes its narrower size when that layout is
+   * placed (`settle`): one canvas resize and one draw for both, the panel covering the canvas's
+   * right side meanwhile. With none, it narrows now. Either way it keeps its left edge, so what
+   * was clicked stays under the pointer, and only its width changes, which the layout does not
+   * depend on (tall chains wrap by the widget's width): nothing is laid out again. True when it
+   * narrowed now.
+   */
+  narrowBeside(): boolean {
+    if (this.layoutRunning) {
+      this.sizeDue = true;
+      return false;
+    }
+    this.fitCanvas({ w: this.renderer.width, h: this.renderer.height }, NARROW);
+    return true;
+  }
+
+  /** Before a layout is placed, or when none is running any more: a size narrowBeside put off. */
+  settle(): void {
+    if (this.sizeDue) this.fitCanvas({ w: this.renderer.width, h: this.renderer.height }, NARROW);
+  }
+
   /** Fits the laid-out graph in view (the toolbar's Fit). */
   fit(): void {
     const f = this.renderer.frame;
@@ -75,6 +105,7 @@ export class GraphPane {
     this.renderer.request();
   }
 
+  /** Redraws the graph and its legend in `theme`'s colours. */
   setTheme(theme: Theme): void {
     this.renderer.theme = theme;
     const next = legend(theme);
@@ -83,9 +114,12 @@ export class GraphPane {
     this.renderer.request();
   }
 
+  /** Layouts running or not: the busy indicator, and a size put off by narrowBeside. */
   showBusy(busy: boolean): void {
     this.busy.hidden = !busy;
     this.busy.textContent = "laying out…";
+    this.layoutRunning = busy;
+    if (!busy) this.settle(); // the layout failed or was superseded: no placing to wait for
   }
 
   private updateOverlay(): void {

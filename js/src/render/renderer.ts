@@ -40,17 +40,30 @@ export class Renderer {
     this.theme = theme;
   }
 
-  resize(w: number, h: number): void {
+  /**
+   * Sizes the canvas to w x h screen px; false, touching nothing, when that is its size already
+   * (a resize observer reporting a size set before). `keep`: what stays put on screen, the middle
+   * of the view (a panel opening beside an op centred on) or its left edge (a clicked module,
+   * which the next layout's hold places). Resizing clears the canvas: `now` draws at once (a
+   * resize observer runs after this frame's animation callbacks), else on the next frame.
+   */
+  resize(w: number, h: number, opts: { keep?: "middle" | "left"; now?: boolean } = {}): boolean {
     const dpr = window.devicePixelRatio || 1;
-    // keep what is in the middle of the view there (the inspector opening narrows the canvas)
-    if (this.frame && this.width > 1) this.cam = { ...this.cam, tx: this.cam.tx + (Math.max(1, w) - this.width) / 2 };
-    this.width = Math.max(1, w);
-    this.height = Math.max(1, h);
-    this.canvas.width = Math.round(this.width * dpr);
-    this.canvas.height = Math.round(this.height * dpr);
-    this.canvas.style.width = `${this.width}px`;
-    this.canvas.style.height = `${this.height}px`;
-    this.draw();
+    w = Math.max(1, w);
+    h = Math.max(1, h);
+    const px = [Math.round(w * dpr), Math.round(h * dpr)];
+    if (w === this.width && h === this.height && px[0] === this.canvas.width && px[1] === this.canvas.height)
+      return false;
+    if (opts.keep !== "left" && this.frame && this.width > 1)
+      this.cam = { ...this.cam, tx: this.cam.tx + (w - this.width) / 2 };
+    this.width = w;
+    this.height = h;
+    [this.canvas.width, this.canvas.height] = px;
+    this.canvas.style.width = `${w}px`;
+    this.canvas.style.height = `${h}px`;
+    if (opts.now ?? true) this.draw();
+    else this.request();
+    return true;
   }
 
   request(): void {

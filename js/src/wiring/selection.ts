@@ -67,9 +67,10 @@ export function inspectGroup(app: AppHost, key: string): void {
     : { address: g.address, pass: g.pass };
   const opening = app.inspector.el.hidden;
   app.inspector.showModule(m, { ...shown, key }, g.className);
-  // the canvas narrows now, not on the next resize event: a layout under way holds what was
-  // clicked in place in the narrowed canvas
-  if (opening) app.pane.fitCanvas({ w: app.renderer.width, h: app.renderer.height });
+  // the graph narrows beside it with the layout this click started (toggleGroup), placed with
+  // its hold and reveal in the narrower canvas; with the layout done already (cached), narrows
+  // now, and what opened comes into view there
+  if (opening && app.pane.narrowBeside()) app.renderer.reveal(key);
   app.renderer.selected = app.vis ? inspectedBox(app, app.vis) : null;
   app.renderer.selectedBox = key;
   app.renderer.request();
