@@ -53,6 +53,9 @@ _KINDS: dict[int, int] = {}
 _CODES: dict[int, CodeType] = {}
 # site -> (file, line) of user code: a line number is decoded once per call site.
 _LINES: dict[int, tuple[str, int]] = {}
+# call path -> its helper calls (helper_calls), the same for every trace: made from the kinds,
+# so emptied when a kind changes
+_HELPERS: dict[CallPath, tuple[tuple[str, int], ...]] = {}
 
 
 def _learn(code: CodeType) -> int:
@@ -72,6 +75,7 @@ def mark_module_call(code: CodeType) -> None:
     stand-in): a call path ends at its frames."""
     _CODES[id(code)] = code
     _KINDS[id(code)] = MODULE_CALL
+    _HELPERS.clear()  # read the kinds
 
 
 def mark_wrapper(code: CodeType) -> None:
@@ -79,6 +83,7 @@ def mark_wrapper(code: CodeType) -> None:
     dispatch_hooks.py): like torch's wrappers, in no call path and no source."""
     _CODES[id(code)] = code
     _KINDS[id(code)] = SKIP
+    _HELPERS.clear()  # read the kinds
 
 
 def find_call_site(
@@ -208,7 +213,7 @@ def _is_pass_through(code: CodeType) -> bool:
     return code.co_flags & _PASS_THROUGH == _PASS_THROUGH and code.co_argcount <= 1
 
 
-def helper_calls(path: CallPath) -> list[tuple[str, int]]:
+def helper_calls(path: CallPath) -> tuple[tuple[str, int], ...]:
     """The plain functions of user code that an op with call path `path` ran in, below its
     module's forward (or its traced section), outermost first: (qualified name, e.g.
     ``create_causal_mask`` or ``DynamicCache.update``, the call site that called it); empty
@@ -216,7 +221,14 @@ def helper_calls(path: CallPath) -> list[tuple[str, int]]:
     body nor helper; comprehensions and lambdas are not helpers. Read after the pass, once
     per layer, from the ints kept."""
     if isinstance(path, int):
-        return []
+        return ()
+    calls = _HELPERS.get(path)
+    if calls is None:
+        calls = _HELPERS[path] = _helper_calls(path)
+    return calls
+
+
+def _helper_calls(path: tuple[int, ...]) -> tuple[tuple[str, int], ...]:
     # innermost first, without the wrappers; the last site is in the forward's body
     kept = [
         (site, code)
@@ -229,4 +241,4 @@ def helper_calls(path: CallPath) -> list[tuple[str, int]]:
         if _KINDS.get(id(code)) == USER and not code.co_name.startswith("<"):
             calls.append((code.co_qualname.rpartition("<locals>.")[2], caller))
         caller = site
-    return calls
+    return tuple(calls)

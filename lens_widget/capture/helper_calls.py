@@ -62,7 +62,7 @@ def name_helper_calls(
 
 
 def _name_at(
-    chains: list[tuple[Layer, list[tuple[str, int]]]],
+    chains: list[tuple[Layer, tuple[tuple[str, int], ...]]],
     depth: Counter[str],
     class_of: Mapping[str, str],
 ) -> None:
