@@ -141,7 +141,7 @@ WIDGET_COLUMNS = [
     ("toggle_back_ms", "back to unrolled"),
     ("recolor_ms", "recolor for a new metric"),
     ("recolor_all_ms", "recolor, all expanded"),
-    ("click_first_ms", "first click to plot (loads plotly)"),
+    ("click_first_ms", "first click to plot (Plotly already loaded)"),
     ("click_to_plot_ms", "click to plot (median of 3)"),
     ("pan_default_frame_median_ms", "pan frame, default view (median/p95)"),
     ("pan_frame_median_ms", "pan frame, all expanded (median/p95)"),
