@@ -34,6 +34,7 @@ from lens_widget.capture.old_generation import (
 )
 from lens_widget.capture.op_timing import Timing
 from lens_widget.capture.partial_log import attach_partial_log
+from lens_widget.capture.python_wrappers import PythonWrappers
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.recursion import recursion_headroom
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
@@ -134,6 +135,7 @@ class Session:
             self._recording.enter_context(self.recorder.tracker)
             self._recording.enter_context(ParameterWatch(self.recorder.book))
             self._recording.enter_context(self.recorder)
+            self._recording.enter_context(PythonWrappers())
             self._recording.enter_context(self._dispatch)
             if self.distributed is not None:
                 self._recording.enter_context(self.distributed)

@@ -170,6 +170,8 @@ def _callables(namespace: Any) -> dict[str, Any]:
 _PATCHABLE = {
     "torch": torch,
     "torch.nn.functional": torch.nn.functional,
+    "torch.functional": torch.functional,
+    "torch._tensor": sys.modules["torch._tensor"],
     "torch.Tensor": torch.Tensor,
     "torch._C.TensorBase": torch._C.TensorBase,
     "torch._C._VariableFunctions": torch._C._VariableFunctions,

@@ -32,7 +32,9 @@ def _gpt2() -> torch.nn.Module:
         n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=32,
         bos_token_id=0, eos_token_id=0,
     )  # fmt: skip
-    return transformers.GPT2LMHeadModel(config).eval()
+    with torch.random.fork_rng():  # the same weights whatever ran before: no early EOS
+        torch.manual_seed(0)
+        return transformers.GPT2LMHeadModel(config).eval()
 
 
 def _llama() -> torch.nn.Module:
@@ -41,7 +43,9 @@ def _llama() -> torch.nn.Module:
         intermediate_size=128, vocab_size=100, max_position_embeddings=64,
         bos_token_id=0, eos_token_id=0, pad_token_id=0,
     )  # fmt: skip
-    return transformers.LlamaForCausalLM(config).eval()
+    with torch.random.fork_rng():  # the same weights whatever ran before: no early EOS
+        torch.manual_seed(0)
+        return transformers.LlamaForCausalLM(config).eval()
 
 
 # Some blocks on "cpu", the others offloaded to "disk" (a CPU-only machine has no other device)

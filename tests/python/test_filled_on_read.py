@@ -85,21 +85,25 @@ def test_every_way_to_a_record_sees_it_filled():
     assert set(graph.predecessors("linear_1_1:1")) == {"input.0", "cell.weight", "cell.bias"}
 
 
+def _children_read_by_two_threads_at_once(log: lw.ModelLog) -> list[list[str]]:
+    start = threading.Barrier(2)
+    seen: list[list[str]] = []
+
+    def read() -> None:
+        start.wait()
+        seen.append(list(log["input.0"].children))
+
+    threads = [threading.Thread(target=read) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return seen
+
+
 def test_two_threads_reading_at_once_fill_once():
     for _ in range(20):
-        log = _traced()
-        start = threading.Barrier(2)
-        seen: list[list[str]] = []
-
-        def read(log: lw.ModelLog = log) -> None:
-            start.wait()
-            seen.append(list(log["input.0"].children))
-
-        threads = [threading.Thread(target=read) for _ in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        seen = _children_read_by_two_threads_at_once(_traced())
         assert seen == [["linear_1_1:1"], ["linear_1_1:1"]]
 
 
