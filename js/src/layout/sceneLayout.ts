@@ -1,9 +1,12 @@
 // Runs the layout of one visible set: the boxes whose layout is not cached go to the worker,
 // then the cached per-box layouts are composed into a scene with routed edges. Only the newest
 // request is delivered: a layout that finishes after a newer one was asked for is dropped.
+// A first view's few boxes are laid out here instead (`inline`): dagre takes about a millisecond
+// for them, while the worker's first answer comes tens of milliseconds later (it is still
+// starting), and the first view's search may ask for two or three of them in turn.
 import type { GraphModel } from "../graph/tree";
 import type { Visible } from "../graph/visibility";
-import type { GroupLayout } from "./boxLayout";
+import { type GroupLayout, runJobs } from "./boxLayout";
 import type { Wrap } from "./columns";
 import { type EdgeGeom, edgeGeometry } from "./edges";
 import { composeScene, planLayout, type Scene, type SizeCache } from "./scenePlan";
@@ -15,7 +18,12 @@ export interface LayoutRequest {
   sizes: SizeCache;
   prefix: string; // cache key prefix: what else the layout depends on (view, parameters shown, wrap)
   wrap?: Wrap | null; // tall chains go in columns up to this (columns.ts)
+  inline?: boolean; // lay out on this thread when the boxes to lay out are few (INLINE_MAX_ITEMS)
 }
+
+// the most items (nodes and closed boxes, in all the boxes to lay out) laid out inline: a first
+// view shows at most ~150 (graph/defaultExpansion.ts), a few ms of dagre
+export const INLINE_MAX_ITEMS = 300;
 
 export interface Laid {
   scene: Scene;
@@ -27,6 +35,9 @@ export class LayoutRunner {
   private cache = new Map<string, GroupLayout>();
   private seq = 0;
   private running = 0;
+  /** Layouts run so far (cached ones included), and of them those that went to the worker. */
+  runs = 0;
+  workerRuns = 0;
 
   constructor(
     private onBusyChange: () => void,
@@ -54,6 +65,7 @@ export class LayoutRunner {
   run(req: LayoutRequest, apply: (laid: Laid) => void, wanted: () => boolean): void {
     const plan = planLayout(req.vis, req.sizes, this.cache, req.prefix, req.wrap ?? null);
     const seq = ++this.seq;
+    this.runs++;
     const compose = (): Laid => {
       const scene = composeScene(req.vis, req.model, req.sizes, plan.keys, this.cache);
       return {
@@ -65,6 +77,20 @@ export class LayoutRunner {
       apply(compose());
       return;
     }
+    if (req.inline && plan.jobs.reduce((n, j) => n + j.items.length, 0) <= INLINE_MAX_ITEMS) {
+      performance.mark("lens:layout-start");
+      const t0 = performance.now();
+      try {
+        for (const r of runJobs(plan.jobs)) this.cache.set(r.key, r);
+      } catch (e) {
+        this.onError(e as Error);
+        return;
+      }
+      performance.mark("lens:layout-done", { detail: { ms: performance.now() - t0, boxes: plan.jobs.length } });
+      apply(compose());
+      return;
+    }
+    this.workerRuns++;
     this.running++;
     this.onBusyChange();
     performance.mark("lens:layout-start");
