@@ -15,8 +15,9 @@ export interface LensDebug {
   readonly layoutStatus: "idle" | "running";
   readonly layoutCount: number; // layouts applied so far
   /** Layouts run so far, each a visible set laid out (those the first view's search discarded
-   * and those composed from cached boxes included), and how many of them went to the worker. */
-  readonly layoutRuns: { all: number; worker: number };
+   * and those composed from cached boxes included), how many of them went to the worker, and how
+   * often the worker was given layouts made on the page (a first view's) to warm it. */
+  readonly layoutRuns: { all: number; worker: number; warmups: number };
   readonly view: ViewName;
   readonly expanded: string[];
   readonly markedItem: string | null; // the item drawn selected (a node, or a module inspected)
@@ -64,7 +65,7 @@ export interface SceneGeometry {
 
 /** The controller's state the hook reports, read anew on every access. */
 export interface DebugState {
-  layouts: Pick<LayoutRunner, "busy" | "runs" | "workerRuns" | "usesWorker">;
+  layouts: Pick<LayoutRunner, "busy" | "runs" | "workerRuns" | "warmups" | "usesWorker">;
   layoutCount: number;
   view: ViewName;
   expanded: ReadonlySet<string>;
@@ -97,8 +98,8 @@ export function exposeDebug(
       return state().layoutCount;
     },
     get layoutRuns() {
-      const { runs, workerRuns } = state().layouts;
-      return { all: runs, worker: workerRuns };
+      const { runs, workerRuns, warmups } = state().layouts;
+      return { all: runs, worker: workerRuns, warmups };
     },
     get view() {
       return state().view;

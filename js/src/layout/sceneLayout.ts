@@ -3,10 +3,11 @@
 // request is delivered: a layout that finishes after a newer one was asked for is dropped.
 // A first view's few boxes are laid out here instead (`inline`): dagre takes about a millisecond
 // for them, while the worker's first answer comes tens of milliseconds later (it is still
-// starting), and the first view's search may ask for two or three of them in turn.
+// starting), and the first view's search may ask for two or three of them in turn. The worker
+// gets them once the first view is drawn, to be warm (dagre compiled) for the first click.
 import type { GraphModel } from "../graph/tree";
 import type { Visible } from "../graph/visibility";
-import { type GroupLayout, runJobs } from "./boxLayout";
+import { type GroupLayout, type LayoutJob, runJobs } from "./boxLayout";
 import type { Wrap } from "./columns";
 import { type EdgeGeom, edgeGeometry } from "./edges";
 import { composeScene, planLayout, type Scene, type SizeCache } from "./scenePlan";
@@ -38,6 +39,8 @@ export class LayoutRunner {
   /** Layouts run so far (cached ones included), and of them those that went to the worker. */
   runs = 0;
   workerRuns = 0;
+  warmups = 0; // inline layouts sent to the worker afterwards, to warm it
+  private warm: LayoutJob[] = []; // inline jobs the worker has not had yet
 
   constructor(
     private onBusyChange: () => void,
@@ -86,6 +89,7 @@ export class LayoutRunner {
         this.onError(e as Error);
         return;
       }
+      if (this.warm.push(...plan.jobs) === plan.jobs.length) setTimeout(() => this.warmWorker(), 0);
       performance.mark("lens:layout-done", { detail: { ms: performance.now() - t0, boxes: plan.jobs.length } });
       apply(compose());
       return;
@@ -109,6 +113,15 @@ export class LayoutRunner {
         this.running--;
         this.onBusyChange();
       });
+  }
+
+  /** The inline layouts of this task (a first view's), laid out again in the worker, results
+   * dropped: after the task, so not before the first view is drawn. */
+  private warmWorker(): void {
+    const jobs = this.warm;
+    this.warm = [];
+    this.warmups++;
+    this.client.run(jobs).catch(() => {}); // a failure shows on the next real layout
   }
 
   dispose(): void {
