@@ -41,6 +41,7 @@ export class LayoutRunner {
   workerRuns = 0;
   warmups = 0; // inline layouts sent to the worker afterwards, to warm it
   private warm: LayoutJob[] = []; // inline jobs the worker has not had yet
+  private disposed = false;
 
   constructor(
     private onBusyChange: () => void,
@@ -118,6 +119,7 @@ export class LayoutRunner {
   /** The inline layouts of this task (a first view's), laid out again in the worker, results
    * dropped: after the task, so not before the first view is drawn. */
   private warmWorker(): void {
+    if (this.disposed) return;
     const jobs = this.warm;
     this.warm = [];
     this.warmups++;
@@ -125,6 +127,7 @@ export class LayoutRunner {
   }
 
   dispose(): void {
+    this.disposed = true;
     this.client.dispose();
   }
 }
