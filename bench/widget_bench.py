@@ -206,6 +206,8 @@ def _measure_page(
         page.evaluate(BENCH_JS, STEP_TIMEOUT_MS)
         row["visible_at_first_paint"] = page.evaluate("() => window.__el.__lens.visibleCount")
         row["first_paint_zoom"] = page.evaluate("() => window.__el.__lens.scale")
+        # visible sets laid out by now (the first view's search), in the worker, worker warm-ups
+        row["layout_runs"] = page.evaluate("() => window.__el.__lens.layoutRuns ?? null")
         if open_first:
             row["open_ms"] = open_in_turn(page, open_first)
             page.click('[data-testid="collapse-all"]')

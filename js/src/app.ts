@@ -200,9 +200,8 @@ export class LensApp implements AppHost {
       [el, this.root],
       this.renderer,
       () => ({
-        layoutsRunning: this.layouts.busy,
+        layouts: this.layouts,
         layoutCount: this.layoutCount,
-        usesWorker: this.layouts.usesWorker,
         view: this.viewName,
         expanded: this.expanded,
         selected: this.selected,
@@ -316,7 +315,7 @@ export class LensApp implements AppHost {
     this.wrapKey = wrapKey(wrap);
     const prefix = `${this.viewName}|${this.showParams ? 1 : 0}|${this.wrapKey}|`;
     this.layouts.run(
-      { vis, model: m, sizes: this.sizes, prefix, wrap },
+      { vis, model: m, sizes: this.sizes, prefix, wrap, inline: !this.painted },
       (laid) => this.apply(m, vis, laid, after),
       () => this.current === m,
     );

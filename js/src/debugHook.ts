@@ -4,6 +4,7 @@
 
 import type { ViewName } from "./graph/protocol";
 import { groupLines, headerLines, nodeLines } from "./layout/labels";
+import type { LayoutRunner } from "./layout/sceneLayout";
 import type { Rect } from "./layout/scenePlan";
 import { LABEL_FONT, labelBoxes, traceEdge } from "./render/drawEdges";
 import type { Renderer } from "./render/renderer";
@@ -13,6 +14,10 @@ export interface LensDebug {
   readonly visibleIds: string[];
   readonly layoutStatus: "idle" | "running";
   readonly layoutCount: number; // layouts applied so far
+  /** Layouts run so far, each a visible set laid out (those the first view's search discarded
+   * and those composed from cached boxes included), how many of them went to the worker, and how
+   * often the worker was given layouts made on the page (a first view's) to warm it. */
+  readonly layoutRuns: { all: number; worker: number; warmups: number };
   readonly view: ViewName;
   readonly expanded: string[];
   readonly markedItem: string | null; // the item drawn selected (a node, or a module inspected)
@@ -60,9 +65,8 @@ export interface SceneGeometry {
 
 /** The controller's state the hook reports, read anew on every access. */
 export interface DebugState {
-  layoutsRunning: number;
+  layouts: Pick<LayoutRunner, "busy" | "runs" | "workerRuns" | "warmups" | "usesWorker">;
   layoutCount: number;
-  usesWorker: boolean;
   view: ViewName;
   expanded: ReadonlySet<string>;
   selected: string;
@@ -88,10 +92,14 @@ export function exposeDebug(
       return r.frame ? r.frame.vis.items.map((i) => i.id) : [];
     },
     get layoutStatus() {
-      return state().layoutsRunning > 0 || !r.frame ? "running" : "idle";
+      return state().layouts.busy > 0 || !r.frame ? "running" : "idle";
     },
     get layoutCount() {
       return state().layoutCount;
+    },
+    get layoutRuns() {
+      const { runs, workerRuns, warmups } = state().layouts;
+      return { all: runs, worker: workerRuns, warmups };
     },
     get view() {
       return state().view;
@@ -115,7 +123,7 @@ export function exposeDebug(
       return r.lastFrameMs;
     },
     get usesWorker() {
-      return state().usesWorker;
+      return state().layouts.usesWorker;
     },
     get scale() {
       return r.cam.scale;

@@ -35,9 +35,7 @@ describe("FitSearch", () => {
 
   it("prefers a deeper legible level to the lowest one read without effort", () => {
     const s = new FitSearch(levels, 1);
-    expect(s.next(legible, W, H)).toEqual(["t"]);
-    // `lowest` reads, but the deeper one is legible: back to it
-    expect(s.next(fits, W, H)).toEqual(["t", "t.a"]);
+    // the default is legible: `lowest` would lose to it whatever its size, so it is not laid out
     expect(s.next(legible, W, H)).toBeNull();
     expect(s.expansion).toEqual(["t", "t.a"]);
   });
@@ -45,8 +43,8 @@ describe("FitSearch", () => {
   it("keeps the deepest legible level when none reads without effort", () => {
     const s = new FitSearch(levels, 0);
     expect(s.next(legible, W, H)).toEqual(["t"]);
-    expect(s.next(tall, W, H)).toEqual([]);
-    expect(s.next(legible, W, H)).toEqual(["t", "t.a"]); // back to the first that fit
+    // back to the first that fit, `lowest` ([]) not laid out: it would lose to that one
+    expect(s.next(tall, W, H)).toEqual(["t", "t.a"]);
     expect(s.next(legible, W, H)).toBeNull();
     expect(s.expansion).toEqual(["t", "t.a"]);
   });
@@ -65,6 +63,54 @@ describe("FitSearch", () => {
     expect(s.next(tall, W, H)).toEqual(["t", "t.a"]);
     expect(s.next(tall, W, H)).toBeNull();
     expect(s.expansion).toEqual(["t", "t.a"]);
+  });
+});
+
+describe("FitSearch, every case of up to four levels", () => {
+  // a level's zoom to fit W x H: too small to read, legible (FIRST_MIN_SCALE..FIRST_READ_SCALE), read without effort
+  const heights = { tall: 3000, legible: 900, fits: 700 } as const;
+  type Size = keyof typeof heights;
+  const scaleOf = (size: Size): number => wholeScale({ x: 0, y: 0, w: 300, h: heights[size] }, W, H);
+
+  /** The level the docstring's rule picks, from every level's size. */
+  function rule(sizes: Size[], lowest: number): number {
+    const last = sizes.length - 1;
+    for (let i = last; i > lowest; i--) if (scaleOf(sizes[i]) >= FIRST_READ_SCALE) return i;
+    for (let i = last; i > lowest; i--) if (scaleOf(sizes[i]) >= FIRST_MIN_SCALE) return i;
+    return scaleOf(sizes[lowest]) >= FIRST_MIN_SCALE ? lowest : last;
+  }
+
+  function* cases(n: number): Generator<Size[]> {
+    if (n === 0) yield [];
+    else for (const rest of cases(n - 1)) for (const s of Object.keys(heights) as Size[]) yield [...rest, s];
+  }
+
+  it("picks the level the rule says, and never lays out `lowest` once a deeper level is legible", () => {
+    let checked = 0;
+    for (let n = 1; n <= 4; n++) {
+      const levels = Array.from({ length: n }, (_, i) => Array.from({ length: i }, (_, j) => `m${j}`));
+      for (let lowest = 0; lowest < n; lowest++) {
+        for (const sizes of cases(n)) {
+          const s = new FitSearch(levels, lowest);
+          const laid: number[] = [];
+          let at = n - 1;
+          for (let step = 0; step < 2 * n + 2; step++) {
+            laid.push(at);
+            const next = s.next({ x: 0, y: 0, w: 300, h: heights[sizes[at]] }, W, H);
+            if (next === null) break;
+            at = levels.indexOf(next);
+          }
+          const chosen = levels.indexOf(s.expansion);
+          expect(chosen, `${sizes} lowest ${lowest}`).toBe(rule(sizes, lowest));
+          const deeperLegible = laid.some((i) => i > lowest && scaleOf(sizes[i]) >= FIRST_MIN_SCALE);
+          if (deeperLegible && lowest < n - 1) expect(laid, `${sizes} lowest ${lowest}`).not.toContain(lowest);
+          // each level laid out once, the one gone back to aside (its layout is cached)
+          expect(new Set(laid.slice(0, -1)).size).toBe(laid.length - 1);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBe(3 + 2 * 9 + 3 * 27 + 4 * 81);
   });
 });
 

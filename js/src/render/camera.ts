@@ -74,7 +74,8 @@ export function firstCamera(r: Rect, width: number, height: number, anchorX: num
  * open level, down to `lowest` (the first level that shows more than a handful of items).
  * When no level above `lowest` fits at FIRST_READ_SCALE, the deepest that fits at
  * FIRST_MIN_SCALE (else `lowest` if it reads); when none does, the default expansion opens at
- * 100% on its inputs.
+ * 100% on its inputs. A level whose layout cannot change the outcome is not asked for: `lowest`
+ * once a deeper level is legible.
  */
 export class FitSearch {
   private index: number;
@@ -118,7 +119,8 @@ export class FitSearch {
   }
 
   private advance(): string[] | null {
-    if (this.index > this.lowest) {
+    // `lowest` is kept only when no deeper level is legible: with one, its layout decides nothing
+    if (this.index > this.lowest + (this.legible === null ? 0 : 1)) {
       this.index--;
       return this.expansion;
     }
