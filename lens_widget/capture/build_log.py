@@ -23,7 +23,7 @@ from lens_widget.capture.old_generation import (
     collect_young_generations,
     promote_to_old_generation,
 )
-from lens_widget.capture.op_details import fill_details, place_labels
+from lens_widget.capture.op_details import HeldDetails, fill_details, place_labels
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.filled_on_read import fill_later
@@ -61,15 +61,15 @@ def build_log(
     # A plain whole trace: nothing read the records during the pass, and nothing here reads
     # more than their labels, so the rest of their details is filled on the first read
     # (log/filled_on_read.py).
-    later = book.labels_later and error is None and section is None
+    whole = error is None and section is None  # a whole forward: it has outputs
+    later = book.labels_later and whole
     pending = book.pending
     if pending and later:
         place_labels(book, pending)  # the links, made later, name the final labels
     elif pending:
         fill_details(book, pending)  # before any link names the ops' labels
     book.labels_later = False  # sources made from here on are labelled at once
-    output_sinks = error is None and section is None
-    sinks = _add_output_sinks(recorder, output, link=not later) if output_sinks else []
+    sinks = _add_output_sinks(recorder, output, link=not later) if whole else []
     if book.pending and not later:  # sources of outputs no op made
         fill_details(book, book.pending)
     if book.saw_meta:
@@ -122,26 +122,24 @@ def build_log(
 class _DetailsOnRead:
     """The fill of a plain trace's records on their first read: the details the pass left
     (op_details.py), then the output sinks' links, as build_log does them at once otherwise.
-    Holds the book (not the log: no cycle) until it has run."""
+    Holds what the fill reads, not the book or the log (no cycle, and not the model)."""
 
     def __init__(self, book: TensorBook, sinks: list[OpRecord]) -> None:
-        self._book: TensorBook | None = book
+        self._details = HeldDetails(book)
+        self._pending = book.pending or []
+        self._nodes = book.nodes
         self._sinks = sinks
 
     def __call__(self) -> None:
-        book, self._book = self._book, None
-        if book is None:
-            return
         collect_young_generations()  # as a trace does: see old_generation.py
         with torch._C.DisableTorchFunction(), gc_paused():  # nothing reaches a user's mode
-            if book.pending:
-                fill_details(book, book.pending, labelled=True)
+            fill_details(self._details, self._pending, labelled=True)
             for sink in self._sinks:
                 refs = sink.replay[1]  # pyright: ignore[reportOptionalSubscript]  # sinks have a replay
                 sink.parents, sink.parent_args, sink.from_input = link_parents(sink.label, refs)
-            if book.saw_meta:  # known once the fill has named each node's device
-                _drop_meta_values(book.nodes)
-        self._sinks = []
+            if self._details.saw_meta:  # known once the fill has named each node's device
+                _drop_meta_values(self._nodes)
+        self._sinks = self._nodes = []
         promote_to_old_generation()
 
 

@@ -55,6 +55,30 @@ class DetailsBook(Protocol):
         """Give `node` its label (`key`: its layer key, or SOURCE for a source)."""
 
 
+class HeldDetails:
+    """What fill_details reads of the recorder's book, held apart from it: a log whose
+    records are filled on their first read keeps these, not the book (which reaches the
+    model through its module tracker)."""
+
+    def __init__(self, book: DetailsBook) -> None:
+        self.source_text = book.source_text
+        self.device_names = book.device_names
+        self.param_uses = book.param_uses
+
+    def device_name(self, device: torch.device) -> str:
+        name = self.device_names.get(device)
+        if name is None:
+            name = self.device_names[device] = str(device)
+        return name
+
+    @property
+    def saw_meta(self) -> bool:
+        return any(device.type == "meta" for device in self.device_names)
+
+    def place(self, node: OpRecord, key: Any) -> None:
+        raise AssertionError("a held fill gives no labels: place_labels gave them")
+
+
 def place_labels(book: DetailsBook, pending: list[Pending]) -> None:
     """Give the pending records whose labels were left for later their labels, in the order
     the nodes were made (the rest is filled later: `fill_details(..., labelled=True)`)."""

@@ -4,7 +4,9 @@ the one a trace filling them at once makes."""
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 import torch
 from torch import nn
@@ -129,3 +131,20 @@ def test_a_meta_models_values_are_dropped_on_the_first_read():
     log = lw.trace(model, torch.randn(2, 4, device="meta"))
     assert [n.activations for n in log.nodes] == [None] * len(log.nodes)
     assert log.ops[0].device == "meta"
+
+
+def test_a_log_waiting_for_its_fill_keeps_no_model_alive():
+    """The fill holds what it reads, not the recorder's book (whose module tracker holds the
+    model): a model dropped before its log is read is freed at once, no cycle left."""
+    model = Looped()
+    log = lw.trace(model, torch.randn(2, 4), save=None)
+    gone = weakref.ref(model)
+    was_enabled = gc.isenabled()
+    gc.disable()  # freed by reference counting alone, not by the cyclic collector
+    try:
+        del model
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert log["linear_1_1:1"].parents == ["input.0", "cell.weight", "cell.bias"]
