@@ -246,9 +246,9 @@ PATCHES: list[tuple[str, str, str]] = [
     ),
     (
         "capture/build_log.py",
-        """                fill_details(book, book.pending, labelled=True)""",
-        """                _f0 = _ns()
-                fill_details(book, book.pending, labelled=True)
-                PH["(not in the trace: filling records on their first read)"] += _ns() - _f0""",
+        """            fill_details(self._details, self._pending, labelled=True)""",
+        """            _f0 = _ns()
+            fill_details(self._details, self._pending, labelled=True)
+            PH["(not in the trace: filling records on their first read)"] += _ns() - _f0""",
     ),
 ]

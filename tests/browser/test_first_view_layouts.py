@@ -11,27 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from gpt2_blocks import gpt2_payload
 from lens_harness import lens, open_widget, wait_idle
-
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
-import lens_widget as lw  # noqa: E402
-from lens_widget.widget.payload import build_payload  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def gpt2_24() -> dict[str, Any]:
-    """The widget bench's folded GPT-2 (bench/widget_bench.py gpt2_blocks_payload)."""
-    torch.manual_seed(0)
-    config = transformers.GPT2Config(
-        n_layer=24, n_embd=64, n_head=4, vocab_size=500, n_positions=64, bos_token_id=1,
-        eos_token_id=2,
-    )  # fmt: skip
-    ids = torch.randint(0, 500, (1, 16), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        log = lw.trace(transformers.GPT2LMHeadModel(config).eval(), (ids,), save=None)
-    return build_payload(log)
+    """GPT-2 with 24 blocks of width 64 (random weights), folding into a ×24 stack."""
+    return gpt2_payload(24)
 
 
 def test_the_first_view_lays_out_two_levels_on_the_page(page, gpt2_24) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from gpt2_blocks import gpt2_payload
 from lens_harness import click_item, item_pos, kernel_log, lens, on_canvas, open_widget, wait_idle
 from scene_checks import edge_crossings
 
@@ -24,14 +25,8 @@ STACK = "@transformer.h.0×24"
 
 @pytest.fixture(scope="module")
 def gpt2_24() -> dict[str, Any]:
-    """GPT-2 with 24 blocks of width 64 (random weights), KV cache on as by default."""
-    torch.manual_seed(0)
-    config = transformers.GPT2Config(
-        n_layer=24, n_embd=64, n_head=4, vocab_size=500, n_positions=64, bos_token_id=1,
-        eos_token_id=2,
-    )  # fmt: skip
-    ids = torch.randint(0, 500, (1, 16), generator=torch.Generator().manual_seed(1))
-    return build_payload(lw.trace(transformers.GPT2LMHeadModel(config).eval(), (ids,), save=None))
+    """GPT-2 with 24 blocks of width 64 (random weights), folding into a ×24 stack."""
+    return gpt2_payload(24)
 
 
 def zoo_payload(name: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gpt2_masked import gpt2_12_payload
+from gpt2_blocks import gpt2_12_payload
 from lens_harness import lens, on_canvas, open_widget, scroll_into_view, wait_idle
 
 pytest.importorskip("transformers")

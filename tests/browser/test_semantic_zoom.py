@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gpt2_masked import gpt2_12_payload
+from gpt2_blocks import gpt2_12_payload
 from lens_harness import click_item, lens, open_widget, wait_idle
 
 torch = pytest.importorskip("torch")
