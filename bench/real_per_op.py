@@ -222,9 +222,9 @@ def measure(
                 model, args, kwargs, save=s
             )
         # A plain trace fills its records on their first read: the trace and that read
-        runs[f"{prefix}trace(save=None), records read"] = lambda p=package: p.trace(
-            model, args, kwargs, save=None
-        ).nodes
+        runs[f"{prefix}trace(save=None), records read"] = lambda p=package: (
+            p.trace(model, args, kwargs, save=None).nodes
+        )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     times: dict[str, list[float]] = {name: [] for name in runs}
