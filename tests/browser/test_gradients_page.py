@@ -13,27 +13,15 @@ import numpy as np
 import pytest
 import torch
 from lens_harness import click_item, lens, open_widget, wait_idle, widget_kernel
-from torch import nn
 
 import lens_widget as lw
 from lens_widget.widget.lens_widget import LensWidget
 from model_zoo.language import bert, gpt2
-from tests.python.gradient_fixture import squared_mean, traced_with_grads
+from tests.python.gradient_fixture import CutOff, squared_mean, traced_with_grads
 
 MAIN = "[data-testid=plot-main]"
 ACT = "[data-testid=activation]"
 STATUS = "[data-testid=activation-status]"
-
-
-class CutOff(nn.Module):
-    """`aux` is cut off by detach: its parameters get no gradient."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc, self.aux, self.head = nn.Linear(6, 12), nn.Linear(6, 12), nn.Linear(12, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.fc(x)) + self.aux(x).detach())
 
 
 def cut_off_widget(**kwargs) -> LensWidget:

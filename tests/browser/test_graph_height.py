@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lens_harness import kernel_log, open_widget, wait_idle
+from lens_harness import drag_down, kernel_log, open_widget, wait_idle
 
 torch = pytest.importorskip("torch")
 
@@ -50,11 +50,7 @@ def test_the_handle_drags_the_height_and_writes_the_trait(page, resnet) -> None:
     handle = page.locator("[data-testid=resize-graph]").bounding_box()
     assert handle is not None and handle["height"] >= 5
     x, y = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(x, y + 100, steps=5)
-    page.mouse.move(x, y + 200, steps=5)
-    page.mouse.up()
+    drag_down(page, x, y, 200, steps=5)
     wait_idle(page)
     after = canvas_height(page)
     assert after - before == pytest.approx(200, abs=3)

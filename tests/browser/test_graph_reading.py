@@ -10,7 +10,16 @@ from typing import Any
 
 import pytest
 from gpt2_blocks import gpt2_payload
-from lens_harness import click_item, item_pos, kernel_log, lens, on_canvas, open_widget, wait_idle
+from lens_harness import (
+    click_item,
+    drag_down,
+    item_pos,
+    kernel_log,
+    lens,
+    on_canvas,
+    open_widget,
+    wait_idle,
+)
 from scene_checks import edge_crossings
 
 torch = pytest.importorskip("torch")
@@ -154,11 +163,7 @@ def test_the_minimap_shows_the_view_and_drags_it(page, gpt2_24, artifacts) -> No
     top = lens(page, "camera")
     # drag from the top of the overview (where the view is) to its middle
     x = mini["x"] + mini["w"] / 2
-    page.mouse.move(x, mini["y"] + 3)
-    page.mouse.down()
-    page.mouse.move(x, mini["y"] + mini["h"] / 4, steps=4)
-    page.mouse.move(x, mini["y"] + mini["h"] / 2, steps=4)
-    page.mouse.up()
+    drag_down(page, x, mini["y"] + 3, mini["h"] / 2 - 3, steps=4)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     moved = lens(page, "camera")
     assert moved["scale"] == top["scale"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from lab_server import Lab, lab_with_notebook, open_in_lab
+from lens_harness import drag_down
 from test_jupyterlab import (  # the same page hooks and CI rule on the bundle
     ROOT,
     Kernel,
@@ -92,11 +93,7 @@ def open_box(page: Any, key: str) -> dict[str, float]:
         # drag it into the middle, as a person would
         cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
         dy = box["height"] / 2 - (r["y"] + r["h"] / 2)
-        page.mouse.move(cx, cy)
-        page.mouse.down()
-        page.mouse.move(cx, cy + dy / 2)
-        page.mouse.move(cx, cy + dy)
-        page.mouse.up()
+        drag_down(page, cx, cy, dy)
         r = screen_rect(page, item)
     page.mouse.click(box["x"] + r["x"] + r["w"] / 2, box["y"] + r["y"] + r["h"] / 2)
     wait_idle(page)
@@ -159,11 +156,7 @@ def test_fit_names_modules_readably_and_the_height_is_kept(lab: Lab, page: Any, 
         handle.scroll_into_view_if_needed()
         hb = handle.bounding_box()
         x, y = hb["x"] + hb["width"] / 2, hb["y"] + hb["height"] / 2
-        page.mouse.move(x, y)
-        page.mouse.down()
-        page.mouse.move(x, y + 60, steps=4)
-        page.mouse.move(x, y + 120, steps=4)
-        page.mouse.up()
+        drag_down(page, x, y, 120, steps=4)
         wait_idle(page)
         assert canvas(page)["height"] - before == pytest.approx(120, abs=2)
         deadline = 0

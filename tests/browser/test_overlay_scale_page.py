@@ -11,24 +11,12 @@ import re
 import pytest
 import torch
 from lens_harness import click_item, open_widget, wait_idle, widget_kernel
-from torch import nn
 
 from lens_widget.widget.lens_widget import LensWidget
 from model_zoo.language import gpt2
-from tests.python.gradient_fixture import traced_with_grads
+from tests.python.gradient_fixture import CutOff, traced_with_grads
 
 RANGE = "[data-testid=overlay-range]"
-
-
-class CutOff(nn.Module):
-    """`aux` is cut off by detach: its parameters get no gradient."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc, self.aux, self.head = nn.Linear(6, 12), nn.Linear(6, 12), nn.Linear(12, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.fc(x)) + self.aux(x).detach())
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,18 @@ from lens_widget.log.model_log import ModelLog
 Loss = Callable[[torch.Tensor], torch.Tensor]
 
 
+class CutOff(nn.Module):
+    """`aux` is cut off by detach: its parameters get no gradient."""
+
+    def __init__(self, d_in: int = 6, hidden: int = 12, d_out: int = 4) -> None:
+        super().__init__()
+        self.fc, self.aux = nn.Linear(d_in, hidden), nn.Linear(d_in, hidden)
+        self.head = nn.Linear(hidden, d_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.fc(x)) + self.aux(x).detach())
+
+
 def squared_mean(out: torch.Tensor) -> torch.Tensor:
     return out.float().pow(2).mean()
 

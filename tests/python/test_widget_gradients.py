@@ -7,24 +7,13 @@ import math
 import numpy as np
 import pytest
 import torch
-from gradient_fixture import squared_mean, traced_with_grads
+from gradient_fixture import CutOff, squared_mean, traced_with_grads
 from torch import nn
 from widget_replies import ask
 
 import lens_widget as lw
 from lens_widget.widget import wire
 from lens_widget.widget.lens_widget import LensWidget
-
-
-class CutOff(nn.Module):
-    """`aux` is cut off by detach: its parameters get no gradient."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc, self.aux, self.head = nn.Linear(4, 8), nn.Linear(4, 8), nn.Linear(8, 3)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.fc(x)) + self.aux(x).detach())
 
 
 class SqrtAtZero(nn.Module):
@@ -41,13 +30,13 @@ class SqrtAtZero(nn.Module):
 @pytest.fixture(scope="module")
 def cut_log():
     torch.manual_seed(0)
-    return traced_with_grads(CutOff(), torch.randn(3, 4))
+    return traced_with_grads(CutOff(4, 8, 3), torch.randn(3, 4))
 
 
 @pytest.fixture(scope="module")
 def two_pass_log():
     torch.manual_seed(0)
-    return traced_with_grads(CutOff(), torch.randn(3, 4), losses=(squared_mean, torch.sum))
+    return traced_with_grads(CutOff(4, 8, 3), torch.randn(3, 4), losses=(squared_mean, torch.sum))
 
 
 def grad_values(reply: dict, buffers: list) -> np.ndarray:
@@ -82,7 +71,7 @@ def test_payload_lists_leaves_without_gradient_first_and_the_backward_nodes(cut_
 
 
 def test_a_forward_only_log_has_no_gradients_in_the_payload():
-    log = lw.trace(CutOff(), torch.randn(3, 4))
+    log = lw.trace(CutOff(4, 8, 3), torch.randn(3, 4))
     assert "gradients" not in LensWidget.from_log(log).graph
 
 
@@ -140,7 +129,7 @@ def test_bad_gradient_requests_are_error_replies(cut_log, params, error):
 
 
 def test_a_log_without_gradients_says_so():
-    w = LensWidget.from_log(lw.trace(CutOff(), torch.randn(3, 4)))
+    w = LensWidget.from_log(lw.trace(CutOff(4, 8, 3), torch.randn(3, 4)))
     reply, _ = ask(w, "activation", {"id": "linear_1_1", "value": "grad"})
     assert reply["ok"] is False and "kept no gradients" in reply["error"]
     reply, _ = ask(w, "metrics", {"metric": "gradNorm"})
