@@ -239,16 +239,16 @@ PATCHES: list[tuple[str, str, str]] = [
     ("capture/build_log.py", "import warnings\n", "import warnings\n<clock>"),
     (
         "capture/build_log.py",
-        """        place_labels(book, pending)  # the links, made later, name the final labels""",
+        """        place_labels(book.place, pending)  # the links, made later, name final labels""",
         """        _f0 = _ns()
-        place_labels(book, pending)
+        place_labels(book.place, pending)
         PH["(of which: labels after the pass)"] += _ns() - _f0""",
     ),
     (
         "capture/build_log.py",
-        """            fill_details(self._details, self._pending, labelled=True)""",
+        """            fill_details(self._details, self._pending, None)""",
         """            _f0 = _ns()
-            fill_details(self._details, self._pending, labelled=True)
+            fill_details(self._details, self._pending, None)
             PH["(not in the trace: filling records on their first read)"] += _ns() - _f0""",
     ),
 ]

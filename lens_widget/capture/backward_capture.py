@@ -176,7 +176,7 @@ class BackwardCapture(Feature):
                 len(self.state.passes) + 1,
                 call.kind,
                 call.retain_graph,
-                recorder.book.source_text(site)[0],
+                recorder.book.details.source_text(site)[0],
                 in_transform=call.batched or transform_running(),
             )
         self.state.passes.append(pass_state)

@@ -23,7 +23,7 @@ from lens_widget.capture.old_generation import (
     collect_young_generations,
     promote_to_old_generation,
 )
-from lens_widget.capture.op_details import HeldDetails, fill_details, place_labels
+from lens_widget.capture.op_details import fill_details, place_labels
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.filled_on_read import fill_later
@@ -65,14 +65,14 @@ def build_log(
     later = book.labels_later and whole
     pending = book.pending
     if pending and later:
-        place_labels(book, pending)  # the links, made later, name the final labels
+        place_labels(book.place, pending)  # the links, made later, name final labels
     elif pending:
-        fill_details(book, pending)  # before any link names the ops' labels
+        fill_details(book.details, pending, book.place)  # before any link names the labels
     book.labels_later = False  # sources made from here on are labelled at once
     sinks = _add_output_sinks(recorder, output, link=not later) if whole else []
     if book.pending and not later:  # sources of outputs no op made
-        fill_details(book, book.pending)
-    if book.saw_meta:
+        fill_details(book.details, book.pending, book.place)
+    if book.details.saw_meta:
         _drop_meta_values(nodes)
     by_label = book.by_label  # for the relabelling and the log
     relabel_first_passes(recorder.repeated, by_label)
@@ -125,7 +125,7 @@ class _DetailsOnRead:
     Holds what the fill reads, not the book or the log (no cycle, and not the model)."""
 
     def __init__(self, book: TensorBook, sinks: list[OpRecord]) -> None:
-        self._details = HeldDetails(book)
+        self._details = book.details
         self._pending = book.pending or []
         self._nodes = book.nodes
         self._sinks = sinks
@@ -133,7 +133,7 @@ class _DetailsOnRead:
     def __call__(self) -> None:
         collect_young_generations()  # as a trace does: see old_generation.py
         with torch._C.DisableTorchFunction(), gc_paused():  # nothing reaches a user's mode
-            fill_details(self._details, self._pending, labelled=True)
+            fill_details(self._details, self._pending, None)
             for sink in self._sinks:
                 refs = sink.replay[1]  # pyright: ignore[reportOptionalSubscript]  # sinks have a replay
                 sink.parents, sink.parent_args, sink.from_input = link_parents(sink.label, refs)
@@ -162,7 +162,7 @@ def _add_output_sinks(recorder: Recorder, output: Any, *, link: bool) -> list[Op
             label=label, kind="output", func=name, index=len(nodes), layer=label,
             # the tensor's own: a parent with several outputs (topk) describes its first
             shape=tuple(tensor.shape), dtype=recorder.book.dtype_name(tensor.dtype),
-            device=recorder.book.device_name(tensor.device),
+            device=recorder.book.details.device_name(tensor.device),
             nbytes=tensor.numel() * tensor.element_size(), shapes=(tuple(tensor.shape),),
             parents=parents, parent_args=parent_args, from_input=from_input,
             activations=None if recorder.book.keeps_nothing else (tensor.detach(),),

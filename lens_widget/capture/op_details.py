@@ -14,8 +14,9 @@ save predicate will read each record as its op runs, the recorder fills each at 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import prod
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
@@ -41,29 +42,17 @@ def dtype_name(dtype: torch.dtype) -> str:
     return name if name is not None else str(dtype).removeprefix("torch.")
 
 
-class DetailsBook(Protocol):
-    """What filling records reads of the recorder's TensorBook."""
+class DetailNames:
+    """What records' details are named from, gathered across a trace: each call site's
+    source text, each device's name, the ParamUse an op reading a parameter lists. The
+    recorder's book owns one; a log whose records are filled on their first read holds it
+    alone (not the book, which reaches the model through its module tracker)."""
 
-    source_text: SourceTexts
-    device_names: dict[torch.device, str]
-    # param or buffer source -> the ParamUse an op reading it lists
-    param_uses: dict[OpRecord, ParamUse]
-
-    def device_name(self, device: torch.device) -> str: ...
-
-    def place(self, node: OpRecord, key: Any) -> None:
-        """Give `node` its label (`key`: its layer key, or SOURCE for a source)."""
-
-
-class HeldDetails:
-    """What fill_details reads of the recorder's book, held apart from it: a log whose
-    records are filled on their first read keeps these, not the book (which reaches the
-    model through its module tracker)."""
-
-    def __init__(self, book: DetailsBook) -> None:
-        self.source_text = book.source_text
-        self.device_names = book.device_names
-        self.param_uses = book.param_uses
+    def __init__(self) -> None:
+        self.source_text = SourceTexts()
+        self.device_names: dict[torch.device, str] = {}
+        # param or buffer source -> the ParamUse an op reading it lists
+        self.param_uses: dict[OpRecord, ParamUse] = {}
 
     def device_name(self, device: torch.device) -> str:
         name = self.device_names.get(device)
@@ -73,35 +62,35 @@ class HeldDetails:
 
     @property
     def saw_meta(self) -> bool:
+        """Some node is on the meta device: its "value" is dropped (build_log.py)."""
         return any(device.type == "meta" for device in self.device_names)
 
-    def place(self, node: OpRecord, key: Any) -> None:
-        raise AssertionError("a held fill gives no labels: place_labels gave them")
+
+# Gives a node whose label was left for later its label (`key`: its layer key, or SOURCE)
+Place = Callable[[OpRecord, Any], None]
 
 
-def place_labels(book: DetailsBook, pending: list[Pending]) -> None:
+def place_labels(place: Place, pending: list[Pending]) -> None:
     """Give the pending records whose labels were left for later their labels, in the order
-    the nodes were made (the rest is filled later: `fill_details(..., labelled=True)`)."""
-    place = book.place
+    the nodes were made (the rest is filled later: `fill_details(..., place=None)`)."""
     for node, _, _, _, _, key in pending:
         if key is not None:
             place(node, key)
 
 
-def fill_details(book: DetailsBook, pending: list[Pending], *, labelled: bool = False) -> None:
+def fill_details(names: DetailNames, pending: list[Pending], place: Place | None) -> None:
     """Fill each pending record, in the order the nodes were made: its label if left for
-    later (unless `labelled`: place_labels gave them); an op's parents, parent_args,
+    later (by `place`; None when place_labels gave them); an op's parents, parent_args,
     from_input, params and its parents' children; any node's source, source_code, shape,
     dtype, device, and (one output) shapes and nbytes.
     Empties `pending`.
 
     A parent is filled before its children (a source before the ops that read it), so its
     label, from_input and ParamUse are known when theirs are made."""
-    texts, source_text = book.source_text.texts, book.source_text
-    device_names, param_uses = book.device_names, book.param_uses
-    place = book.place
+    texts, source_text = names.source_text.texts, names.source_text
+    device_names, param_uses = names.device_names, names.param_uses
     for node, site, size, dtype, device, key in pending:
-        if key is not None and not labelled:
+        if key is not None and place is not None:
             place(node, key)
         if node.replay is not None:  # an op (sources have no parents)
             refs = node.replay[1]
@@ -115,7 +104,7 @@ def fill_details(book: DetailsBook, pending: list[Pending], *, labelled: bool = 
             continue
         shape = node.shape = tuple(size)
         node.dtype = DTYPE_NAMES.get(dtype) or dtype_name(dtype)
-        node.device = device_names.get(device) or book.device_name(device)
+        node.device = device_names.get(device) or names.device_name(device)
         if not node.shapes:  # one output (an op with several has them already)
             node.shapes = (shape,)
             numel = prod(shape)

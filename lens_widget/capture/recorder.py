@@ -440,7 +440,7 @@ class Recorder(TorchFunctionMode):
         else:
             book.layers.place(node, key)
             if book.pending is None:  # a save predicate will read the record: fill it now
-                fill_details(book, [(node, source, size, dtype, device, None)])
+                fill_details(book.details, [(node, source, size, dtype, device, None)], None)
             else:
                 book.pending.append((node, source, size, dtype, device, None))
         if outputs:

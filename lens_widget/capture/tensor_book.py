@@ -26,11 +26,17 @@ from lens_widget.capture.arguments import (
     is_literal,
     scan_call,
 )
-from lens_widget.capture.call_site import SourceTexts, find_call_site
+from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.links import Layers, ParentRefs
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
-from lens_widget.capture.op_details import SOURCE, Pending, dtype_name, fill_details
+from lens_widget.capture.op_details import (
+    SOURCE,
+    DetailNames,
+    Pending,
+    dtype_name,
+    fill_details,
+)
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.saved_values import SavedValues
 from lens_widget.capture.transforms import (
@@ -86,14 +92,12 @@ class TensorBook:
         # id(tensor) -> (weakref, node, output index, version when produced)
         self._producers: dict[int, tuple[Any, OpRecord, int, int]] = {}
         self._params = names.tensors
-        # param or buffer source -> what an op reading it lists in its params (op_details)
-        self.param_uses: dict[OpRecord, ParamUse] = {}
+        # source texts, device names, parameters' ParamUses: what details are named from
+        self.details = DetailNames()
         # Records whose links, source line and output metadata are filled after the pass
         # (op_details.py); None when a save predicate reads each record as its op runs.
         self.pending: list[Pending] | None = None if save.asks_predicate else []
         self._n_consts = 0
-        # Some tensor was on the meta device: its "value" is dropped at the end (build_log)
-        self.saw_meta = False
         # label -> node, filled as nodes are made (while they are in the cache: an index
         # made after the pass would read every node again)
         self.by_label: dict[str, OpRecord] = {}
@@ -105,9 +109,6 @@ class TensorBook:
         self.source_hooks: tuple[SourceHook, ...] = ()
         # id(x.data) -> (weakref to it, weakref to x): a write through it changes x too.
         self.aliases: dict[int, tuple[Any, Any]] = {}
-        self.device_names: dict[torch.device, str] = {}
-        self.source_text = SourceTexts()
-        self._texts = self.source_text.texts  # its cache: read directly on the hot path
         # In a section: (tensor from before it, the function first using it) -> (input name,
         # source site), for tensors its own code uses outside every module call.
         self.outside_input: Callable[[Tensor, Callable[..., Any]], tuple[str, int]] | None = None
@@ -145,7 +146,7 @@ class TensorBook:
         )
         entry = (node, source, tensor.shape, tensor.dtype, tensor.device, SOURCE if later else None)
         if self.pending is None:
-            fill_details(self, [entry])
+            fill_details(self.details, [entry], self.place)
         else:
             self.pending.append(entry)
         self.nodes.append(node)
@@ -441,11 +442,3 @@ class TensorBook:
         return literals
 
     dtype_name = staticmethod(dtype_name)
-
-    def device_name(self, device: torch.device) -> str:
-        name = self.device_names.get(device)
-        if name is None:
-            name = self.device_names[device] = str(device)
-            if device.type == "meta":
-                self.saw_meta = True
-        return name
