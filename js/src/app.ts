@@ -29,7 +29,6 @@ import { type Laid, LayoutRunner } from "./layout/sceneLayout";
 import { heightFloor, SizeCache } from "./layout/scenePlan";
 import type { MonitorView } from "./monitor/monitorView";
 import type { Inspector } from "./panel/inspector";
-import { injectPanelLayout } from "./panel/panelLayout";
 import { preloadPlots } from "./panel/plots";
 import { sameRankGraph } from "./ranks/rankLogic";
 import { RankPicker } from "./ranks/rankPicker";
@@ -39,7 +38,7 @@ import { CameraTrail } from "./render/cameraTrail";
 import { h } from "./render/dom";
 import { GraphPane } from "./render/graphPane";
 import type { Renderer } from "./render/renderer";
-import { injectStyles } from "./render/styles";
+import { scopeStyles } from "./render/styleScope";
 import { downloadViewSvg } from "./render/svgExport";
 import { pickTheme, type Theme, watchTheme } from "./render/theme";
 import { FIT, KEEP, ViewStore } from "./state/viewStore";
@@ -103,8 +102,7 @@ export class LensApp implements AppHost {
   trail = new CameraTrail(); // where the camera was before each module opened
 
   constructor(model: WidgetModel, el: HTMLElement, opts: AppOptions = {}) {
-    injectStyles(el.ownerDocument);
-    injectPanelLayout(el.ownerDocument);
+    scopeStyles(el); // in el itself: it applies wherever the host puts el (render/styleScope.ts)
     this.theme = pickTheme(el);
     this.root = h("div", "lens-root");
     this.root.dataset.testid = "lens-root";

@@ -18,8 +18,17 @@ describe("graph height", () => {
 
   it("fills a notebook's visible height with none set, within bounds", () => {
     expect(autoHeight(null, 100)).toBe(DEFAULT_HEIGHT); // no scrolled panel around it
-    expect(autoHeight(880, 100)).toBe(740); // JupyterLab at 1000 px: less the bars and a margin
-    expect(autoHeight(500, 100)).toBe(DEFAULT_HEIGHT); // never smaller than before
-    expect(autoHeight(3000, 100)).toBe(1000);
+    const panel = (px: number) => ({ px, fit: false });
+    expect(autoHeight(panel(880), 100)).toBe(740); // JupyterLab at 1000 px: less the bars and a margin
+    expect(autoHeight(panel(500), 100)).toBe(DEFAULT_HEIGHT); // never smaller than before
+    expect(autoHeight(panel(3000), 100)).toBe(1000);
+  });
+
+  it("fits the whole widget in a host's scrolled output (marimo's 610 px box)", () => {
+    const output = (px: number) => ({ px, fit: true });
+    expect(autoHeight(output(610), 87)).toBe(610 - 87 - 8); // bars and graph inside the box
+    expect(autoHeight(output(610), 87) + 87).toBeLessThan(610);
+    expect(autoHeight(output(300), 87)).toBe(360); // too small to read: the output scrolls instead
+    expect(autoHeight(output(4000), 87)).toBe(1000);
   });
 });

@@ -61,7 +61,8 @@ export function bindCanvasInput(
   };
   const doc = canvas.ownerDocument;
   const letGo = (ev: Event): void => {
-    if (engaged && ev.target !== canvas) engage(false);
+    // the path, not the target: from a shadow root (marimo) the document sees only its host
+    if (engaged && !ev.composedPath().includes(canvas)) engage(false);
   };
   doc.addEventListener("pointerdown", letGo, true);
   canvas.addEventListener("focus", () => engage(true));

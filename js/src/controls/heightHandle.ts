@@ -1,10 +1,12 @@
 // The graph's height: the `height` trait (LensWidget(..., height=...)) and a handle under the
 // graph that drags it. With no height set, the graph fills the visible height of the notebook
 // around the widget (its scrolled panel) less the widget's own bars, so a model's first view
-// opens at a zoom where text reads (620 px where there is no such panel). A drag resizes live and, when let go, writes the
+// opens at a zoom where text reads (620 px where there is no such panel); in a host's scrolled
+// output (marimo's), the widget fits in it. A drag resizes live and, when let go, writes the
 // trait, so the height is kept with the widget (and in a saved notebook's widget state).
 import type { WidgetModel } from "../kernel/widgetModel";
 import { h } from "../render/dom";
+import { type HostBox, hostBox } from "./hostBox";
 
 export const DEFAULT_HEIGHT = 620;
 // the same bounds as the Python trait (widget/lens_widget.py)
@@ -13,23 +15,19 @@ export const MAX_HEIGHT = 5000;
 const KEY_STEP = 40;
 const AUTO_MAX = 1000;
 const AUTO_MARGIN = 40; // the cell's edges and a little of what comes before and after
+const FIT_MIN = 360; // smaller, a first view's text would not read
+const FIT_MARGIN = 8; // the output box's padding and borders
 
 /**
- * The visible height of the scrolled panel around `el` (a notebook's), or null if none: the
- * nearest scrolling ancestor taller than `el` (an output area that scrolls is as tall as `el`).
+ * The graph's height with none set, from the host's box around the widget (hostBox) and the
+ * widget's bars (`chrome`): in a host's scrolled output (marimo's), the whole widget fits in it,
+ * down to FIT_MIN (below that the output scrolls, as for any tall output); in a notebook's
+ * panel, its visible height less a margin, within DEFAULT_HEIGHT..AUTO_MAX; with no box, the default.
  */
-export function hostVisibleHeight(el: HTMLElement): number | null {
-  for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
-    const oy = getComputedStyle(p).overflowY;
-    if ((oy === "auto" || oy === "scroll") && p.clientHeight > el.offsetHeight + 1) return p.clientHeight;
-  }
-  return null;
-}
-
-/** The graph's height with none set: `visible` less `chrome` (the widget's bars), within bounds. */
-export function autoHeight(visible: number | null, chrome: number): number {
-  if (visible === null) return DEFAULT_HEIGHT;
-  return Math.round(Math.min(AUTO_MAX, Math.max(DEFAULT_HEIGHT, visible - chrome - AUTO_MARGIN)));
+export function autoHeight(box: HostBox | null, chrome: number): number {
+  if (box === null) return DEFAULT_HEIGHT;
+  if (box.fit) return Math.round(Math.min(AUTO_MAX, Math.max(FIT_MIN, box.px - chrome - FIT_MARGIN)));
+  return Math.round(Math.min(AUTO_MAX, Math.max(DEFAULT_HEIGHT, box.px - chrome - AUTO_MARGIN)));
 }
 
 /** A usable height from a trait value: the default for none or nonsense, else within bounds. */
@@ -82,7 +80,7 @@ export class HeightHandle {
   fitHost(root: HTMLElement): boolean {
     if (this.chosen() !== null || this.dragging || !root.isConnected) return false;
     const chrome = root.offsetHeight - this.target.offsetHeight;
-    const px = autoHeight(hostVisibleHeight(root), chrome);
+    const px = autoHeight(hostBox(root), chrome);
     if (px === this.height) return false;
     this.apply(px);
     return true;

@@ -17,7 +17,6 @@ import { inspectorHead } from "./inspectorHead";
 import { moduleFacts } from "./moduleFacts";
 import { nodeLinks } from "./nodeLinks";
 import { OpFacts } from "./opFacts";
-import { injectPanelStyles } from "./panelStyles";
 import { passPicker } from "./pickers";
 import { resizePlots } from "./plots";
 import { ValueSwitch } from "./valueSwitch";
@@ -70,7 +69,6 @@ export class Inspector {
   private moduleToken = 0;
 
   constructor(private deps: InspectorDeps) {
-    injectPanelStyles(document);
     this.el = document.createElement("aside");
     this.el.className = "lens-inspector";
     this.el.dataset.testid = "inspector";

@@ -2,7 +2,7 @@
 // graph keeps at least half of it, the panels shrinking to share the rest; on a narrow widget
 // the backward panel lies over the graph's left side instead of squeezing it further. Also the
 // bar under each leaf of the backward panel: its gradient norm on a log scale.
-const CSS = `
+export const PANEL_LAYOUT_CSS = `
 .lens-main>.lens-graph-col{min-width:50%}
 .lens-main>.lens-inspector{flex:0 1 auto;min-width:0}
 @container lens (max-width:720px){
@@ -11,12 +11,3 @@ const CSS = `
 .lens-leaf-bar{flex:1 0 100%;height:3px;border-radius:2px;background:var(--lens-border)}
 .lens-leaf-bar i{display:block;height:100%;border-radius:2px;background:var(--lens-accent)}
 `;
-
-/** Adds the rules once per document (the widget's main styles are render/styles.ts). */
-export function injectPanelLayout(doc: Document): void {
-  if (doc.getElementById("lens-panel-layout-css")) return;
-  const s = doc.createElement("style");
-  s.id = "lens-panel-layout-css";
-  s.textContent = CSS;
-  doc.head.appendChild(s);
-}

@@ -1,6 +1,6 @@
-// CSS of the inspector's call and module sections, injected once per document beside the
-// widget's own (render/styles.ts).
-const CSS = `
+// CSS of the inspector's call and module sections, put beside the widget's own
+// (render/styles.ts) by render/styleScope.ts.
+export const PANEL_CSS = `
 .lens-call{margin:6px 0}
 .lens-call-fn{overflow-wrap:anywhere;margin:2px 0}
 .lens-call-numbers{margin:2px 0 4px}
@@ -15,11 +15,3 @@ const CSS = `
 .lens-nonfinite-masked{color:var(--lens-muted)}
 .lens-nonfinite-reaches{color:#e03131}
 `;
-
-export function injectPanelStyles(doc: Document): void {
-  if (doc.getElementById("lens-panel-css")) return;
-  const s = doc.createElement("style");
-  s.id = "lens-panel-css";
-  s.textContent = CSS;
-  doc.head.appendChild(s);
-}

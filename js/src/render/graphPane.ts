@@ -45,6 +45,17 @@ export class GraphPane {
     this.renderer = new Renderer(this.canvas, theme);
     this.minimap = new Minimap(this.renderer);
     this.wrap.append(this.minimap.canvas);
+    // The canvas is sized to its box, so nothing in the box may size it: all it holds lies out
+    // of flow, and the box's height is the graph row's (the height handle's), its width the
+    // widget's. Inline, not only in the stylesheet: in a host that never applied the widget's
+    // rules (marimo's shadow root, before they travelled with `el`), the in-flow canvas and
+    // minimap made the box taller on each resize, without end. Without the rules the box now
+    // has no height and nothing is drawn, which ResizeObserver's hidden case already handles.
+    this.wrap.style.position = "relative";
+    this.wrap.style.overflow = "hidden";
+    for (const child of [this.canvas, this.minimap.canvas, this.busy, this.wheelHint])
+      child.style.position = "absolute";
+    Object.assign(this.canvas.style, { left: "0", top: "0" });
     bindMinimapInput(this.minimap, this.renderer);
     this.renderer.onDrawn = () => {
       this.updateOverlay();

@@ -1,5 +1,6 @@
-// Widget CSS, injected once per document (keeps the bundle a single file).
-const CSS = `
+// The widget's main CSS (the bundle stays a single file); render/styleScope.ts puts it where
+// the widget's element lives.
+export const WIDGET_CSS = `
 .lens-root{--lens-bg:var(--jp-layout-color0,var(--vscode-editor-background,#fff));--lens-fg:var(--jp-ui-font-color0,var(--vscode-foreground,#1f2933));
 --lens-muted:var(--jp-ui-font-color2,var(--vscode-descriptionForeground,#7b8794));--lens-border:var(--jp-border-color2,var(--vscode-panel-border,#e4e7eb));
 --lens-accent:var(--jp-brand-color1,var(--vscode-focusBorder,#1c7ed6));--lens-panel:var(--jp-layout-color1,var(--vscode-sideBar-background,#fbfcfd));
@@ -148,11 +149,3 @@ border:1px solid var(--lens-border);border-radius:6px;overflow:hidden;background
 .lens-bw-node{padding:1px 0;overflow-wrap:anywhere}
 .lens-btn-warn{border-color:#f76707;color:#d9480f}
 `;
-
-export function injectStyles(doc: Document): void {
-  if (doc.getElementById("lens-widget-css")) return;
-  const s = doc.createElement("style");
-  s.id = "lens-widget-css";
-  s.textContent = CSS;
-  doc.head.appendChild(s);
-}

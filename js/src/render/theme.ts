@@ -1,5 +1,7 @@
 // Colours of the graph, light and dark: they follow the host's theme (JupyterLab, Notebook 7,
 // VS Code, or the page's own background) and `watchTheme` reports when the host switches.
+import { composedParent } from "./composedTree";
+
 export interface Theme {
   dark: boolean;
   bg: string;
@@ -114,7 +116,7 @@ export function pickTheme(el: HTMLElement): Theme {
       const lum = 0.2126 * Number(m[1]) + 0.7152 * Number(m[2]) + 0.0722 * Number(m[3]);
       return lum < 110 ? DARK : LIGHT;
     }
-    node = node.parentElement;
+    node = composedParent(node) as HTMLElement | null; // through a shadow root (marimo) to its host
   }
   return LIGHT;
 }
