@@ -62,7 +62,9 @@ class LensWidget(
     """
 
     _esm = bundle_text("widget.js", MISSING_ESM)
-    _css = bundle_text("widget.css", "") + STATE_NOTE_CSS
+    # The widget's own rules travel inside the bundle and are put into `el` (so they apply in a
+    # shadow root too: js/src/render/styleScope.ts); this is the page's rule for the state note.
+    _css = STATE_NOTE_CSS
 
     # In Python the GraphPayload dict; on the wire and in saved notebooks compact bytes.
     graph = traitlets.Dict().tag(sync=True, to_json=_graph_to_wire)
