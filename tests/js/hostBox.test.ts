@@ -11,10 +11,14 @@ interface Fake {
   clientHeight: number;
   offsetHeight: number;
   style: BoxStyle;
-  ownerDocument: { body: Fake | null };
+  ownerDocument: typeof doc;
 }
 
-const doc: { body: Fake | null } = { body: null };
+// the window is 1000 px tall
+const doc: { body: Fake | null; documentElement: { clientHeight: number } } = {
+  body: null,
+  documentElement: { clientHeight: 1000 },
+};
 const plain: BoxStyle = { overflowY: "visible", maxHeight: "none" };
 
 function fake(name: string, parent: Fake | null, height: number, style: BoxStyle = plain): Fake {
@@ -69,6 +73,14 @@ describe("the host's box around the widget", () => {
     const area = fake("output-area", panel, 700, { overflowY: "auto", maxHeight: "none" });
     const root = fake("lens-root", fake("el", area, 700), 700);
     expect(walk(root)).toEqual({ px: 880, fit: false });
+  });
+
+  it("takes no more of a panel than the window shows (a panel that grows with its content)", () => {
+    const body = fake("body", null, 1000);
+    doc.body = body;
+    const page = fake("page", body, 2400, { overflowY: "auto", maxHeight: "none" });
+    const root = fake("lens-root", fake("el", page, 700), 700);
+    expect(walk(root)).toEqual({ px: 1000, fit: false });
   });
 
   it("finds none in a page that does not scroll, up to the body", () => {

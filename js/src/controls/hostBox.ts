@@ -20,16 +20,18 @@ export type BoxStyle = Pick<CSSStyleDeclaration, "overflowY" | "maxHeight">;
  * The nearest scrolling box around `el`: a host's scrolled output (one with a maximum height in
  * px), or a scrolled panel taller than `el` (an output area that scrolls and has no maximum is as
  * tall as `el`: not one); null if none. Neither's height depends on the widget's: a maximum is
- * the box's own, and a panel taller than the widget is as tall as the page lets it be.
+ * the box's own, and a panel's visible height is at most the window's.
  */
 export function hostBox(el: HTMLElement, style: (e: Element) => BoxStyle = (e) => getComputedStyle(e)): HostBox | null {
-  const body = el.ownerDocument.body;
+  const { body, documentElement } = el.ownerDocument;
+  // what is visible of a panel is within the window, even of one that grows with its content
+  const view = documentElement.clientHeight;
   for (let p = composedParent(el); p && p !== body; p = composedParent(p)) {
     const { overflowY, maxHeight } = style(p);
     if (overflowY !== "auto" && overflowY !== "scroll") continue;
     const max = /^(\d+(?:\.\d+)?)px$/.exec(maxHeight);
     if (max) return { px: Number(max[1]), fit: true };
-    if (p.clientHeight > el.offsetHeight + 1) return { px: p.clientHeight, fit: false };
+    if (p.clientHeight > el.offsetHeight + 1) return { px: Math.min(p.clientHeight, view), fit: false };
   }
   return null;
 }
