@@ -71,6 +71,15 @@ def test_trace_is_faithful_and_every_op_replays(name: str, mode: str) -> None:
     funcs = {op.func for op in log.ops}
     expected = case.expected_ops + (case.train_ops if mode == "train" else ())
     assert not [f for f in expected if f not in funcs], f"ops not traced, among {sorted(funcs)}"
+    # Each output tensor (a detector's boxes, labels, scores per image) is its producer's.
+    leaves = tensor_leaves(result.output)
+    sinks = [r for r in log.nodes if r.kind == "output"]
+    assert len(sinks) == len(leaves), f"{len(sinks)} output nodes for {len(leaves)} tensors"
+    for sink, leaf in zip(sinks, leaves, strict=True):
+        producer = log[sink.parents[0]]
+        index = sink.parent_args[0].output_index if sink.parent_args else 0
+        assert producer.activations is not None, sink.label
+        assert torch.equal(producer.activations[index], leaf.detach()), sink.label
     report = log.validate()
     assert report.checked == len(log.ops), f"not replayed: {report.skipped}"
 
