@@ -42,12 +42,15 @@ class ZooCase:
     train_ops: tuple[str, ...] = ()
     # Whether train mode draws random numbers (dropout, drop-path), so seeds matter.
     random_in_train: bool = True
+    # Inputs train mode needs besides `kwargs` (a detector's targets); eval mode takes none.
+    train_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def to(self, device: torch.device) -> ZooCase:
         """Move the model and every input tensor to `device` (in place; returns self)."""
         self.model.to(device)
-        self.args, self.kwargs = tree_map(
-            lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, (self.args, self.kwargs)
+        self.args, self.kwargs, self.train_kwargs = tree_map(
+            lambda v: v.to(device) if isinstance(v, torch.Tensor) else v,
+            (self.args, self.kwargs, self.train_kwargs),
         )
         return self
 

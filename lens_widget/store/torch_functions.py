@@ -1,4 +1,5 @@
-"""The functions a loaded log may call, by qualified name: torch's own ops, nothing else.
+"""The functions a loaded log may call, by qualified name: torch's own ops, and a few pure
+operators that libraries register with torch (torchvision's NMS and RoI ops), nothing else.
 
 A saved log names each op's function ("torch.nn.functional.linear", "torch.Tensor.add").
 Loading looks the name up in a table built from torch's objects (never by importing or
@@ -9,6 +10,7 @@ the op as skipped.
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +47,16 @@ _TENSOR_METHODS = (
 # Private ops of those namespaces that optimizers and clip_grad_norm_ call (torch._foreach_add_,
 # torch._fused_adam_): arithmetic on their arguments, listed like the public ones.
 _PRIVATE_OPS = ("_foreach_", "_fused_")
+# torch.nn.functional's functions that dispatch through __torch_function__ (so a trace records
+# them) though torch.overrides lists them as ignored: hardswish, hardsigmoid.
+_FUNCTIONAL = torch.nn.functional
+# Operators libraries register (torch.ops.<library>.<op>): pure tensor computations, replayed
+# once their library is loaded. Looked up in torch's dispatcher only: a name never imports.
+_LIBRARY_OPS = frozenset(
+    f"torchvision::{op}"
+    for op in ("nms", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "deform_conv2d")
+)
+_OPS_PREFIX = "torch.ops."
 # Ops of those namespaces that read files or foreign memory: never called from a saved log.
 _DENIED = frozenset({"torch.from_file", "torch.from_numpy", "torch.frombuffer"})
 
@@ -66,6 +78,11 @@ def _tables() -> tuple[dict[str, Callable[..., Any]], dict[int, str]]:
                 continue
             name = torch.overrides.resolve_name(func) or f"{prefix}.{attribute}"
             by_name.setdefault(name, func)
+    for attribute in dir(_FUNCTIONAL):
+        func = getattr(_FUNCTIONAL, attribute)
+        own = isinstance(func, types.FunctionType) and func.__module__ == _FUNCTIONAL.__name__
+        if own and not attribute.startswith("_"):
+            by_name.setdefault(f"{_FUNCTIONAL.__name__}.{attribute}", func)
     for attribute in _TENSOR_METHODS:
         by_name.setdefault(f"torch.Tensor.{attribute}", getattr(torch.Tensor, attribute))
     for name in _DENIED:
@@ -80,6 +97,9 @@ def function_name(func: Callable[..., Any]) -> str | None:
     by_name, by_id = _tables()
     if _is_tracer_identity(func):
         return IDENTITY_NAME
+    if isinstance(func, torch._ops.OpOverloadPacket):
+        qualified = func._qualified_op_name
+        return _op_name(qualified) if qualified in _LIBRARY_OPS else None
     name = by_id.get(id(func))
     if name is not None:
         return name
@@ -92,11 +112,33 @@ def function_name(func: Callable[..., Any]) -> str | None:
 
 def resolve_function(name: str) -> Callable[..., Any] | None:
     """The torch function a saved name stands for, or None when it is not allow-listed."""
+    if name.startswith(_OPS_PREFIX):
+        return _library_op(name.removeprefix(_OPS_PREFIX).replace(".", "::", 1))
     return _tables()[0].get(name)
+
+
+def _op_name(qualified: str) -> str:
+    """The name Python code calls an operator by: torchvision::nms is torch.ops.torchvision.nms."""
+    return _OPS_PREFIX + qualified.replace("::", ".", 1)
+
+
+def _library_op(qualified: str) -> Callable[..., Any] | None:
+    """An allow-listed library operator, if its library has registered it in this process."""
+    if qualified not in _LIBRARY_OPS:
+        return None
+    namespace, op = qualified.split("::")
+    try:
+        return getattr(getattr(torch.ops, namespace), op)
+    except AttributeError:  # the library is not loaded
+        return None
 
 
 def describe_function(func: Callable[..., Any]) -> str:
     """A readable name for a function outside the allow-list (shown, never resolved)."""
+    if isinstance(func, torch._ops.OpOverloadPacket):  # its __qualname__ is pybind11's
+        return _op_name(func._qualified_op_name)
+    if isinstance(func, torch._ops.OpOverload):
+        return f"{_op_name(func._schema.name)}.{func._overloadname}"
     module = getattr(func, "__module__", None) or ""
     qualname = getattr(func, "__qualname__", None) or type(func).__name__
     return f"{module}.{qualname}" if module else str(qualname)

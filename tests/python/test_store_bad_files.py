@@ -313,6 +313,13 @@ def test_allow_list_holds_torch_ops_only():
     for name in ("torch.load", "torch.save", "torch.from_file", "os.system", "torch.hub.load",
                  "torch.compile", "torch.set_default_device", "torch.manual_seed"):  # fmt: skip
         assert resolve_function(name) is None, name
+    assert resolve_function("torch.nn.functional.hardswish") is torch.nn.functional.hardswish
+    # torch.ops names: only the allow-listed library operators, and only once registered
+    for name in ("torch.ops.aten.from_file", "torch.ops.aten._save", "torch.ops.torchvision.x",
+                 "torch.ops.torchvision.nms.default", "torch.ops.load_library"):  # fmt: skip
+        assert resolve_function(name) is None, name
+    registered = resolve_function("torch.ops.torchvision.nms")
+    assert (registered is None) == ("torchvision" not in sys.modules)
 
 
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__"}

@@ -11,6 +11,7 @@ from function_module import FunctionModule
 from log_equality import NOT_PLAIN, assert_same_log, assert_same_tensor
 from small_models import view_then_write
 from torch import nn
+from torch.nn import functional as F
 
 import lens_widget as lw
 from lens_widget.log.records import OpRecord
@@ -208,3 +209,17 @@ def test_an_input_written_through_another_view_round_trips(tmp_path):
     assert list(call.literals) == [0]
     loaded = assert_round_trip(log, tmp_path)
     assert torch.equal(loaded["add_1_4"].replay[0].literals[0], call.literals[0])
+
+
+def test_functions_torch_lists_as_ignored_still_replay_after_loading(tmp_path):
+    """F.hardswish and F.hardsigmoid (MobileNetV3, EfficientNet's variants) dispatch through
+    __torch_function__ though torch.overrides lists them as ignored: a trace records them, so
+    a loaded log must replay them too."""
+
+    def gates(x):
+        return F.hardswish(x) * F.hardsigmoid(x)
+
+    log = lw.trace(FunctionModule(gates), torch.randn(2, 5))
+    assert [op.func for op in log.ops] == ["hardswish", "hardsigmoid", "mul"]
+    loaded = assert_round_trip(log, tmp_path)
+    assert loaded.validate().checked == 3
