@@ -12,18 +12,31 @@ these calls (quiet on the careful path; on the fast path no mode is active).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
-from lens_widget.capture.tensor_book import nested_tensor_error
+from lens_widget.capture.func_facts import FuncFacts
+from lens_widget.capture.tensor_book import Inputs, TensorBook, nested_tensor_error
 from lens_widget.log.nested import padded, sample_shapes
+from lens_widget.log.records import OpRecord
 
-if TYPE_CHECKING:
-    from lens_widget.capture.func_facts import FuncFacts
-    from lens_widget.capture.recorder import Recorder
-    from lens_widget.capture.tensor_book import Inputs
-    from lens_widget.log.records import OpRecord
+
+class Records(Protocol):
+    """What of the recorder (recorder.py, which calls this module) is used here."""
+
+    book: TensorBook
+
+    def record(
+        self,
+        facts: FuncFacts,
+        inputs: Inputs,
+        outputs: tuple[torch.Tensor, ...],
+        writes: Any,
+        frame: Any,
+        outside_path: bool = False,
+    ) -> OpRecord: ...
+
 
 Tensor = torch.Tensor
 
@@ -35,7 +48,7 @@ def is_jagged(tensor: Tensor) -> bool:
 
 
 def record_nested(
-    recorder: Recorder,
+    recorder: Records,
     facts: FuncFacts,
     inputs: Inputs,
     outputs: tuple[Tensor, ...],
