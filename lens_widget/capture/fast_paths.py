@@ -38,6 +38,7 @@ _stack_at = torch._C._get_function_stack_at
 _pop_mode = torch._C._pop_torch_function_stack
 _push_mode = torch._C._push_on_torch_function_stack
 _OUR_MODES = (Recorder, RecomputeWatcher)
+_OVERRIDES = sys.modules["torch.overrides"]  # where the gated forwards read the function
 _NAME = "has_torch_function"
 # The locals torch's fast-path checks keep the reason in
 _REASONS = ("why_not_fast_path", "why_not_sparsity_fast_path")
@@ -100,10 +101,10 @@ class FastPaths:
     def __enter__(self) -> FastPaths:
         with _Installed.lock:
             if _Installed.count == 0:
-                current = vars(torch.overrides)[_NAME]
+                current = vars(_OVERRIDES)[_NAME]
                 if current is not _as_if_untraced:
                     _Installed.original = current  # torch's, or a stand-in of someone else's
-                    vars(torch.overrides)[_NAME] = _as_if_untraced
+                    vars(_OVERRIDES)[_NAME] = _as_if_untraced
             _Installed.count += 1
         return self
 
@@ -111,7 +112,7 @@ class FastPaths:
         with _Installed.lock:
             _Installed.count -= 1
             if _Installed.count == 0:
-                namespace = vars(torch.overrides)
+                namespace = vars(_OVERRIDES)
                 if namespace.get(_NAME) is _as_if_untraced:  # else replaced since: left so
                     namespace[_NAME] = _Installed.original
 

@@ -12,6 +12,7 @@ these calls (quiet on the careful path; on the fast path no mode is active).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -26,6 +27,8 @@ class Records(Protocol):
     """What of the recorder (recorder.py, which calls this module) is used here."""
 
     book: TensorBook
+    # the book's note_outputs, or the features' composed with it (Recorder._bind)
+    _note_outputs: Callable[[OpRecord, tuple[torch.Tensor, ...], str, int], None]
 
     def record(
         self,
@@ -47,6 +50,17 @@ def is_jagged(tensor: Tensor) -> bool:
     return tensor.is_nested and tensor.layout is not torch.strided
 
 
+def nested_intervention_error(target: str, where: str) -> TypeError:
+    """An intervention on a nested output: refused (its samples have different shapes, and
+    the value an intervention sees and returns is one padded tensor)."""
+    return TypeError(
+        f"lens_widget: intervene[{target!r}]: the output of {where} is a nested tensor "
+        "(torch's nested-tensor fast path: nn.TransformerEncoder in eval, without grad, with a "
+        "src_key_padding_mask), which an intervention cannot replace; intervene on a plain "
+        "output (the encoder's own), or run the slow path (train mode, or grad enabled)"
+    )
+
+
 def record_nested(
     recorder: Records,
     facts: FuncFacts,
@@ -61,9 +75,21 @@ def record_nested(
     if jagged is not None:
         raise nested_tensor_error(jagged)
     shown = tuple([padded(t) if t.is_nested else t for t in outputs])
-    node = recorder.record(facts, inputs, shown, writes, frame, outside_path)
+    shapes = tuple([sample_shapes(t) if t.is_nested else None for t in outputs])
+    note_outputs = recorder._note_outputs
+
+    def note_nested(node: OpRecord, kept: tuple[Tensor, ...], base: str, passes: int) -> None:
+        node.nested_shapes = shapes  # before a save predicate or a feature reads the record
+        note_outputs(node, kept, base, passes)
+
+    recorder._note_outputs = note_nested  # for this call only
+    try:
+        node = recorder.record(facts, inputs, shown, writes, frame, outside_path)
+    finally:
+        recorder._note_outputs = note_outputs
     node.requires_grad = outputs[0].requires_grad  # padded without autograd history
-    node.nested_shapes = tuple([sample_shapes(t) if t.is_nested else None for t in outputs])
+    if node.intervened and outputs[0].is_nested:  # its padded value was given to the function
+        raise nested_intervention_error(node.layer, f"op {node.label}")
     book = recorder.book
     for i, tensor in enumerate(outputs):
         if tensor.is_nested:  # the op's reader gets the nested tensor, not the padded copy

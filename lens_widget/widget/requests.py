@@ -138,8 +138,9 @@ def activation(
     except ValueError as e:  # index checks, here and in tensor_view
         raise RequestError(str(e)) from e
     nested = record.nested_shapes
-    if value == "activation" and side == "a" and nested and nested[index] is not None:
-        result["note"] = "; ".join(filter(None, (padded_note(nested[index]), result["note"])))
+    samples = nested[index] if nested and value == "activation" and side == "a" else None
+    if samples is not None:
+        result["note"] = "; ".join(filter(None, (padded_note(samples), result["note"])))
     return result, [data]
 
 

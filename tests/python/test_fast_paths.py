@@ -344,3 +344,34 @@ def test_a_fast_path_the_trace_cannot_keep_is_warned_and_noted(monkeypatch, tmp_
 def test_a_model_without_gated_modules_has_no_notes():
     log = lw.trace(nn.Linear(3, 3), (torch.randn(2, 3),))
     assert log.notes == []
+
+
+@pytest.mark.parametrize("target", ["transformer_encoder_layer_fwd_1_6", "layers.0"])
+def test_an_intervention_on_a_nested_output_is_refused_clearly(target):
+    model, x, mask = _encoder(train=False), _input(), _padding_mask()
+    original = torch.overrides.has_torch_function
+    with torch.no_grad(), pytest.raises(TypeError, match="is a nested tensor"):
+        lw.trace(model, (x,), {"src_key_padding_mask": mask}, intervene={target: lambda t: t * 2})
+    assert torch.overrides.has_torch_function is original
+    assert torch._C._len_torch_function_stack() == 0
+
+
+def test_the_nested_path_with_offload_a_save_predicate_and_a_section(tmp_path):
+    """Values kept on disk, records read as they are made, and a traced section."""
+    model, x, mask = _encoder(train=False), _input(), _padding_mask()
+    with torch.no_grad():
+        plain = model(x, src_key_padding_mask=mask)
+        offloaded = lw.trace(
+            model, (x,), {"src_key_padding_mask": mask}, offload=tmp_path, memory_budget=0
+        )
+        chosen = lw.trace(
+            model, (x,), {"src_key_padding_mask": mask}, save=lambda r: r.padded is not None
+        )
+        with lw.tracing(model) as section:
+            out = model(x, src_key_padding_mask=mask)
+    assert torch.equal(offloaded.output, plain) and torch.equal(chosen.output, plain)
+    assert torch.equal(out, plain)
+    report = offloaded.validate(rtol=0, atol=0)
+    assert report.skipped == {} and report.checked == len(offloaded.ops)
+    assert [op.saved for op in chosen.ops] == [op.nested_shapes is not None for op in chosen.ops]
+    assert _fast_path_ops(section.log) == CASES["encoder, padding mask (nested)"][2]
