@@ -10,6 +10,7 @@ in eval and train, with and without masks, with grad enabled and without.
 from __future__ import annotations
 
 import contextlib
+import json
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,6 +23,7 @@ from torch.overrides import TorchFunctionMode
 
 import lens_widget as lw
 from lens_widget.capture import fast_paths
+from lens_widget.store.format import NESTED_VERSION
 from lens_widget.widget import requests
 
 D, HEADS, BATCH, LENGTH = 16, 4, 3, 6
@@ -215,6 +217,8 @@ def test_validate_replays_the_fast_path_ops_on_nested_tensors():
 def test_save_and_load_keep_the_nested_shapes_and_replay_them(tmp_path):
     log, plain = _traced_encoder()
     log.save(tmp_path / "log")
+    document = json.loads((tmp_path / "log" / "log.json").read_text())
+    assert document["version"] == NESTED_VERSION  # readers of version 5 refuse it as newer
     back = lw.load(tmp_path / "log")
     assert [op.nested_shapes for op in back.ops] == [op.nested_shapes for op in log.ops]
     assert torch.equal(back.output, plain)
@@ -223,8 +227,6 @@ def test_save_and_load_keep_the_nested_shapes_and_replay_them(tmp_path):
 
 
 def test_a_saved_nested_shape_that_does_not_fit_its_value_is_refused(tmp_path):
-    import json
-
     log, _ = _traced_encoder()
     log.save(tmp_path / "log")
     path = tmp_path / "log" / "log.json"
