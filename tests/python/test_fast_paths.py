@@ -377,3 +377,16 @@ def test_the_nested_path_with_offload_a_save_predicate_and_a_section(tmp_path):
     assert report.skipped == {} and report.checked == len(offloaded.ops)
     assert [op.saved for op in chosen.ops] == [op.nested_shapes is not None for op in chosen.ops]
     assert _fast_path_ops(section.log) == CASES["encoder, padding mask (nested)"][2]
+
+
+def test_a_widget_rerun_runs_in_the_grad_mode_of_the_first_trace():
+    """A widget made under no_grad re-runs without grad too, so the re-run takes the same
+    fast path and its labels are those shown."""
+    model = _encoder(train=False)
+    with torch.no_grad():
+        widget = lw.LensWidget(model, (_input(),), {"src_key_padding_mask": _padding_mask()})
+    first = [op.label for op in widget.model_log.ops]
+    layer = next(op.label for op in widget.model_log.ops if op.padded is not None)
+    widget.rerun(layer)  # grad is enabled here
+    assert [op.label for op in widget.model_log.ops] == first
+    assert torch.is_grad_enabled()
