@@ -203,6 +203,8 @@ def test_the_nested_path_gives_zeros_at_padded_positions_and_records_them_padded
     assert unpad.func == "to_padded_tensor" and unpad.parents == [nested[2].label]
     assert unpad.nested_shapes is None and unpad.padded is None
     assert torch.equal(unpad.activation, plain)
+    line = f"{first_layer.label}: _transformer_encoder_layer_fwd -> (3, 6, 16)  [layers.0]"
+    assert f"{line}  (nested, padded)" in str(log)  # the summary says so too
     # the padded value's statistics are of what is saved: zeros at padded positions
     stats = nested[2].stats
     assert stats is not None and stats.zero_fraction >= padding.sum().item() / padding.numel()
@@ -390,3 +392,33 @@ def test_a_widget_rerun_runs_in_the_grad_mode_of_the_first_trace():
     widget.rerun(layer)  # grad is enabled here
     assert [op.label for op in widget.model_log.ops] == first
     assert torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize(
+    "case", ["encoder, padding mask (nested)", "layer, padding mask", "attention, attn mask"]
+)
+def test_frozen_weights_take_the_fast_path_with_grad_enabled_traced_too(case):
+    """torch checks requires_grad only while grad is enabled: frozen weights and an input
+    without grad run the fused kernel with grad on."""
+    make, kwargs, fused_ops = CASES[case]
+    model = make(False).requires_grad_(False)
+    compared = compare_with_plain_forward(model, (_input(),), kwargs())
+    assert torch.is_grad_enabled() and _fast_path_ops(compared.log) == fused_ops
+
+
+class Tagged(torch.Tensor):
+    """A user's Tensor subclass: torch's fast paths are off for it, traced or not."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_a_users_tensor_subclass_keeps_the_slow_path_as_untraced():
+    model = _attention(False)
+    x = _input().as_subclass(Tagged)
+    with torch.no_grad():
+        plain = model(x, need_weights=False)[0]
+        log = lw.trace(model, (x,), {"need_weights": False})
+    assert torch.equal(log.output[0].as_subclass(torch.Tensor), plain.as_subclass(torch.Tensor))
+    assert _fast_path_ops(log) == []
