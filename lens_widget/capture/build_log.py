@@ -29,6 +29,7 @@ from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.filled_on_read import fill_later
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
+from lens_widget.log.nested import padded, sample_shapes
 from lens_widget.log.records import ModuleInfo, OpRecord
 
 _label_of = attrgetter("label")
@@ -158,15 +159,18 @@ def _add_output_sinks(recorder: Recorder, output: Any, *, link: bool) -> list[Op
         parents, parent_args, from_input = (
             link_parents(label, parent_refs) if link else ([], [], False)
         )
+        # a nested tensor (torch.nested) is described and kept padded (log/nested.py)
+        nested = (sample_shapes(tensor),) if tensor.is_nested else None
+        value = padded(tensor) if nested is not None else tensor
         sink = OpRecord(
             label=label, kind="output", func=name, index=len(nodes), layer=label,
             # the tensor's own: a parent with several outputs (topk) describes its first
-            shape=tuple(tensor.shape), dtype=recorder.book.dtype_name(tensor.dtype),
-            device=recorder.book.details.device_name(tensor.device),
-            nbytes=tensor.numel() * tensor.element_size(), shapes=(tuple(tensor.shape),),
+            shape=tuple(value.shape), dtype=recorder.book.dtype_name(value.dtype),
+            device=recorder.book.details.device_name(value.device),
+            nbytes=value.numel() * value.element_size(), shapes=(tuple(value.shape),),
             parents=parents, parent_args=parent_args, from_input=from_input,
-            activations=None if recorder.book.keeps_nothing else (tensor.detach(),),
-            replay=(None, parent_refs),
+            activations=None if recorder.book.keeps_nothing else (value.detach(),),
+            nested_shapes=nested, replay=(None, parent_refs),
         )  # fmt: skip
         nodes.append(sink)
         recorder.book.by_label[label] = sink

@@ -22,6 +22,7 @@ from lens_widget.capture.interventions import (
     apply_intervention,
     replace_tensor,
 )
+from lens_widget.capture.nested_values import nested_intervention_error
 from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves
@@ -96,6 +97,8 @@ class Intervening(Feature):
                 f"{type(output).__name__} with no tensor to replace"
             )
         first = leaves[0]
+        if first.is_nested:
+            raise nested_intervention_error(found[0], where)
         book = self._book
         produced = book.producer_of(first)
         if produced is None:

@@ -41,6 +41,7 @@ from lens_widget.capture.links import Layer
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_outputs import ModuleOutputs
 from lens_widget.capture.module_tracker import ModuleTracker
+from lens_widget.capture.nested_values import is_jagged, record_nested
 from lens_widget.capture.op_details import fill_details
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
@@ -330,8 +331,8 @@ class Recorder(TorchFunctionMode):
             inputs[0].written_slots = slots_of(args, kwargs, writes)
         elif isinstance(out, (tuple, list, Tensor)):
             outputs = tuple(tensor_leaves(out))
-            if any(t.is_nested for t in outputs):  # torch.nested's jagged tensors
-                raise nested_tensor_error(next(t for t in outputs if t.is_nested))
+            if any(t.is_nested for t in outputs) and any(map(is_jagged, outputs)):
+                raise nested_tensor_error(next(t for t in outputs if is_jagged(t)))
         else:
             outputs = ()
         if outputs:
@@ -381,16 +382,16 @@ class Recorder(TorchFunctionMode):
             first = outputs[0]
             try:
                 size: torch.Size | None = first.shape
-            except RuntimeError:  # a strided nested tensor has no sizes
-                if first.is_nested:
-                    raise nested_tensor_error(first) from None
+                if len(outputs) > 1:
+                    shapes = tuple([tuple(t.shape) for t in outputs])
+                    nbytes = sum([t.numel() * t.element_size() for t in outputs])
+            except RuntimeError:  # a nested tensor (a fast path's) has no sizes: padded
+                if any(t.is_nested for t in outputs):
+                    return record_nested(self, facts, inputs, outputs, writes, frame, outside_path)
                 raise
             dtype: torch.dtype | None = first.dtype
             device: torch.device | None = first.device
             grad = first.requires_grad  # kernels differ with it (FLOPs replay it)
-            if len(outputs) > 1:
-                shapes = tuple([tuple(t.shape) for t in outputs])
-                nbytes = sum([t.numel() * t.element_size() for t in outputs])
         else:
             size, dtype, device, grad = None, None, None, False
 
@@ -429,6 +430,7 @@ class Recorder(TorchFunctionMode):
         node.time_ms = None
         node.intervened = False
         node.activations = None
+        node.nested_shapes = None  # a nested output's: set by record_nested
         node.replay = (replay, parent_refs)
         node._flops = UNSET_FLOPS
         node._stats = None

@@ -3,6 +3,7 @@ adds the activations asked for since."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,12 +31,16 @@ class WorldState:
         cuda_rng: list[torch.Tensor] | None,
         buffers: dict[str, torch.Tensor],
         host_rng: tuple[Any, dict[str, Any]] | None = None,
+        grad_mode: tuple[bool, bool] = (True, False),
     ) -> None:
         self.rng = rng
         self.cuda_rng = cuda_rng
         self.buffers = buffers
         # (random.getstate(), np.random.get_state(legacy=False)); None: left as they are
         self.host_rng = host_rng
+        # (grad enabled, inference mode): torch's fast paths run only without grad, so a
+        # re-run under another mode would trace another pass (capture/fast_paths.py)
+        self.grad_mode = grad_mode
 
     @classmethod
     def capture(cls, model: torch.nn.Module) -> WorldState:
@@ -43,7 +48,13 @@ class WorldState:
         cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
         buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
         host_rng = (random.getstate(), np.random.get_state(legacy=False))
-        return cls(torch.get_rng_state(), cuda_rng, buffers, host_rng)
+        grad_mode = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+        return cls(torch.get_rng_state(), cuda_rng, buffers, host_rng, grad_mode)
+
+    def grad_context(self) -> contextlib.AbstractContextManager[Any]:
+        """The grad mode the state was captured in, to run a re-run under."""
+        grad_enabled, inference = self.grad_mode
+        return torch.inference_mode() if inference else torch.set_grad_enabled(grad_enabled)
 
     def restore(self, model: torch.nn.Module) -> None:
         torch.set_rng_state(self.rng)

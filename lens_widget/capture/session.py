@@ -22,6 +22,7 @@ from lens_widget.capture.backward_capture import BackwardCapture
 from lens_widget.capture.build_log import SectionTop, build_log
 from lens_widget.capture.dispatch_hooks import DispatchHooks
 from lens_widget.capture.distributed_capture import DistributedCapture, distributed_active
+from lens_widget.capture.fast_paths import FastPaths, unkept_fast_paths
 from lens_widget.capture.intervening import Intervening
 from lens_widget.capture.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
@@ -76,6 +77,8 @@ class Session:
         self._contexts = ExitStack()  # gc pause and recursion headroom: start to finish
         self._recording = ExitStack()  # tracker and recorder: start to the end of the code
         self._start = 0.0
+        # Fast paths of torch this trace cannot keep as an untraced run takes them
+        self.notes = unkept_fast_paths(names.roots)
         self._quiet = quiet = torch._C.DisableTorchFunction()  # setup: invisible to user modes
         with quiet:
             track_versions = not torch.is_inference_mode_enabled()
@@ -136,6 +139,7 @@ class Session:
             self._recording.enter_context(ParameterWatch(self.recorder.book))
             self._recording.enter_context(self.recorder)
             self._recording.enter_context(PythonWrappers())
+            self._recording.enter_context(FastPaths())
             self._recording.enter_context(self._dispatch)
             if self.distributed is not None:
                 self._recording.enter_context(self.distributed)
@@ -175,12 +179,15 @@ class Session:
                     self.distributed.fill_log(log)
             if self.offload is not None:
                 log.disk_values = self.offload.disk
+            log.notes = list(self.notes)
             if error is None:  # a partial log may sit in a cycle with its error: leave it young
                 # Before the collector resumes: its first young collection would scan them.
                 promote_to_old_generation()
         finally:
             self._contexts.close()
         self._warn_on_unmatched_save_names(stacklevel + 1)
+        for note in self.notes:
+            warnings.warn(f"lens_widget: {note}", stacklevel=stacklevel + 1)
         if offload_error is not None:
             if error is not None:  # the forward's own error goes on, told of this one
                 with contextlib.suppress(Exception):  # a class that refuses notes

@@ -100,6 +100,9 @@ class ModelLog:
     collectives: dict[str, CollectiveInfo] = field(default_factory=dict)
     placements: dict[str, ParamPlacement] = field(default_factory=dict)
     engine_calls: list[EngineCall] = field(default_factory=list)
+    # What the trace could not run as an untraced forward would, one sentence each (a
+    # fast path of torch it could not keep: capture/fast_paths.py); also warned.
+    notes: list[str] = field(default_factory=list)
     _by_label: dict[str, OpRecord] = field(init=False, repr=False)
     # Every node by label, when the builder has one already (else it is made here).
     label_index: InitVar[dict[str, OpRecord] | None] = None

@@ -12,6 +12,7 @@ import torch
 
 from lens_widget.log.flops import op_flops
 from lens_widget.log.gradients import summed
+from lens_widget.log.nested import PADDED_NOTE, SampleShapes
 from lens_widget.log.replay import ReplayCall
 from lens_widget.log.stats import ActivationStats, activation_stats
 
@@ -113,6 +114,11 @@ class OpRecord:
     # The output was replaced during the pass: ``trace(..., intervene={...})``.
     intervened: bool = False
     activations: tuple[torch.Tensor, ...] | None = None
+    # Outputs that were nested tensors (torch.nested; torch's nested-tensor fast path of
+    # nn.TransformerEncoder): per output, each sample's shape, or None for a plain output;
+    # None when no output was nested. A nested output's shape, saved value and statistics
+    # are of it padded with zeros (log/nested.py).
+    nested_shapes: tuple[SampleShapes | None, ...] | None = None
     # What validate() needs to replay the op: the call (None for an output sink) and, per
     # tensor argument, (position, the node that produced it, which of its outputs).
     replay: tuple[ReplayCall | None, list[ParentRef]] | None = None
@@ -138,6 +144,12 @@ class OpRecord:
     @property
     def saved(self) -> bool:
         return self.activations is not None
+
+    @property
+    def padded(self) -> str | None:
+        """Why the shape, value and statistics shown are padded (an output was a nested
+        tensor, see ``nested_shapes``); None for plain outputs."""
+        return PADDED_NOTE if self.nested_shapes is not None else None
 
     @property
     def no_values(self) -> str | None:

@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from lens_widget.log.nested import renested_output
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import ReplayCall, fill_template
 
@@ -45,6 +46,9 @@ def saved_call(node: OpRecord, *, copy: bool) -> SavedCall:
             if parent.activations is None:
                 raise InputNotSaved(parent.label)
             value = parent.activations[output_index]
+            if parent.nested_shapes is not None:  # saved padded: the op read it nested
+                tensors.append(renested_output(value, parent.nested_shapes, output_index))
+                continue
         tensors.append(value.clone() if copy else value)
     return SavedCall(
         call, fill_template(call.args, tensors), fill_template(call.kwargs, tensors), tensors

@@ -111,7 +111,7 @@ def summarize(log: Summarized) -> str:
     for i, node in enumerate(shown):
         if len(ops) > _MAX_OPS_LISTED and i == _MAX_OPS_LISTED // 2:
             lines.append(f"  ... {len(ops) - _MAX_OPS_LISTED} more ops ...")
-        flag = "  <- raised" if node.failed else ""
+        flag = "  <- raised" if node.failed else "  (nested, padded)" if node.nested_shapes else ""
         lines.append(f"  {node.label}: {node.func} -> {_shape(node.shape)}  [{node.module}]{flag}")
     return "\n".join(lines)
 

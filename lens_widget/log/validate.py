@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from lens_widget.log.nested import padded
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import ReplayCall, tensor_leaves
 from lens_widget.log.saved_call import InputNotSaved, saved_call
@@ -137,7 +138,10 @@ def _first_line(err: BaseException) -> str:
 
 
 def _dense(tensor: torch.Tensor) -> torch.Tensor:
-    """Sparse values compared as dense ones (torch.equal has no sparse kernel)."""
+    """Sparse values compared as dense ones (torch.equal has no sparse kernel), nested ones
+    padded as they were saved (log/nested.py)."""
+    if tensor.is_nested:
+        return padded(tensor)
     if tensor.layout == torch.sparse_coo:
         return tensor.coalesce().to_dense()
     if tensor.layout != torch.strided:

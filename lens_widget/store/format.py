@@ -14,10 +14,13 @@ FORMAT_NAME = "lens_widget.log"
 # without what a version adds is written as the version before (DISTRIBUTED_VERSION's field
 # is the only one written conditionally): readers of version 3 still open every log made
 # outside torch.distributed. Version 5 each op's `function` (the helper of the model's code it
-# ran in), written only where an op has one: a log without any is written as before.
-FORMAT_VERSION = 5
+# ran in), written only where an op has one: a log without any is written as before. Version 6
+# each op's `nested_shapes` (outputs that were nested tensors, saved padded) and the log's
+# `notes` (what the trace could not run as an untraced forward), written only where present.
+FORMAT_VERSION = 6
 DISTRIBUTED_VERSION = 4
 FUNCTION_VERSION = 5
+NESTED_VERSION = 6
 JSON_FILE = "log.json"
 TENSOR_FILE = "tensors.safetensors"
 

@@ -85,6 +85,7 @@ def load(path: str | os.PathLike[str]) -> ModelLog:
         collectives=dist.collectives,
         placements=dist.placements,
         engine_calls=dist.engine_calls,
+        notes=list(meta.get("notes", [])),
         label_index=by_label,
     )
 
@@ -246,6 +247,7 @@ def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:
         time_ms=data.get("time_ms"),
         intervened=data.get("intervened", False),
         activations=activations,
+        nested_shapes=_nested_shapes(data.get("nested_shapes"), shapes, where),
     )
     grads = data.get("grads")
     if grads is not None:
@@ -254,6 +256,34 @@ def _node(i: int, data: dict[str, Any], tensors: _Tensors) -> OpRecord:
         if shapes and any(g is not None and tuple(g.shape) != shapes[0] for g in record.grads):
             raise fail(where, f"a saved gradient's shape is not that of its output {shapes[0]}")
     return record
+
+
+def _nested_shapes(
+    data: list[list[list[int]] | None] | None, shapes: tuple[tuple[int, ...], ...], where: str
+) -> tuple[tuple[tuple[int, ...], ...] | None, ...] | None:
+    """A node's outputs' sample shapes where they were nested tensors, each checked to fit
+    its padded output (a replay cuts the samples out of it)."""
+    if data is None:
+        return None
+    if len(data) != len(shapes):
+        raise fail(where, f"nested_shapes has {len(data)} entries, the node {len(shapes)} outputs")
+    for i, samples in enumerate(data):
+        if samples is None:
+            continue
+        padded = shapes[i]
+        if (
+            not padded
+            or len(samples) != padded[0]
+            or not all(
+                len(sample) == len(padded) - 1
+                and all(n <= m for n, m in zip(sample, padded[1:], strict=True))
+                for sample in samples
+            )
+        ):
+            raise fail(where, f"nested_shapes[{i}] does not fit its padded output {padded}")
+    return tuple(
+        None if samples is None else tuple(tuple(sample) for sample in samples) for samples in data
+    )
 
 
 def _index(nodes: list[OpRecord]) -> dict[str, OpRecord]:

@@ -24,6 +24,7 @@ from lens_widget.store.format import (
     FORMAT_NAME,
     FUNCTION_VERSION,
     JSON_FILE,
+    NESTED_VERSION,
     TENSOR_FILE,
 )
 from lens_widget.store.tensor_table import TensorTable
@@ -52,6 +53,7 @@ class SavableLog(HasDistributed, Protocol):
     backward_graph: nx.DiGraph
     recomputed: list[Recomputation]
     disk_values: DiskValues | None
+    notes: list[str]
 
 
 def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = True) -> Path:
@@ -63,7 +65,9 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     distributed = encode_distributed(log)
     # a log made outside torch.distributed stays readable by readers of version 3, one
     # without function groups by those of version 4
-    if any(node.function for node in log.nodes):
+    if log.notes or any(node.nested_shapes is not None for node in log.nodes):
+        version = NESTED_VERSION
+    elif any(node.function for node in log.nodes):
         version = FUNCTION_VERSION
     else:
         version = DISTRIBUTED_VERSION if distributed is not None else DISTRIBUTED_VERSION - 1
@@ -81,6 +85,7 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
             "failed_op": log.failed_op,
             "error": _error(log.error),
             "output": encode_output(log.output, lambda t: table.add(t, "the model's output")),
+            **({"notes": list(log.notes)} if log.notes else {}),
         },
         "modules": [
             {
@@ -216,6 +221,11 @@ def _node(node: OpRecord, table: TensorTable, weights: bool) -> dict[str, Any]:
         "requires_grad": node.requires_grad,
         "time_ms": node.time_ms,
         "intervened": node.intervened,
+        **(
+            {"nested_shapes": [None if s is None else [list(x) for x in s] for s in nested]}
+            if (nested := node.nested_shapes) is not None
+            else {}
+        ),
         "activations": None
         if activations is None
         else [table.add(t, f"output {i} of {node.label}") for i, t in enumerate(activations)],

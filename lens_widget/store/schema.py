@@ -111,6 +111,7 @@ _NODE = record(
         "time_ms": nullable(number),
         "intervened": boolean,
         "grads": nullable(array(nullable(TENSOR_ID))),
+        "nested_shapes": array(nullable(array(SHAPE))),
     },
 )
 
@@ -150,7 +151,8 @@ _LOG = record(
             record({"type": string(r"[^\x00-\x1f]{1,200}"), "message": TEXT})
         ),
         "output": anything,
-    }
+    },
+    {"notes": array(TEXT)},
 )
 
 _LEAF = record(

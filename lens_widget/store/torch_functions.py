@@ -42,11 +42,15 @@ _NAMESPACES: dict[str, Any] = {
 # Tensor methods torch dispatches through __torch_function__ but does not list as overridable.
 _TENSOR_METHODS = (
     "new_empty", "new_empty_strided", "new_full", "new_ones", "new_zeros", "new_tensor",
-    "unflatten",
+    "unflatten", "to_padded_tensor",
 )  # fmt: skip
 # Private ops of those namespaces that optimizers and clip_grad_norm_ call (torch._foreach_add_,
-# torch._fused_adam_): arithmetic on their arguments, listed like the public ones.
-_PRIVATE_OPS = ("_foreach_", "_fused_")
+# torch._fused_adam_) and torch's fast paths of attention and transformer layers call
+# (capture/fast_paths.py): arithmetic on their arguments, listed like the public ones.
+_PRIVATE_OPS = (
+    "_foreach_", "_fused_", "_native_multi_head_attention", "_transformer_encoder_layer_fwd",
+    "_nested_tensor_from_mask",
+)  # fmt: skip
 # torch.nn.functional's functions that dispatch through __torch_function__ (so a trace records
 # them) though torch.overrides lists them as ignored: hardswish, hardsigmoid.
 _FUNCTIONAL = torch.nn.functional

@@ -173,7 +173,8 @@ class ModelReruns:
         current = WorldState.capture(self._model)
         self._initial.restore(self._model)
         try:
-            log = self._trace(save_also(self._save, self._extra_save), intervene)
+            with self._initial.grad_context():  # as the first trace ran (fast paths)
+                log = self._trace(save_also(self._save, self._extra_save), intervene)
         finally:
             current.restore(self._model)
         return keep_call_sites(log, self._model_log)

@@ -137,7 +137,18 @@ def activation(
         raise
     except ValueError as e:  # index checks, here and in tensor_view
         raise RequestError(str(e)) from e
+    nested = record.nested_shapes
+    samples = nested[index] if nested and value == "activation" and side == "a" else None
+    if samples is not None:
+        result["note"] = "; ".join(filter(None, (padded_note(samples), result["note"])))
     return result, [data]
+
+
+def padded_note(samples: tuple[tuple[int, ...], ...]) -> str:
+    """What the view of a nested output (saved padded: log/nested.py) says of it."""
+    shown = ", ".join("x".join(map(str, shape)) for shape in samples[:8])
+    more = f" and {len(samples) - 8} more" if len(samples) > 8 else ""
+    return f"nested tensor shown padded with zeros (samples {shown}{more})"
 
 
 def gradient_of(record: OpRecord, backward_pass: object = None) -> torch.Tensor:

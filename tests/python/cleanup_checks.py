@@ -172,6 +172,7 @@ _PATCHABLE = {
     "torch.nn.functional": torch.nn.functional,
     "torch.functional": torch.functional,
     "torch._tensor": sys.modules["torch._tensor"],
+    "torch.overrides": torch.overrides,  # has_torch_function: the fast paths' stand-in
     "torch.Tensor": torch.Tensor,
     "torch._C.TensorBase": torch._C.TensorBase,
     "torch._C._VariableFunctions": torch._C._VariableFunctions,

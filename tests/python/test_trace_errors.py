@@ -239,8 +239,10 @@ def test_a_log_kept_alone_still_says_what_went_wrong(gc_off):
 
 @pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
 def test_a_nested_tensor_is_a_clear_error_that_changes_nothing(layout):
-    """torch.nested tensors have no one shape per node: refused up front as an input, and as
-    the output of an op inside the forward (the partial log holds the ops before it)."""
+    """torch.nested tensors have no one shape per node: refused up front as an input, and a
+    jagged one as the output of an op inside the forward (the partial log holds the ops
+    before it); a strided one made inside the forward (as torch's fast paths make them) is
+    recorded padded (test_fast_paths.py)."""
     import warnings
 
     with warnings.catch_warnings():
@@ -259,6 +261,12 @@ def test_a_nested_tensor_is_a_clear_error_that_changes_nothing(layout):
             warnings.simplefilter("ignore")
             return torch.nested.as_nested_tensor([y[:2], y[2:]], layout=layout) + 1
 
+    if layout is torch.strided:  # what torch's fast paths make: traced, shown padded
+        x = torch.randn(5, 6)
+        log = lw.trace(FunctionModule(make_nested), (x,))
+        assert torch.equal(log.output.to_padded_tensor(0.0), make_nested(x).to_padded_tensor(0.0))
+        assert log.nodes[-1].nested_shapes == (((2, 6), (3, 6)),)
+        return
     with pytest.raises(TypeError, match="pad them") as err:
         lw.trace(FunctionModule(make_nested), (torch.randn(5, 6),))
     assert [op.func for op in err.value.lens_log.ops][:1] == ["mul"]
