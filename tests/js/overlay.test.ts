@@ -3,7 +3,6 @@ import { buildModel } from "../../js/src/graph/tree";
 import { computeVisible } from "../../js/src/graph/visibility";
 import {
   aggregate,
-  fmtMetric,
   itemValues,
   makeScale,
   rampColor,
@@ -57,13 +56,6 @@ describe("colors and numbers", () => {
     expect(rampColor(0)).toBe("rgb(68,1,84)");
     expect(rampColor(1)).toBe("rgb(253,231,37)");
     expect(rampColor(0.5)).not.toBe(rampColor(0.49));
-  });
-  it("formats big and small numbers", () => {
-    expect(fmtMetric(1.5e9)).toBe("1.5G");
-    expect(fmtMetric(2048)).toBe("2.05k");
-    expect(fmtMetric(0.5)).toBe("0.5");
-    expect(fmtMetric(1.2e-5)).toBe("1.2e-5");
-    expect(fmtMetric(0)).toBe("0");
   });
 });
 

@@ -9,6 +9,7 @@ import type { Visible } from "../graph/visibility";
 import type { RequestClient } from "../kernel/messages";
 import { decodeFloat32 } from "../kernel/messages";
 import { pickScaleMode } from "../panel/colorScale";
+import { fmtFixed } from "../panel/format";
 import { type DeviceShare, deviceColors, deviceCounts, itemDevices, opDevices } from "../render/deviceOverlay";
 import type { Frame, NodeOverlay } from "../render/frame";
 import {
@@ -311,7 +312,9 @@ export class OverlayControl implements NodeOverlay {
       this.picker.showScale(mode, this.userMode === null);
       scale = makeScale(domain, mode);
       scaleNote = [
-        this.userMode === null ? `auto: ${auto.decades > 0 ? `${auto.decades.toFixed(1)} decades` : "one value"}` : "",
+        this.userMode === null
+          ? `auto: ${auto.decades > 0 ? `${fmtFixed(auto.decades, 1)} decades` : "one value"}`
+          : "",
         rangeText(this.rangeOf, byItem.size),
       ]
         .filter(Boolean)

@@ -2,6 +2,7 @@
 import { CHUNK_MARK } from "../graph/chunks";
 import type { NodeInfo, ViewName } from "../graph/protocol";
 import type { GroupNode } from "../graph/tree";
+import { fmtCount } from "../panel/format";
 import { collectiveLines } from "../ranks/collectives";
 
 export const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace";
@@ -82,7 +83,7 @@ export function nodeLines(n: NodeInfo): [string, string] {
 
 export function groupLines(g: GroupNode, view: ViewName): [string, string, string] {
   const shape = shapeText(g.outShape);
-  const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
+  const ops = `${fmtCount(g.nOps)} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
   if (g.kind === "stack")
     return [clip(`${g.className} ×${g.members.length}`), clipMiddle(stackTitle(g.members)), clip(ops)];
   if (g.chunk) {

@@ -201,28 +201,6 @@ export function rampGradient(): string {
   return `linear-gradient(to right, ${RAMP.map((_, i) => rampColor(i / (RAMP.length - 1))).join(", ")})`;
 }
 
-/** Readable numbers for the legend: 1.2e9 -> "1.2G", 0.00012 -> "1.2e-4". */
-export function fmtMetric(v: number): string {
-  if (!Number.isFinite(v)) return String(v);
-  const a = Math.abs(v);
-  if (a === 0) return "0";
-  if (a >= 1e3) {
-    const units = ["k", "M", "G", "T", "P"];
-    let u = -1;
-    let x = a;
-    while (x >= 1e3 && u < units.length - 1) {
-      x /= 1e3;
-      u++;
-    }
-    return `${v < 0 ? "-" : ""}${x.toPrecision(3).replace(/\.?0+$/, "")}${units[u]}`;
-  }
-  if (a < 1e-3) return v.toExponential(1);
-  return v
-    .toPrecision(3)
-    .replace(/(\.\d*?)0+$/, "$1")
-    .replace(/\.$/, "");
-}
-
 /** Text color readable on an "rgb(r,g,b)" fill: white on dark, near-black on light. */
 export function textOn(fill: string): string {
   const m = /^rgb\((\d+),(\d+),(\d+)\)$/.exec(fill);

@@ -1,10 +1,12 @@
 // The overlay's legend: the metric, its color ramp between the smallest and largest value
 // shown, the scale, and what the marks mean; for the device coloring, each device's color and
 // how many ops ran on it.
+
+import { fmtCompact, fmtCount } from "../panel/format";
 import { type DeviceShare, MIXED_COLOR, shareBar } from "./deviceOverlay";
 import { h } from "./dom";
 import { swatch } from "./legend";
-import { fmtMetric, type MetricInfo, rampGradient, type Scale } from "./overlay";
+import { type MetricInfo, rampGradient, type Scale } from "./overlay";
 
 export const NO_VALUE_COLOR = "#dee2e6";
 export const ONLY_A_COLOR = "#f783ac";
@@ -45,9 +47,9 @@ export class OverlayLegend {
     const range = h("span", "");
     range.dataset.testid = "overlay-range";
     range.append(
-      `${metric.label} (${metric.agg}) ${fmtMetric(scale.min)} `,
+      `${metric.label} (${metric.agg}) ${fmtCompact(scale.min)} `,
       ramp,
-      ` ${fmtMetric(scale.max)} · ${scale.mode}${scaleNote ? ` (${scaleNote})` : ""}`,
+      ` ${fmtCompact(scale.max)} · ${scale.mode}${scaleNote ? ` (${scaleNote})` : ""}`,
     );
     this.el.hidden = false;
     const gradMarks = grads ? gradientMarks({ gradNonfinite: true, starved: true }) : [];
@@ -65,7 +67,7 @@ export class OverlayLegend {
    * op count, the mixed style when a shown module ran on several, ops that ran on none. */
   showDevices(devices: readonly DeviceShare[], mixed: boolean, ops: number, drawn: DrawnMarks = NO_MARKS): void {
     const entries = devices.map((d) => {
-      const s = swatch(d.color, `${d.device} · ${d.count} op${d.count === 1 ? "" : "s"}`);
+      const s = swatch(d.color, `${d.device} · ${fmtCount(d.count)} op${d.count === 1 ? "" : "s"}`);
       s.dataset.testid = "legend-device";
       s.dataset.device = d.device;
       return s;
