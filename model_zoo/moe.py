@@ -15,7 +15,10 @@ def mixtral() -> ZooCase:
     """MixtralForCausalLM: 2 layers of width 32, 4 query / 2 key-value heads, 4 experts, top 2."""
     cfg = transformers.MixtralConfig(
         vocab_size=VOCAB,
-        **{**TINY_BERT_STYLE, "num_attention_heads": 4},
+        hidden_size=TINY_BERT_STYLE["hidden_size"],
+        num_hidden_layers=TINY_BERT_STYLE["num_hidden_layers"],
+        intermediate_size=TINY_BERT_STYLE["intermediate_size"],
+        num_attention_heads=4,
         num_key_value_heads=2,
         num_local_experts=4,
         num_experts_per_tok=2,

@@ -150,11 +150,9 @@ def _flops_line(log: Summarized) -> str:
     with_formula = sum(1 for n in log.ops if n.flops is not None)
     total = log.flops
     if total is None:
-        return "  FLOPs: none counted (no op has a torch.utils.flop_counter formula)"
-    return (
-        f"  FLOPs: {human_count(total)} ({with_formula} of {len(log.ops)} ops have a "
-        "torch.utils.flop_counter formula)"
-    )
+        return "  FLOPs: none counted (no op has a FLOP formula)"
+    counted = f"{with_formula} of {len(log.ops)} ops have a FLOP formula"
+    return f"  FLOPs: {human_count(total)} ({counted})"
 
 
 def _totals_text(totals: ModuleTotals | None) -> str:
