@@ -9,6 +9,7 @@ import { swatch } from "./legend";
 import { type MetricInfo, rampGradient, type Scale } from "./overlay";
 
 export const NO_VALUE_COLOR = "#dee2e6";
+export const ZERO_COLOR = "#ffffff"; // an amount of none (0 params): not the ramp's bottom
 export const ONLY_A_COLOR = "#f783ac";
 export const NONFINITE_MARK = "#e03131";
 export const GRAD_NONFINITE_MARK = "#ae3ec9"; // drawn in the top-left corner
@@ -31,6 +32,7 @@ export class OverlayLegend {
     grads = false,
     drawn: DrawnMarks = NO_MARKS,
     scaleNote = "", // how the scale was picked and what its range spans (overlayControl.ts)
+    zeros = false, // some item shown has an amount of 0 (ZERO_COLOR)
   ): void {
     if (!metric || !scale) {
       const marks = [
@@ -55,6 +57,7 @@ export class OverlayLegend {
     const gradMarks = grads ? gradientMarks({ gradNonfinite: true, starved: true }) : [];
     this.el.replaceChildren(
       range,
+      ...(zeros ? [zeroSwatch(metric.label)] : []),
       swatch(NO_VALUE_COLOR, "no value"),
       ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []),
       nonfiniteMark(),
@@ -95,6 +98,13 @@ export class OverlayLegend {
     this.el.hidden = false;
     this.el.replaceChildren(...out);
   }
+}
+
+/** The swatch of an amount of none: "0 params", outlined so white reads on white. */
+function zeroSwatch(label: string): HTMLElement {
+  const s = swatch(ZERO_COLOR, `0 ${label}`, "#adb5bd");
+  s.dataset.testid = "legend-zero";
+  return s;
 }
 
 /** Which marks the graph shows now. */
