@@ -31,7 +31,7 @@ function readBack(text: string, units: Record<string, number> = SI): { value: nu
  * halfway (2.5), and plain ones; negative too. */
 const VALUES: number[] = [];
 for (let e = -9; e <= 15; e++)
-  for (const m of [1, 1.0004, 1.5, 2.345678, 3.1416, 5, 9.99, 9.995, 9.9996]) VALUES.push(m * 10 ** e, -m * 10 ** e);
+  for (const m of [1, 1.0004, 1.5, 2.345678, 3.25, 5, 9.99, 9.995, 9.9996]) VALUES.push(m * 10 ** e, -m * 10 ** e);
 
 function expectWithin(text: string, v: number, relative: number, units?: Record<string, number>): void {
   const { value, half } = readBack(text, units);
