@@ -28,7 +28,9 @@ def class_label(cls: type) -> str:
     same_name = getattr(torch.nn, name, None)
     if not isinstance(same_name, type) or same_name is cls or cls.__module__ == "__main__":
         return name
-    parts = [p for p in cls.__module__.split(".") if not p.startswith("_")]
+    # transformers' "modeling_distilbert" names its model: "distilbert.Transformer"
+    path = cls.__module__.split(".")
+    parts = [p.removeprefix("modeling_") for p in path if not p.startswith("_")]
     for part in reversed(parts):
         if part not in _GENERIC and part != name.lower():
             return f"{part}.{name}"

@@ -47,3 +47,9 @@ def test_only_a_name_that_collides_with_torch_nn_is_qualified():
 
     Linear.__module__ = "__main__"
     assert class_label(Linear) == "Linear"
+
+
+def test_a_transformers_class_is_qualified_by_its_model():
+    from transformers.models.distilbert.modeling_distilbert import Transformer
+
+    assert class_label(Transformer) == "distilbert.Transformer"  # not torch.nn.Transformer
