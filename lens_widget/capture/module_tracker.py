@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from lens_widget.capture.call_site import mark_module_call
+from lens_widget.capture.class_names import class_label
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.log.records import ModuleInfo
 
@@ -264,7 +265,8 @@ class ModuleTracker:
 
     def _new_info(self, module: torch.nn.Module, address: str) -> ModuleInfo:
         parent = self.stack[-1][0] if self.stack else ("" if module is not self._root else None)
-        info = self.modules[address] = ModuleInfo(address, type(module).__name__, parent, 0, 0, {})
+        cls = class_label(type(module))  # "lora.Linear" for peft's, never bare "Linear"
+        info = self.modules[address] = ModuleInfo(address, cls, parent, 0, 0, {})
         return info
 
     def exit(self, output: Any) -> Any:

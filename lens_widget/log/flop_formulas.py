@@ -1,4 +1,6 @@
-"""FLOP formulas torch lacks, for aten attention kernels, handed to ``FlopCounterMode``.
+"""FLOP formulas torch lacks, for aten attention kernels and grouped matrix multiplies
+(mixture-of-experts layers), handed to ``FlopCounterMode``; elementwise and norm kernels are
+pointwise_flops.py's.
 
 ``torch.utils.flop_counter`` counts the CUDA attention kernels (flash, memory-efficient,
 cuDNN) but not the ones other devices run: on CPU ``scaled_dot_product_attention`` goes to
@@ -21,6 +23,8 @@ from typing import Any
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
+
+from lens_widget.log.pointwise_flops import POINTWISE_FLOP_FORMULAS
 
 _Shape = Sequence[int]
 
@@ -46,6 +50,27 @@ def sdpa_forward_flop(
     return int(sdpa_flop_count(query_shape, key_shape, value_shape))
 
 
+def grouped_mm_flop(a_shape: _Shape, b_shape: _Shape, *args: Any, **kwargs: Any) -> int:
+    """FLOPs of ``torch._grouped_mm(a, b, offs=...)`` (``F.grouped_mm``): 2 per multiply-add,
+    as torch counts ``mm`` and ``bmm``. Each row of `a` meets one group of `b`, whatever the
+    offsets, so the count follows from the shapes: (M, K) x (G, K, N) -> 2*M*K*N (a MoE's
+    tokens through their experts); (G, M, K) x (G, K, N) -> 2*G*M*K*N; (M, K) x (K, N) split
+    along K into G groups -> 2*M*K*N; (G, M, K) x (K, N) split along N -> 2*G*M*K*N/G."""
+    if len(a_shape) == 2 and len(b_shape) == 3:
+        (m, k), n = a_shape, b_shape[2]
+        return 2 * m * k * n
+    if len(a_shape) == 3 and len(b_shape) == 3:
+        g, m, k = a_shape
+        return 2 * g * m * k * b_shape[2]
+    if len(a_shape) == 2 and len(b_shape) == 2:
+        (m, k), n = a_shape, b_shape[1]
+        return 2 * m * k * n
+    if len(a_shape) == 3 and len(b_shape) == 2:  # b's columns split among the G groups
+        _, m, k = a_shape
+        return 2 * m * k * b_shape[1]
+    return 0
+
+
 # Forward kernels with query, key and value first and no torch formula; a name this torch
 # does not have is left out.
 _SDPA_FORWARD_KERNELS = (
@@ -57,11 +82,26 @@ _SDPA_FORWARD_KERNELS = (
 
 def _extra_formulas() -> dict[Any, Callable[..., int]]:
     aten = torch.ops.aten
-    return {
+    found: dict[Any, Callable[..., int]] = {
         getattr(aten, name): sdpa_forward_flop
         for name in _SDPA_FORWARD_KERNELS
         if hasattr(aten, name)
     }
+    if hasattr(aten, "_grouped_mm"):
+        found[aten._grouped_mm] = grouped_mm_flop
+    return found
+
+
+def _grouped_mm_functions() -> tuple[Callable[..., Any], ...]:
+    found = (getattr(torch, "_grouped_mm", None), getattr(torch.nn.functional, "grouped_mm", None))
+    return tuple(f for f in found if f is not None)
+
+
+# Functions counted from their arguments' shapes without running them: torch._grouped_mm's
+# meta kernel refuses float32 CPU tensors, which its real kernel runs (Mixtral's experts).
+SHAPE_COUNTED: dict[Callable[..., Any], Callable[..., int]] = dict.fromkeys(
+    _grouped_mm_functions(), grouped_mm_flop
+)
 
 
 # Kernel (OpOverloadPacket) -> formula on shapes, as FlopCounterMode's custom_mapping takes.
@@ -69,5 +109,13 @@ EXTRA_FLOP_FORMULAS: dict[Any, Callable[..., int]] = _extra_formulas()
 
 
 def flop_counter_mode() -> FlopCounterMode:
-    """A silent ``FlopCounterMode`` with torch's formulas and the ones above."""
+    """A silent ``FlopCounterMode`` with torch's formulas and the ones above: the matrix work
+    of a forward (what `log.flops` counts less the elementwise and norm ops)."""
     return FlopCounterMode(display=False, custom_mapping=EXTRA_FLOP_FORMULAS)
+
+
+def op_counter_mode() -> FlopCounterMode:
+    """The counter one recorded call is replayed under: also the elementwise and norm
+    formulas (pointwise_flops.py); `recorded_flops` reads its counts."""
+    formulas = {**EXTRA_FLOP_FORMULAS, **POINTWISE_FLOP_FORMULAS}
+    return FlopCounterMode(display=False, custom_mapping=formulas)

@@ -5,7 +5,10 @@ tensors (``FakeTensorMode``: shapes, dtypes and devices, no data, no compute) of
 the op saw. Fake tensors keep the op's device, so torch picks the same kernels as in the
 real pass: the per-op counts add up to what that counter reports around the real forward.
 The counter has torch's formulas plus, through its ``custom_mapping``, the attention kernels
-torch has none for (CPU's fused SDPA, ``flop_formulas.py``); nothing is registered globally.
+and grouped matrix multiplies torch has none for (``flop_formulas.py``) and the elementwise,
+activation and norm kernels (``pointwise_flops.py``: counted only for a call that does no
+matrix work); nothing is registered globally. ``torch._grouped_mm`` is counted from its
+shapes without running it.
 Results are cached per (function, argument shapes, other arguments), so the repeated layers
 of a model cost one count.
 """
@@ -23,7 +26,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
-from lens_widget.log.flop_formulas import flop_counter_mode
+from lens_widget.log.flop_formulas import SHAPE_COUNTED, op_counter_mode
+from lens_widget.log.pointwise_flops import recorded_flops
 from lens_widget.log.replay import TensorSlot, fill_template
 
 
@@ -162,10 +166,12 @@ def _leaf_key(leaf: Any) -> Hashable:
 
 
 def _count(func: Callable[..., Any], args: Any, kwargs: Any, grad: bool) -> int | None:
+    if func in SHAPE_COUNTED:
+        return _shape_counted(SHAPE_COUNTED[func], args, kwargs)
     if any(isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((args, kwargs))):
         return None  # a random op drawing from the user's generator: no formula, no draw
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-    counter = flop_counter_mode()
+    counter = op_counter_mode()
     # Fake ops draw no random numbers and write no real memory; the RNG is kept anyway,
     # and warnings the op already gave in the real pass are not repeated.
     with torch.random.fork_rng(devices=[]), warnings.catch_warnings(), _fake_tensor_log_off():
@@ -179,8 +185,15 @@ def _count(func: Callable[..., Any], args: Any, kwargs: Any, grad: bool) -> int 
                 func(*fake_args, **fake_kwargs)
         except Exception:  # noqa: BLE001 - an op that cannot run on fake tensors has no count
             return None
-    counts = counter.get_flop_counts().get("Global")
-    return sum(counts.values()) if counts else None
+    return recorded_flops(counter.get_flop_counts().get("Global"))
+
+
+def _shape_counted(formula: Callable[..., int], args: Any, kwargs: Any) -> int | None:
+    """A count from the shapes of the call's first two tensors (grouped matrix multiplies)."""
+    shapes = [
+        leaf.shape for leaf in pytree.tree_leaves((args, kwargs)) if isinstance(leaf, _TensorSpec)
+    ]
+    return formula(*shapes[:2]) if len(shapes) >= 2 else None
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -13,20 +14,39 @@ _MAX_MODULE_LINES = 40
 
 
 def human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"
+    """A size in binary units, as the widget writes it (format.ts fmtBytes): "512 B",
+    "32.0 KiB", "1.5 MiB"; the unit is chosen after rounding (1,048,575 B is "1.0 MiB")."""
+    if not math.isfinite(n) or abs(n) < 1024:
+        return f"{n:.0f} B" if math.isfinite(n) else f"{n} B"
+    value, units = abs(n), ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    i = 0
+    while i < len(units) - 1 and float(_decimals(value)) >= 1024:
+        value /= 1024
+        i += 1
+    return f"{'-' if n < 0 else ''}{_decimals(value)} {units[i]}"
+
+
+def _decimals(value: float) -> str:
+    return f"{value:.0f}" if round(value, 1) >= 100 else f"{value:.1f}"
+
+
+_SI = ("", "K", "M", "G", "T", "P")
 
 
 def human_count(n: float) -> str:
-    """1234 -> "1.2K", 5.6e9 -> "5.6G"."""
-    for unit in ("", "K", "M", "G", "T"):
-        if abs(n) < 1000 or unit == "T":
-            return f"{n:.0f}" if unit == "" else f"{n:.1f}{unit}"
-        n /= 1000
-    return f"{n:.1f}T"
+    """1234 -> "1.2K", 5.6e9 -> "5.6G": whole numbers below a thousand, one decimal above, the
+    unit chosen on the rounded text (999,960 is "1.0M", not "1000.0K")."""
+    if not math.isfinite(n):
+        return str(n)
+    if float(f"{abs(n):.0f}") < 1000:
+        return f"{n:.0f}"
+    value, unit = abs(n) / 1000, 1
+    while unit < len(_SI) - 1 and float(f"{value:.1f}") >= 1000:
+        value /= 1000
+        unit += 1
+    if float(f"{value:.1f}") >= 1000:
+        return f"{n:.2g}"  # past P
+    return f"{'-' if n < 0 else ''}{value:.1f}{_SI[unit]}"
 
 
 class Summarized(Protocol):
@@ -130,11 +150,9 @@ def _flops_line(log: Summarized) -> str:
     with_formula = sum(1 for n in log.ops if n.flops is not None)
     total = log.flops
     if total is None:
-        return "  FLOPs: none counted (no op has a torch.utils.flop_counter formula)"
-    return (
-        f"  FLOPs: {human_count(total)} ({with_formula} of {len(log.ops)} ops have a "
-        "torch.utils.flop_counter formula)"
-    )
+        return "  FLOPs: none counted (no op has a FLOP formula)"
+    counted = f"{with_formula} of {len(log.ops)} ops have a FLOP formula"
+    return f"  FLOPs: {human_count(total)} ({counted})"
 
 
 def _totals_text(totals: ModuleTotals | None) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 
 import torch
 
@@ -261,16 +262,38 @@ def rerun_target(
     return node_record(records, node_id).label
 
 
-def runs_model(content: object) -> int | None:
-    """The id of a well-formed request that runs the model; None for any other message."""
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A request's fields whose types are checked: what the lookups may use."""
+
+    id: int
+    method: str
+    params: object  # each handler checks its own
+
+
+def read_envelope(content: object) -> Envelope | Reply | None:
+    """The checked envelope of a request; an error reply naming the first field of the wrong
+    type (any JSON value may arrive in any field); None for a message that is no request.
+    Checked once here, so no lookup ever sees an unhashable or foreign value."""
     if not isinstance(content, dict) or content.get("type") != "request":
         return None
-    if content.get("method") not in RUNS_MODEL:
-        return None
     try:
-        return require_int("request id", content.get("id"))
+        req_id = require_int("request id", content.get("id"))
     except ValueError:
-        return None
+        # Still answer, so a buggy frontend sees why.
+        return _error(None, "request id must be an integer")
+    method = content.get("method")
+    if not isinstance(method, str):
+        return _error(req_id, f"method must be a string, got {quote(method, 100)}")
+    return Envelope(req_id, method, content.get("params", {}))
+
+
+def runs_model(content: object) -> int | None:
+    """The id of a well-formed request that runs the model; None for any other message."""
+    envelope = read_envelope(content)
+    if isinstance(envelope, Envelope) and envelope.method in RUNS_MODEL:
+        return envelope.id
+    return None
 
 
 def waiting(req_id: int) -> protocol.WaitingMessage:
@@ -284,26 +307,21 @@ def _error(req_id: int | None, message: str) -> Reply:
 
 def handle(content: object, handlers: Mapping[str, Handler]) -> Reply | None:
     """The reply to one custom message, or None when it is not a request at all."""
-    if not isinstance(content, dict) or content.get("type") != "request":
-        return None
-    try:
-        req_id = require_int("request id", content.get("id"))
-    except ValueError:
-        # Still answer, so a buggy frontend sees why.
-        return _error(None, "request id must be an integer")
-    method = content.get("method")
-    handler = handlers.get(method) if isinstance(method, str) else None
+    envelope = read_envelope(content)
+    if not isinstance(envelope, Envelope):
+        return envelope  # no request, or the error reply to a malformed one
+    handler = handlers.get(envelope.method)
     if handler is None:
-        return _error(req_id, f"unknown method {quote(method, 100)}")
+        return _error(envelope.id, f"unknown method {quote(envelope.method, 100)}")
     try:
-        result, buffers = handler(content.get("params", {}))
+        result, buffers = handler(envelope.params)
     except RequestError as e:
-        return _error(req_id, str(e))
+        return _error(envelope.id, str(e))
     except Exception as e:  # a bug or a failing re-run must not kill the comm
-        return _error(req_id, f"{type(e).__name__}: {e}")
+        return _error(envelope.id, f"{type(e).__name__}: {e}")
     except KeyboardInterrupt:  # the user interrupted the kernel during a re-run: say so,
-        return _error(req_id, "interrupted")  # or the frontend waits out its timeout
-    return {"type": "response", "id": req_id, "ok": True, "result": result}, buffers
+        return _error(envelope.id, "interrupted")  # or the frontend waits out its timeout
+    return {"type": "response", "id": envelope.id, "ok": True, "result": result}, buffers
 
 
 def handler_name(kind: str) -> str:

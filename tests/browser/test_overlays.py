@@ -74,20 +74,27 @@ def test_picking_a_metric_colors_nodes_and_shows_the_legend(page, artifacts) -> 
     pick(page, "params")
     wait_idle(page)
     got = colors(page, shown)
-    assert all(c and c.startswith("rgb(") for c in got.values()), got
     # linear_1_1 has 16*64+64 params, linear_1_3 64*64+64: the top and bottom of the ramp
     assert got["linear_1_1"] != got["linear_2_3"]
-    assert got["relu_1_2"] == got["tanh_1_4"] == "rgb(68,1,84)"  # 0 params: the bottom
-    assert got["linear_2_3"] == "rgb(253,231,37)"
+    assert all(c and c.startswith(("rgb(", "#")) for c in got.values()), got
+    # 0 params is none, in its own color, not the ramp's bottom, which the smaller Linear has
+    assert got["relu_1_2"] == got["tanh_1_4"] == "#ffffff"
+    assert got["linear_1_1"] == "rgb(68,1,84)" and got["linear_2_3"] == "rgb(253,231,37)"
     legend = page.locator("[data-testid=overlay-range]").inner_text()
-    assert "params" in legend and "4.16k" in legend and "linear" in legend
+    assert "params" in legend and "1.09k" in legend and "4.16k" in legend and "linear" in legend
+    assert page.locator("[data-testid=legend-zero]").inner_text() == "0 params"
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     assert pixel(page, shown[0]) != before  # the canvas really changed
     page.screenshot(path=str(artifacts / "overlay_params.png"))
 
     page.check("[data-testid=metric-log]")
     page.wait_for_function(f"() => {RANGE}.includes('log')")
-    assert colors(page, ["linear_1_1"]) != {"linear_1_1": got["linear_1_1"]}
+    # two amounts span the log ramp as they span the linear one; 0 params is still none
+    assert colors(page, ["relu_1_2", "linear_1_1", "linear_2_3"]) == {
+        "relu_1_2": "#ffffff",
+        "linear_1_1": "rgb(68,1,84)",
+        "linear_2_3": "rgb(253,231,37)",
+    }
 
     pick(page, "")  # back to colors by kind
     assert set(colors(page, shown).values()) == {None}
@@ -111,13 +118,15 @@ def test_collapsed_module_gets_the_aggregate_and_rolled_view_works(page) -> None
     flops_on_collapsed_modules(page)
     groups = [i for i in lens(page, "visibleIds") if i.startswith("@")]
     assert groups == ["@0:1", "@1:1"]
-    # the module's sum (its linear: 2*2*8*8 FLOPs; the relu has no formula) tops the ramp,
-    # the head's 2*2*8*2 sits at its bottom
-    assert colors(page, groups) == {"@0:1": "rgb(253,231,37)", "@1:1": "rgb(68,1,84)"}
+    # the module's sum (its linear: 2*2*8*8 FLOPs, its relu 2*8) tops the ramp; the head's
+    # 2*2*8*2 sits above the graph's smallest amount (the relu's), below the top
+    got = colors(page, groups)
+    assert got["@0:1"] == "rgb(253,231,37)"
+    assert got["@1:1"] not in ("rgb(253,231,37)", "rgb(68,1,84)")
     page.click("[data-testid=view-rolled]")
     wait_idle(page)
     page.wait_for_function("() => window.__el.__lens.overlayColor('@0') !== null")
-    assert colors(page, ["@0", "@1"]) == {"@0": "rgb(253,231,37)", "@1": "rgb(68,1,84)"}
+    assert colors(page, ["@0", "@1"]) == {"@0": "rgb(253,231,37)", "@1": got["@1:1"]}
     assert page.errors == []
 
 

@@ -3,12 +3,14 @@ import { buildModel } from "../../js/src/graph/tree";
 import { computeVisible } from "../../js/src/graph/visibility";
 import {
   aggregate,
-  fmtMetric,
   itemValues,
   makeScale,
+  metricInfo,
   rampColor,
+  rampDomain,
   textOn,
   unrolledIdsOf,
+  valueSlot,
 } from "../../js/src/render/overlay";
 import { edge, nested, nestedValues, node, payload } from "./builders";
 
@@ -58,12 +60,27 @@ describe("colors and numbers", () => {
     expect(rampColor(1)).toBe("rgb(253,231,37)");
     expect(rampColor(0.5)).not.toBe(rampColor(0.49));
   });
-  it("formats big and small numbers", () => {
-    expect(fmtMetric(1.5e9)).toBe("1.5G");
-    expect(fmtMetric(2048)).toBe("2.05k");
-    expect(fmtMetric(0.5)).toBe("0.5");
-    expect(fmtMetric(1.2e-5)).toBe("1.2e-5");
-    expect(fmtMetric(0)).toBe("0");
+});
+
+describe("an amount of none", () => {
+  it("0 params is drawn as none, not as the smallest amount, and the ramp spans the others", () => {
+    const params = metricInfo("params");
+    const values = [0, 10, 1000, NaN];
+    for (const mode of ["linear", "log"] as const) {
+      const scale = makeScale(rampDomain(params, values), mode);
+      expect([scale.min, scale.max]).toEqual([10, 1000]);
+      expect(valueSlot(params, scale, 0)).toBe("zero");
+      expect(valueSlot(params, scale, 10)).toBe(0);
+      expect(valueSlot(params, scale, 1000)).toBe(1);
+      expect(valueSlot(params, scale, NaN)).toBe("none");
+    }
+    for (const name of ["flops", "bytes", "commBytes"] as const) expect(metricInfo(name).zeroIsNone).toBe(true);
+  });
+
+  it("a difference of 0 is a value, the ramp's bottom (no difference)", () => {
+    const relL2 = metricInfo("relL2");
+    const scale = makeScale(rampDomain(relL2, [0, 0.5]), "linear");
+    expect(valueSlot(relL2, scale, 0)).toBe(0);
   });
 });
 

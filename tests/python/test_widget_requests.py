@@ -62,8 +62,8 @@ def test_image_window_params_are_passed():
     ("method", "params", "message"),
     [
         ("nope", {"id": "relu_1_1"}, "unknown method"),
-        (None, {"id": "relu_1_1"}, "unknown method"),
-        (["activation"], {"id": "relu_1_1"}, "unknown method"),
+        (None, {"id": "relu_1_1"}, "method must be a string, got None"),
+        (["activation"], {"id": "relu_1_1"}, "method must be a string, got ['activation']"),
         ("activation", {"id": "missing_9_9"}, "unknown node id"),
         ("activation", {"id": 3}, "id must be a string"),
         ("activation", {}, "missing params: id"),

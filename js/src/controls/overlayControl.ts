@@ -9,6 +9,7 @@ import type { Visible } from "../graph/visibility";
 import type { RequestClient } from "../kernel/messages";
 import { decodeFloat32 } from "../kernel/messages";
 import { pickScaleMode } from "../panel/colorScale";
+import { fmtFixed } from "../panel/format";
 import { type DeviceShare, deviceColors, deviceCounts, itemDevices, opDevices } from "../render/deviceOverlay";
 import type { Frame, NodeOverlay } from "../render/frame";
 import {
@@ -19,11 +20,13 @@ import {
   metricInfo,
   type OverlayName,
   rampColor,
+  rampDomain,
   type ScaleMode,
   starvedItems,
   unrolledIdsOf,
+  valueSlot,
 } from "../render/overlay";
-import { NO_VALUE_COLOR, ONLY_A_COLOR } from "../render/overlayLegend";
+import { NO_VALUE_COLOR, ONLY_A_COLOR, ZERO_COLOR } from "../render/overlayLegend";
 import { MetricPicker } from "./metricPicker";
 import { graphValues, type RangeOf, rangeText } from "./overlayRange";
 
@@ -38,7 +41,7 @@ export interface OverlayDeps {
 
 /** Values colored in place of the picker's metric (the monitor view's statistic at a step). */
 export interface ExternalValues {
-  info: Pick<MetricInfo, "label" | "agg">;
+  info: Pick<MetricInfo, "label" | "agg" | "zeroIsNone">;
   values: ReadonlyMap<string, number>; // unrolled op id -> value (NaN: none)
 }
 
@@ -303,22 +306,27 @@ export class OverlayControl implements NodeOverlay {
     const values = this.external?.values ?? this.values;
     let scale = null;
     let scaleNote = "";
+    let zeros = false;
     if (info && values.size) {
       const byItem = itemValues(model, vis, values, info.agg);
-      const domain = this.rangeOf === "graph" ? this.graphDomain(model, values, info.agg) : [...byItem.values()];
+      const all = this.rangeOf === "graph" ? this.graphDomain(model, values, info.agg) : [...byItem.values()];
+      const domain = rampDomain(info, all);
       const auto = pickScaleMode(domain);
       const mode = this.userMode ?? auto.mode;
       this.picker.showScale(mode, this.userMode === null);
       scale = makeScale(domain, mode);
       scaleNote = [
-        this.userMode === null ? `auto: ${auto.decades > 0 ? `${auto.decades.toFixed(1)} decades` : "one value"}` : "",
+        this.userMode === null
+          ? `auto: ${auto.decades > 0 ? `${fmtFixed(auto.decades, 1)} decades` : "one value"}`
+          : "",
         rangeText(this.rangeOf, byItem.size),
       ]
         .filter(Boolean)
         .join(" · ");
       for (const [id, v] of byItem) {
-        const t = scale.position(v);
-        colors.set(id, t === null ? NO_VALUE_COLOR : rampColor(t));
+        const slot = valueSlot(info, scale, v);
+        zeros ||= slot === "zero";
+        colors.set(id, slot === "none" ? NO_VALUE_COLOR : slot === "zero" ? ZERO_COLOR : rampColor(slot));
       }
       if (this.compare)
         for (const item of vis.items) {
@@ -326,7 +334,7 @@ export class OverlayControl implements NodeOverlay {
           if (ids.length && ids.every((id) => this.onlyA.has(id))) colors.set(item.id, ONLY_A_COLOR);
         }
     }
-    this.picker.legend.show(info, scale, this.compare, !!this.gradients, drawn, scaleNote);
+    this.picker.legend.show(info, scale, this.compare, !!this.gradients, drawn, scaleNote, zeros);
     this.painted = { vis, colors, flagged, quiet, gradFlagged, starved, shares };
     return this.painted;
   }

@@ -4,6 +4,7 @@
 import { type Chunk, chunkNodes } from "./chunks";
 import { type AddedKind, foldView } from "./folds";
 import type { GraphPayload, ModuleInfo, NodeInfo, ViewGraph, ViewName } from "./protocol";
+import { wrapperPrefix } from "./wrapperPrefix";
 
 export const ROOT = "";
 export const SOURCE_KINDS: ReadonlySet<string> = new Set(["param", "buffer", "const"]); // hidden unless parameters are shown
@@ -29,6 +30,7 @@ export interface GroupNode {
   members: string[]; // a stack's block addresses, an output group's node ids
   chunk: Chunk | null; // for a chunk: the run of its box's children it holds (model/chunks.ts)
   aliases: string[]; // rolled: the folded twins whose expansion opens this group too
+  prefix?: string; // the model's wrapper prefix ("base_model.model."), left off shown addresses
 }
 
 /** A view's nodes by id, with the view's groups (NodeInfo.groups plus the keys the frontend adds). */
@@ -78,6 +80,7 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
   const { groups: groupsOf, chunks } = chunkNodes(raw.nodes, folds.groups, addressOf);
   const view: ViewGraph = { nodes: raw.nodes, edges: raw.edges };
   const modules = new Map(payload.modules.map((m) => [m.address, m]));
+  const prefix = wrapperPrefix(modules.keys());
   const index = new Map<string, number>();
   const groups = new Map<string, GroupNode>();
   const mkGroup = (key: string, parent: string | null, depth: number, order: number): GroupNode => {
@@ -95,6 +98,7 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
       nNodes: 0,
       nSources: 0,
       outShape: null,
+      prefix,
     };
     const chunk = chunks.get(key);
     if (chunk)

@@ -16,6 +16,7 @@ import type {
   WidgetTraits,
 } from "../graph/protocol";
 import { REQUEST_KINDS } from "../graph/protocol";
+import { fmtCount, fmtMegabytes } from "../panel/format";
 import type { RequestGate } from "./messages";
 import type { WidgetModel } from "./widgetModel";
 
@@ -83,8 +84,6 @@ export function withBuffers(page: PageState): Record<string, unknown> {
   return state;
 }
 
-const fmtMB = (bytes: number): string => `${+(bytes / 1e6).toPrecision(3)} MB`;
-
 /** The embedded views by node id and output, and why a request for another is refused. */
 export class ViewStore {
   private byKey = new Map<string, EmbeddedView>();
@@ -114,7 +113,7 @@ export class ViewStore {
     if (this.noWeights.has(params.id))
       return "parameter and buffer values are not in this page: write it with weights=True";
     if (!this.ids.has(params.id)) {
-      return `activation left out of this page to keep it under ${fmtMB(m.maxBytes)} (max_bytes): ${this.size} of ${m.total} are in it`;
+      return `activation left out of this page to keep it under ${fmtMegabytes(m.maxBytes)} (max_bytes): ${fmtCount(this.size)} of ${fmtCount(m.total)} are in it`;
     }
     const v = this.byKey.get(`${params.id}\u0000${params.output ?? 0}`);
     if (!v) return `output ${params.output ?? 0} of this op was left out of this page`;

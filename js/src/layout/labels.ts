@@ -2,6 +2,8 @@
 import { CHUNK_MARK } from "../graph/chunks";
 import type { NodeInfo, ViewName } from "../graph/protocol";
 import type { GroupNode } from "../graph/tree";
+import { unwrapped } from "../graph/wrapperPrefix";
+import { fmtCount } from "../panel/format";
 import { collectiveLines } from "../ranks/collectives";
 
 export const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace";
@@ -40,9 +42,24 @@ export function clip(s: string, n: number = MAX_CHARS): string {
 
 /** A module address too long for its box keeps its start (the part of the model) and its
  * end (what tells siblings apart), cut in the middle at a dot where one is near:
- * "encoder.layer.0…self.value". */
+ * "encoder.layer.0…self.value". A numbered block and what follows it ("layers.0.self_attn")
+ * is kept whole where it fits: the cut never takes the number that tells blocks apart. */
 export function clipMiddle(s: string, n: number = MAX_CHARS): string {
-  return elideMiddle(s, n);
+  const cut = elideMiddle(s, n);
+  const tail = distinguishingTail(s);
+  if (cut === s || cut.endsWith(`…${tail}`) || cut.endsWith(`.${tail}`) || tail.length + 1 > n) return cut;
+  const room = n - 1 - tail.length; // what the head may take beside the ellipsis and the tail
+  const head = room >= 4 ? s.slice(0, room) : "";
+  const dot = head.lastIndexOf(".");
+  return `${dot >= room / 2 ? head.slice(0, dot) : head}…${tail}`;
+}
+
+/** What tells a module from its cousins: from its numbered block's name on
+ * ("layers.0.self_attn"), else its own name. */
+function distinguishingTail(address: string): string {
+  const parts = address.split(".");
+  for (let k = parts.length - 1; k >= 1; k--) if (/^\d+$/.test(parts[k])) return parts.slice(k - 1).join(".");
+  return parts[parts.length - 1];
 }
 
 /** `s` in at most `n` characters, an ellipsis in the middle; a cut lands on a dot (or a space)
@@ -82,13 +99,14 @@ export function nodeLines(n: NodeInfo): [string, string] {
 
 export function groupLines(g: GroupNode, view: ViewName): [string, string, string] {
   const shape = shapeText(g.outShape);
-  const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
+  const shown = (address: string): string => unwrapped(address, g.prefix);
+  const ops = `${fmtCount(g.nOps)} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
   if (g.kind === "stack")
-    return [clip(`${g.className} ×${g.members.length}`), clipMiddle(stackTitle(g.members)), clip(ops)];
+    return [clip(`${g.className} ×${g.members.length}`), clipMiddle(stackTitle(g.members.map(shown))), clip(ops)];
   if (g.chunk) {
     const c = g.chunk;
     const box = c.address.slice(0, c.address.lastIndexOf(CHUNK_MARK));
-    const where = box === "" ? "the model" : clipMiddle(box, 20);
+    const where = box === "" ? "the model" : clipMiddle(shown(box), 20);
     return [
       clip(c.first === c.last ? c.first : stackTitle([c.first, c.last])),
       clip(`${c.lo}–${c.hi} of ${c.total} in ${where}`),
@@ -96,10 +114,10 @@ export function groupLines(g: GroupNode, view: ViewName): [string, string, strin
     ];
   }
   if (g.kind === "outputs")
-    return [clip(`${g.className} ×${g.members.length}`), clipMiddle(g.address), `${g.members.length} outputs`];
+    return [clip(`${g.className} ×${g.members.length}`), clipMiddle(shown(g.address)), `${g.members.length} outputs`];
   const passes =
     view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
-  return [clip(g.className + passes), clipMiddle(g.address), clip(ops)];
+  return [clip(g.className + passes), clipMiddle(shown(g.address)), clip(ops)];
 }
 
 /** The title of an open module's box: its class and where it is, short (the boxes around it

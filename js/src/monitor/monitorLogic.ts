@@ -4,7 +4,7 @@
 import type { MonitorRankedOp, MonitorSeriesResult, MonitorSide } from "../graph/protocol";
 import type { BufferLike } from "../kernel/messages";
 import { decodeFloat32 } from "../kernel/messages";
-import { fmtMetric } from "../render/overlay";
+import { fmtCompact } from "../panel/format";
 
 // ---- the step slider ----
 
@@ -52,7 +52,7 @@ export interface RankRow {
 export function fmtChange(change: number | null): string {
   if (change === null || Number.isNaN(change)) return "—";
   if (!Number.isFinite(change)) return "new value";
-  return `+${fmtMetric(change * 100)}%`;
+  return `+${fmtCompact(change * 100)}%`;
 }
 
 /** The rows of the ranked list, as the kernel ranked them (non-finite first). */

@@ -3,6 +3,7 @@
 // op held NaN/Inf, and a vertical line at the step shown. Plotly loads lazily.
 import type * as P from "plotly.js";
 import type { MonitorSide } from "../graph/protocol";
+import { PLOT_NUMBER } from "../panel/format";
 import { loadPlotly } from "../panel/plotlyLoader";
 import type { Theme } from "../render/theme";
 import { bandOutlines, type SeriesPlotData, type SideSeries, seriesPlotData } from "./monitorLogic";
@@ -21,7 +22,7 @@ function sideTraces(d: SeriesPlotData, side: MonitorSide, axis: string): Partial
     name: `${side} ${name}`,
     yaxis,
     line: { color, dash: dash as P.Dash, width },
-    hovertemplate: `step %{x}: %{y:.4g}<extra>${side} ${name}</extra>`,
+    hovertemplate: `step %{x}: %{y:${PLOT_NUMBER}}<extra>${side} ${name}</extra>`,
   });
   const band = bandOutlines(d).map(
     (o, i): Partial<P.PlotData> => ({

@@ -6,7 +6,7 @@ import type { Activation, OnWaiting } from "../kernel/messages";
 import { h } from "../render/dom";
 import type { Theme } from "../render/theme";
 import { noValueColor } from "./colorScale";
-import { fmtCount, fmtNum, fmtShape, gradientCaption } from "./format";
+import { fmtCount, fmtNum, fmtPercent, fmtShape, gradientCaption } from "./format";
 import { countNonFinite, emptyMessage, nonFiniteNote } from "./noValues";
 import { indexSlider } from "./pickers";
 import { plotHistogram, plotMain, purge } from "./plots";
@@ -213,7 +213,7 @@ function statsTable(act: Activation): HTMLElement {
     ["max", fmtNum(s.max)],
     ["mean", fmtNum(s.mean)],
     ["std", fmtNum(s.std)],
-    ["zeros", s.zeros === null ? "—" : `${(s.zeros * 100).toFixed(1)}%`],
+    ["zeros", s.zeros === null ? "—" : fmtPercent(s.zeros)],
     ["NaN", String(s.nan)],
     ["Inf", String(s.inf)],
     ["numel", fmtCount(s.numel)],

@@ -4,7 +4,7 @@
 // whole source statement, wrapped. Asked of the kernel ("opDetails") when an op is shown.
 import type { CallArgument, OpDetailsResult } from "../graph/protocol";
 import { h } from "../render/dom";
-import { fmtCount } from "./format";
+import { fmtCount, fmtMs } from "./format";
 
 export interface CallDeps {
   fetchOpDetails: (id: string) => Promise<OpDetailsResult>;
@@ -16,7 +16,7 @@ export interface CallDeps {
 export function callNumbers(d: Pick<OpDetailsResult, "flops" | "timeMs" | "paramCount">): string {
   const parts: string[] = [];
   if (d.flops !== null) parts.push(`${fmtCount(d.flops)} FLOPs`);
-  if (d.timeMs !== null) parts.push(`${d.timeMs < 0.1 ? d.timeMs.toPrecision(2) : d.timeMs.toFixed(2)} ms`);
+  if (d.timeMs !== null) parts.push(fmtMs(d.timeMs));
   if (d.paramCount > 0) parts.push(`${fmtCount(d.paramCount)} params`);
   return parts.join(" · ");
 }

@@ -4,8 +4,7 @@
 import type { Gradients } from "../graph/gradients";
 import type { BackwardNodeInfo, LeafInfo } from "../graph/protocol";
 import { h } from "../render/dom";
-import { fmtMetric } from "../render/overlay";
-import { fmtShape } from "./format";
+import { fmtCompact, fmtShape } from "./format";
 import { LEAF_SORTS, type LeafSort, leafRank, sortLeaves } from "./leafOrder";
 import { choicePicker } from "./pickers";
 
@@ -89,7 +88,7 @@ export class GradientPanel {
     const text = [
       "no gradient",
       leaf.gradNorm === null ? "NaN/Inf gradient" : `gradient${passes}`, // undefined: saved before norms
-      `gradient norm ${fmtMetric(leaf.gradNorm ?? NaN)}${passes}`,
+      `gradient norm ${fmtCompact(leaf.gradNorm ?? NaN)}${passes}`,
     ][rank];
     const status = h("span", rank === 2 || leaf.gradNorm === undefined ? "lens-muted" : "lens-bad", text);
     status.dataset.testid = "leaf-status";

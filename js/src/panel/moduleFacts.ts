@@ -4,7 +4,7 @@
 import type { ModuleDetailsResult } from "../graph/protocol";
 import { h } from "../render/dom";
 import { type FactRow, factsTable } from "./factsTable";
-import { fmtBytes, fmtCount, fmtShape } from "./format";
+import { fmtBytes, fmtCount, fmtMs, fmtShape } from "./format";
 
 // Parameters listed before "N more" (the answer holds up to 200).
 const SHOWN_PARAMS = 24;
@@ -24,7 +24,7 @@ export function moduleRows(d: ModuleDetailsResult, pass: string): FactRow[] {
   rows.push(["ops", `${fmtCount(d.nOps)}${d.nPasses > 1 ? ` over ${d.nPasses} passes` : ""}`]);
   rows.push(["passes", pass ? `${d.nPasses} — ${pass}` : String(d.nPasses)]);
   rows.push(["FLOPs", d.flops === null ? "— (no op inside has a formula)" : fmtCount(d.flops)]);
-  if (d.timeMs !== null) rows.push(["time", `${d.timeMs.toFixed(2)} ms`]);
+  if (d.timeMs !== null) rows.push(["time", fmtMs(d.timeMs)]);
   rows.push(["op outputs", `${fmtBytes(d.bytes)} (all ops inside)`]);
   return rows;
 }

@@ -6,6 +6,7 @@ import type * as P from "plotly.js";
 import type { Activation, AttentionMap } from "../kernel/messages";
 import type { Theme } from "../render/theme";
 import { colorRange, finiteRange, noValueColor } from "./colorScale";
+import { PLOT_NUMBER } from "./format";
 import { lonePoints, nonFiniteMarks, nonFiniteMask } from "./noValues";
 import { loadPlotly, type PlotlyApi, plotlyIfLoaded, preloadPlotly } from "./plotlyLoader";
 
@@ -152,7 +153,7 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
         y: Array.from(values),
         line: { width: 1.2, color: th.selected },
         marker: { color: th.selected, ...(lone ? { size: lone } : {}) },
-        hovertemplate: `${axes[0]} %{x}: %{y:.4g}<extra></extra>`,
+        hovertemplate: `${axes[0]} %{x}: %{y:${PLOT_NUMBER}}<extra></extra>`,
       };
       const l = baseLayout(th, 220, axes[0], "value");
       const marks = noValuePoints(values, xs, th, axes[0]);
@@ -177,7 +178,7 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
         ...colorRange(lo, hi, th),
         colorbar: colorbar(th, 10),
         hoverongaps: false, // the grey cells above say what is there
-        hovertemplate: `${yName} %{y}, ${xName} %{x}: %{z:.4g}<extra></extra>`,
+        hovertemplate: `${yName} %{y}, ${xName} %{x}: %{z:${PLOT_NUMBER}}<extra></extra>`,
       };
       const grey = noValueCells(values, r, c, 0, th, `${yName} %{y}, ${xName} %{x}`, { x, y });
       const l = baseLayout(th, Math.max(180, Math.min(360, 40 + r * 6)), xName, yName);
@@ -226,7 +227,7 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
       showscale: i === 0,
       colorbar: colorbar(th, 8),
       hoverongaps: false,
-      hovertemplate: `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}: %{z:.4g}<extra></extra>`,
+      hovertemplate: `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}: %{z:${PLOT_NUMBER}}<extra></extra>`,
     });
     const grey = noValueCells(values, h, w, i * h * w, th, `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}`, {
       xaxis: `x${ax}`,
@@ -290,7 +291,7 @@ export function plotHistogram(div: HTMLElement, act: Activation, th: Theme): voi
     y: counts,
     width,
     marker: { color: th.dark ? "#748ffc" : "#5c7cfa", line: { width: 0 } },
-    hovertemplate: "%{x:.4g}: %{y}<extra></extra>",
+    hovertemplate: `%{x:${PLOT_NUMBER}}: %{y}<extra></extra>`,
   };
   // the histogram of the output's values (or of the gradient's): value across, count up
   const l = { ...baseLayout(th, 150, "value", "count"), bargap: 0, margin: { l: 48, r: 12, t: 6, b: 32 } };
@@ -311,7 +312,7 @@ export function plotAttention(div: HTMLElement, map: AttentionMap, th: Theme): v
     zmin: 0,
     zmax: hi > 0 ? hi : 1,
     colorbar: colorbar(th, 10),
-    hovertemplate: "query token %{y}, key token %{x}: %{z:.4f}<extra></extra>",
+    hovertemplate: `query token %{y}, key token %{x}: %{z:${PLOT_NUMBER}}<extra></extra>`,
   };
   const side = Math.max(200, Math.min(340, 60 + r * 8));
   const l = baseLayout(th, side, "key token", "query token");

@@ -2,7 +2,7 @@
 // indicator over it, and a strip below with the node count, the zoom and the legend, so
 // those never cover nodes.
 import { bindMinimapInput } from "../controls/minimapInput";
-import { fmtCount } from "../panel/format";
+import { fmtCount, fmtPercent } from "../panel/format";
 import { h } from "./dom";
 import { legend } from "./legend";
 import { Minimap } from "./minimap";
@@ -136,7 +136,7 @@ export class GraphPane {
   private updateOverlay(): void {
     const f = this.renderer.frame;
     this.overlay.textContent = f
-      ? `${fmtCount(f.vis.items.length)} nodes shown · zoom ${Math.round(this.renderer.cam.scale * 100)}%`
+      ? `${fmtCount(f.vis.items.length)} nodes shown · zoom ${fmtPercent(this.renderer.cam.scale, 0)}`
       : "";
   }
 

@@ -3,6 +3,7 @@
 import type { GraphModel } from "../graph/tree";
 import { GROUP_PREFIX } from "../graph/visibility";
 import { shapeText, stackTitle } from "../layout/labels";
+import { fmtCount } from "../panel/format";
 import type { Hit } from "./hitTest";
 
 /** "GPT2Attention transformer.h.0.attn · 24 ops → 1×16×64 (click to open)"; an op's name,
@@ -24,7 +25,7 @@ function groupText(model: GraphModel, key: string): string {
   const where = g.kind === "stack" ? stackTitle(g.members) : g.address;
   const cls = g.kind === "stack" || g.kind === "outputs" ? `${g.className} ×${g.members.length}` : g.className;
   const shape = shapeText(g.outShape);
-  const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
+  const ops = `${fmtCount(g.nOps)} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
   const name = [cls, where].filter(Boolean).join(" ");
   return `${name} · ${ops}`;
 }

@@ -19,13 +19,16 @@ export interface MetricInfo {
   compare: boolean; // only in a comparison
   grads?: boolean; // only for a log with gradients
   comm?: boolean; // only for a log with collectives (NodeInfo.collective)
+  /** An amount (params, FLOPs, bytes): 0 means none, drawn in its own color and left out
+   * of the ramp's range, not the color of the smallest amount. */
+  zeroIsNone?: boolean;
 }
 
 export const METRICS: MetricInfo[] = [
-  { name: "flops", label: "FLOPs", agg: "sum", compare: false },
+  { name: "flops", label: "FLOPs", agg: "sum", compare: false, zeroIsNone: true },
   { name: "time", label: "time (ms)", agg: "sum", compare: false },
-  { name: "bytes", label: "bytes", agg: "sum", compare: false },
-  { name: "params", label: "params", agg: "sum", compare: false },
+  { name: "bytes", label: "bytes", agg: "sum", compare: false, zeroIsNone: true },
+  { name: "params", label: "params", agg: "sum", compare: false, zeroIsNone: true },
   { name: "mean", label: "mean", agg: "mean", compare: false },
   { name: "std", label: "std", agg: "mean", compare: false },
   { name: "absmax", label: "absmax", agg: "max", compare: false },
@@ -37,7 +40,7 @@ export const METRICS: MetricInfo[] = [
   { name: "cosine", label: "cosine (A, B)", agg: "min", compare: true },
   { name: "gradNorm", label: "gradient norm", agg: "max", compare: false, grads: true },
   { name: "gradNonfinite", label: "non-finite gradient", agg: "share", compare: false, grads: true },
-  { name: "commBytes", label: "bytes communicated", agg: "sum", compare: false, comm: true },
+  { name: "commBytes", label: "bytes communicated", agg: "sum", compare: false, comm: true, zeroIsNone: true },
 ];
 
 /** The metrics the picker offers for a log (difference metrics in a comparison, gradient
@@ -142,6 +145,18 @@ export function itemValues(
   return out;
 }
 
+/** The values the ramp spans: an amount's zeros (no params, no FLOPs) have their own color. */
+export function rampDomain(info: Pick<MetricInfo, "zeroIsNone">, values: readonly number[]): number[] {
+  return info.zeroIsNone ? values.filter((v) => v !== 0) : [...values];
+}
+
+/** What a value is drawn as: "none" (no value: NaN), "zero" (an amount of none), or its
+ * place 0..1 along the ramp. */
+export function valueSlot(info: Pick<MetricInfo, "zeroIsNone">, scale: Scale, v: number): "none" | "zero" | number {
+  if (info.zeroIsNone && v === 0) return "zero";
+  return scale.position(v) ?? "none";
+}
+
 export interface Scale {
   mode: ScaleMode;
   min: number; // of the shown values (log: of their magnitudes above 0)
@@ -199,28 +214,6 @@ export function rampColor(t: number): string {
 /** The CSS gradient of the ramp, for the legend. */
 export function rampGradient(): string {
   return `linear-gradient(to right, ${RAMP.map((_, i) => rampColor(i / (RAMP.length - 1))).join(", ")})`;
-}
-
-/** Readable numbers for the legend: 1.2e9 -> "1.2G", 0.00012 -> "1.2e-4". */
-export function fmtMetric(v: number): string {
-  if (!Number.isFinite(v)) return String(v);
-  const a = Math.abs(v);
-  if (a === 0) return "0";
-  if (a >= 1e3) {
-    const units = ["k", "M", "G", "T", "P"];
-    let u = -1;
-    let x = a;
-    while (x >= 1e3 && u < units.length - 1) {
-      x /= 1e3;
-      u++;
-    }
-    return `${v < 0 ? "-" : ""}${x.toPrecision(3).replace(/\.?0+$/, "")}${units[u]}`;
-  }
-  if (a < 1e-3) return v.toExponential(1);
-  return v
-    .toPrecision(3)
-    .replace(/(\.\d*?)0+$/, "$1")
-    .replace(/\.$/, "");
 }
 
 /** Text color readable on an "rgb(r,g,b)" fill: white on dark, near-black on light. */

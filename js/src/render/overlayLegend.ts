@@ -1,12 +1,15 @@
 // The overlay's legend: the metric, its color ramp between the smallest and largest value
 // shown, the scale, and what the marks mean; for the device coloring, each device's color and
 // how many ops ran on it.
+
+import { fmtCompact, fmtCount } from "../panel/format";
 import { type DeviceShare, MIXED_COLOR, shareBar } from "./deviceOverlay";
 import { h } from "./dom";
 import { swatch } from "./legend";
-import { fmtMetric, type MetricInfo, rampGradient, type Scale } from "./overlay";
+import { type MetricInfo, rampGradient, type Scale } from "./overlay";
 
 export const NO_VALUE_COLOR = "#dee2e6";
+export const ZERO_COLOR = "#ffffff"; // an amount of none (0 params): not the ramp's bottom
 export const ONLY_A_COLOR = "#f783ac";
 export const NONFINITE_MARK = "#e03131";
 export const GRAD_NONFINITE_MARK = "#ae3ec9"; // drawn in the top-left corner
@@ -29,6 +32,7 @@ export class OverlayLegend {
     grads = false,
     drawn: DrawnMarks = NO_MARKS,
     scaleNote = "", // how the scale was picked and what its range spans (overlayControl.ts)
+    zeros = false, // some item shown has an amount of 0 (ZERO_COLOR)
   ): void {
     if (!metric || !scale) {
       const marks = [
@@ -45,14 +49,15 @@ export class OverlayLegend {
     const range = h("span", "");
     range.dataset.testid = "overlay-range";
     range.append(
-      `${metric.label} (${metric.agg}) ${fmtMetric(scale.min)} `,
+      `${metric.label} (${metric.agg}) ${fmtCompact(scale.min)} `,
       ramp,
-      ` ${fmtMetric(scale.max)} · ${scale.mode}${scaleNote ? ` (${scaleNote})` : ""}`,
+      ` ${fmtCompact(scale.max)} · ${scale.mode}${scaleNote ? ` (${scaleNote})` : ""}`,
     );
     this.el.hidden = false;
     const gradMarks = grads ? gradientMarks({ gradNonfinite: true, starved: true }) : [];
     this.el.replaceChildren(
       range,
+      ...(zeros ? [zeroSwatch(metric.label)] : []),
       swatch(NO_VALUE_COLOR, "no value"),
       ...(compare ? [swatch(ONLY_A_COLOR, "only in A")] : []),
       nonfiniteMark(),
@@ -65,7 +70,7 @@ export class OverlayLegend {
    * op count, the mixed style when a shown module ran on several, ops that ran on none. */
   showDevices(devices: readonly DeviceShare[], mixed: boolean, ops: number, drawn: DrawnMarks = NO_MARKS): void {
     const entries = devices.map((d) => {
-      const s = swatch(d.color, `${d.device} · ${d.count} op${d.count === 1 ? "" : "s"}`);
+      const s = swatch(d.color, `${d.device} · ${fmtCount(d.count)} op${d.count === 1 ? "" : "s"}`);
       s.dataset.testid = "legend-device";
       s.dataset.device = d.device;
       return s;
@@ -93,6 +98,13 @@ export class OverlayLegend {
     this.el.hidden = false;
     this.el.replaceChildren(...out);
   }
+}
+
+/** The swatch of an amount of none: "0 params", outlined so white reads on white. */
+function zeroSwatch(label: string): HTMLElement {
+  const s = swatch(ZERO_COLOR, `0 ${label}`, "#adb5bd");
+  s.dataset.testid = "legend-zero";
+  return s;
 }
 
 /** Which marks the graph shows now. */
