@@ -41,7 +41,10 @@ class Transform(nn.Module):
         return F.interpolate(images, size=(self.size, self.size), mode="bilinear")
 
     def postprocess(
-        self, detections: list[dict[str, torch.Tensor]], size: tuple[int, int], original: tuple[int, int]
+        self,
+        detections: list[dict[str, torch.Tensor]],
+        size: tuple[int, int],
+        original: tuple[int, int],
     ) -> list[dict[str, torch.Tensor]]:
         for detection in detections:
             ratios = [
@@ -64,8 +67,12 @@ class Body(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, CHANNELS, 3, stride=2, padding=1), nn.ReLU())
-        self.layer1 = nn.Sequential(nn.Conv2d(CHANNELS, CHANNELS, 3, stride=2, padding=1), nn.ReLU())
-        self.layer2 = nn.Sequential(nn.Conv2d(CHANNELS, 2 * CHANNELS, 3, stride=2, padding=1), nn.ReLU())
+        self.layer1 = nn.Sequential(
+            nn.Conv2d(CHANNELS, CHANNELS, 3, stride=2, padding=1), nn.ReLU()
+        )
+        self.layer2 = nn.Sequential(
+            nn.Conv2d(CHANNELS, 2 * CHANNELS, 3, stride=2, padding=1), nn.ReLU()
+        )
 
     def forward(self, x: torch.Tensor) -> OrderedDict[str, torch.Tensor]:
         c1 = self.layer1(self.stem(x))
@@ -77,7 +84,9 @@ class Pyramid(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.inner = nn.ModuleList([nn.Conv2d(CHANNELS, CHANNELS, 1), nn.Conv2d(2 * CHANNELS, CHANNELS, 1)])
+        self.inner = nn.ModuleList(
+            [nn.Conv2d(CHANNELS, CHANNELS, 1), nn.Conv2d(2 * CHANNELS, CHANNELS, 1)]
+        )
         self.layer = nn.ModuleList([nn.Conv2d(CHANNELS, CHANNELS, 3, padding=1) for _ in range(2)])
 
     def forward(self, levels: OrderedDict[str, torch.Tensor]) -> OrderedDict[str, torch.Tensor]:
@@ -129,7 +138,9 @@ class RegionProposalNetwork(nn.Module):
         for logit, delta in zip(logits, deltas, strict=True):
             n, a, h, w = logit.shape
             stride = image_size / h
-            ys, xs = torch.meshgrid(torch.arange(h) * stride, torch.arange(w) * stride, indexing="ij")
+            ys, xs = torch.meshgrid(
+                torch.arange(h) * stride, torch.arange(w) * stride, indexing="ij"
+            )
             half = torch.tensor(self.sizes) / 2
             centres = torch.stack((xs, ys), dim=-1).reshape(1, h * w, 2) + stride / 2
             anchors = torch.cat(
@@ -228,7 +239,9 @@ def faster_rcnn_like() -> ZooCase:
         name="faster_rcnn_like",
         model=build(FasterRCNNLike),
         args=(images,),
-        description=f"Faster R-CNN-like, {CHANNELS} channels, {PROPOSALS} proposals, {CLASSES} classes",
+        description=(
+            f"Faster R-CNN-like, {CHANNELS} channels, {PROPOSALS} proposals, {CLASSES} classes"
+        ),
         min_ops=40,
         expected_ops=("conv2d", "grid_sample", "topk", "softmax", "unbind", "stack"),
         random_in_train=False,

@@ -1,5 +1,7 @@
 // Text shown on nodes and collapsed modules, and the box sizes derived from it.
 import { CHUNK_MARK } from "../graph/chunks";
+import { outputGroupTitle } from "../graph/folds";
+import { outputsShapeText } from "../graph/moduleOutputs";
 import type { NodeInfo, ViewName } from "../graph/protocol";
 import type { GroupNode } from "../graph/tree";
 import { collectiveLines } from "../ranks/collectives";
@@ -81,7 +83,7 @@ export function nodeLines(n: NodeInfo): [string, string] {
 }
 
 export function groupLines(g: GroupNode, view: ViewName): [string, string, string] {
-  const shape = shapeText(g.outShape);
+  const shape = g.outputs ? outputsShapeText(g.outputs) : shapeText(g.outShape);
   const ops = `${g.nOps} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
   if (g.kind === "stack")
     return [clip(`${g.className} ×${g.members.length}`), clipMiddle(stackTitle(g.members)), clip(ops)];
@@ -95,8 +97,7 @@ export function groupLines(g: GroupNode, view: ViewName): [string, string, strin
       clip(ops),
     ];
   }
-  if (g.kind === "outputs")
-    return [clip(`${g.className} ×${g.members.length}`), clipMiddle(g.address), `${g.members.length} outputs`];
+  if (g.kind === "outputs") return [clip(outputGroupTitle(g)), clipMiddle(g.address), `${g.members.length} outputs`];
   const passes =
     view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
   return [clip(g.className + passes), clipMiddle(g.address), clip(ops)];

@@ -65,7 +65,14 @@ export class ActivationPanel {
 
   /** Shows output 0 of unrolled node `id` (`saved`: the kernel has it), or its gradient;
    * `noValues` says why the op has no values to save (the meta device, a torch.func transform). */
-  load(id: string, saved: boolean, choice?: ValueChoice, noValues?: string, keepPicks = false): void {
+  load(
+    id: string,
+    saved: boolean,
+    choice?: ValueChoice,
+    noValues?: string,
+    keepPicks = false,
+    output?: number, // which of the op's outputs (a module's output picked): 0 unless said
+  ): void {
     this.noValues = noValues ?? null;
     this.choice = choice?.value === "grad" ? choice : null;
     // `keepPicks`: the same op on another side, pass or value: its output stays picked (a
@@ -79,7 +86,7 @@ export class ActivationPanel {
           : { output: old.output };
     this.params = this.choice
       ? { id, value: "grad", ...(this.choice.backwardPass ? { backwardPass: this.choice.backwardPass } : {}) }
-      : { ...kept, id };
+      : { ...kept, id, ...(output ? { output } : {}) };
     this.saved = saved;
     this.reload();
   }
