@@ -3,8 +3,9 @@ evidence of what each is; names are decided once all the evidence is in.
 
 An axis is (node label, output index, dim). Ops join axes that are one (an elementwise op's
 input and output dims, a linear's leading dims, the query axis of q and of the scores) in a
-union-find (networkx's). Some ops say what an axis is (`evidence`: an embedding's ids are
-tokens, a conv's dim 1 is channels, SDPA's dim -3 heads), each with a weight; a class of
+union-find (`Classes`: networkx's UnionFind, which sorts the roots on every union, took 3x
+the whole pass on a 10,000-node log). Some ops say what an axis is (`say`: an embedding's
+ids are tokens, a conv's dim 1 is channels, SDPA's dim -3 heads), each with a weight; a class of
 joined axes is named by the heaviest name said of it. A class nothing names may still be
 named from others: an axis that merges several (a flatten's "channel×height×width"), or one
 that is like another (a slice of tokens holds tokens). Anything else stays "" ("dim i").
@@ -13,9 +14,6 @@ that is like another (a slice of tokens holds tokens). Anything else stays "" ("
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable
-
-from networkx.utils import UnionFind
 
 Axis = tuple[str, int, int]  # (node label, output index, dim)
 
@@ -32,14 +30,42 @@ MERGED_AS: dict[tuple[str, ...], str] = {("head", "feature"): "feature"}
 _MAX_DEPTH = 8  # how far a name is derived through merges and likes
 
 
+class Classes:
+    """A union-find of axes: union by size, paths halved on every find."""
+
+    def __init__(self) -> None:
+        self._parent: dict[Axis, Axis] = {}
+        self._size: dict[Axis, int] = {}
+
+    def __getitem__(self, axis: Axis) -> Axis:
+        parent = self._parent
+        if axis not in parent:
+            parent[axis] = axis
+            self._size[axis] = 1
+            return axis
+        while parent[axis] != axis:
+            parent[axis] = parent[parent[axis]]
+            axis = parent[axis]
+        return axis
+
+    def union(self, a: Axis, b: Axis) -> None:
+        ra, rb = self[a], self[b]
+        if ra == rb:
+            return
+        if self._size[ra] < self._size[rb]:
+            ra, rb = rb, ra
+        self._parent[rb] = ra
+        self._size[ra] += self._size[rb]
+
+
 class AxisBook:
     def __init__(self) -> None:
-        self._classes: UnionFind = UnionFind()
+        self._classes = Classes()
         self._said: dict[Axis, list[tuple[str, int]]] = defaultdict(list)
         self._parts: dict[Axis, tuple[Axis, ...]] = {}  # a merged axis -> the axes it merges
-        self._root_parts: dict[Hashable, tuple[Axis, ...]] = {}  # the same, by class (so far)
+        self._root_parts: dict[Axis, tuple[Axis, ...]] = {}  # the same, by class (so far)
         self._like: dict[Axis, list[Axis]] = defaultdict(list)  # an axis -> axes it is like
-        self._names: dict[Hashable, str] | None = None
+        self._names: dict[Axis, str] | None = None
         self.sizes: dict[Axis, int] = {}  # each axis's size, as the pass creates them
 
     def same(self, a: Axis, b: Axis) -> None:
@@ -76,25 +102,25 @@ class AxisBook:
         root = self._classes[axis]
         return self._names.get(root, "") or self._derived(root, 0)
 
-    def _resolve(self) -> dict[Hashable, str]:
-        tally: dict[Hashable, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    def _resolve(self) -> dict[Axis, str]:
+        tally: dict[Axis, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for axis, said in self._said.items():
             for name, weight in said:
                 tally[self._classes[axis]][name] += weight
-        names: dict[Hashable, str] = {}
+        names: dict[Axis, str] = {}
         for root, weights in tally.items():
             names[root] = max(weights, key=lambda n: (weights[n], -_rank(n)))
         # what merges and likes are, by class
-        self._class_parts: dict[Hashable, tuple[Axis, ...]] = {}
+        self._class_parts: dict[Axis, tuple[Axis, ...]] = {}
         for merged, parts in self._parts.items():
             self._class_parts.setdefault(self._classes[merged], parts)
-        self._class_like: dict[Hashable, list[Axis]] = defaultdict(list)
+        self._class_like: dict[Axis, list[Axis]] = defaultdict(list)
         for axis, sources in self._like.items():
             self._class_like[self._classes[axis]] += sources
-        self._derived_names: dict[Hashable, str] = {}
+        self._derived_names: dict[Axis, str] = {}
         return names
 
-    def _derived(self, root: Hashable, depth: int) -> str:
+    def _derived(self, root: Axis, depth: int) -> str:
         """A class no evidence names: the names of what it merges, else of what it is like
         when those agree."""
         if root in self._derived_names:

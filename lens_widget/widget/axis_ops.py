@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from lens_widget.log.records import OpRecord
 from lens_widget.widget.axis_book import Axis, AxisBook
 
 
-@dataclass(frozen=True)
-class Arg:
+class Arg(NamedTuple):
     """A tensor argument of an op: where it sat, its axes and shape."""
 
     position: str
@@ -20,7 +19,7 @@ class Arg:
     shape: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Op:
     node: OpRecord
     args: Sequence[Arg]
@@ -51,7 +50,7 @@ def align(book: AxisBook, out: Arg | tuple[tuple[Axis, ...], tuple[int, ...]], s
     """Right-aligned (as broadcasting lines them up): dims of one size are one axis (size-1
     dims only when the shapes are equal); with `like`, a dim that changed size is like its
     source (a slice, a resampling)."""
-    axes, shape = (out.axes, out.shape) if isinstance(out, Arg) else out
+    axes, shape = out[-2:]  # an Arg, or (axes, shape)
     equal = shape == src.shape
     for o, s, o_size, s_size in zip(reversed(axes), reversed(src.axes), reversed(shape),
                                     reversed(src.shape), strict=False):  # fmt: skip

@@ -12,8 +12,6 @@ cannot be told gives fresh axes, which read "dim i" unless evidence names them.
 
 from __future__ import annotations
 
-import torch
-
 from lens_widget.widget.axis_book import MEDIUM, STRONG, WEAK, Axis, AxisBook
 from lens_widget.widget.axis_moves import MOVE_RULES
 from lens_widget.widget.axis_ops import Arg, Op, Rule, align
@@ -79,10 +77,7 @@ def _keeps_axes(book: AxisBook, op: Op) -> None:
     for index, (axes, shape) in enumerate(op.outputs):
         if index > 0 and op.node.func not in _SAME_AXES_OUTPUTS:
             break
-        try:
-            elementwise = tuple(torch.broadcast_shapes(*shapes)) == shape
-        except RuntimeError:
-            elementwise = False
+        elementwise = _broadcast(shapes) == shape
         if elementwise:
             for arg in op.args:
                 align(book, (axes, shape), arg)
@@ -90,6 +85,19 @@ def _keeps_axes(book: AxisBook, op: Op) -> None:
             align(book, (axes, shape), src, like=True)
         elif len(src.shape) > len(shape):
             _reduced(book, op, (axes, shape), src)
+
+
+def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The shape the shapes broadcast to (torch's rule), None when they do not."""
+    rank = max(map(len, shapes), default=0)
+    out = [1] * rank
+    for shape in shapes:
+        for i, size in enumerate(shape, rank - len(shape)):
+            if size != 1:
+                if out[i] not in (1, size):
+                    return None
+                out[i] = size
+    return tuple(out)
 
 
 def _reduced(book: AxisBook, op: Op, out: tuple[tuple[Axis, ...], tuple[int, ...]],

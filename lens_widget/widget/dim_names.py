@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.records import OpRecord
-from lens_widget.widget.axis_book import Axis, AxisBook
+from lens_widget.widget.axis_book import AxisBook
 from lens_widget.widget.axis_ops import Arg, Op
 from lens_widget.widget.axis_rules import link_node
 
@@ -38,7 +39,8 @@ class DimNames:
 
     def of(self, label: str, output: int = 0) -> Names:
         if self._book is None:
-            self._book = self._read()
+            with gc_paused():  # a pass making many small tuples: no collections of the log
+                self._book = self._read()
         shapes = self._shapes.get(label, ())
         if output >= len(shapes):
             return ()
@@ -46,29 +48,25 @@ class DimNames:
 
     def _read(self) -> AxisBook:
         book = AxisBook()
+        sizes = book.sizes
+        known: dict[tuple[str, int], Arg] = {}  # (label, output) -> its axes and shape
         for node in self._nodes:
             shapes = _shapes(node)
-            self._shapes[node.label] = shapes
+            label = node.label
+            self._shapes[label] = shapes
             outputs = []
             for index, shape in enumerate(shapes):
-                axes = _axes(node.label, index, len(shape))
-                for axis, size in zip(axes, shape, strict=True):
-                    book.sizes[axis] = size
+                axes = tuple([(label, index, d) for d in range(len(shape))])
+                sizes.update(zip(axes, shape, strict=True))
+                known[label, index] = Arg("", axes, shape)
                 outputs.append((axes, shape))
             args = []
-            for parent_arg in node.parent_args:
-                parent_shapes = self._shapes.get(parent_arg.parent, ())
-                index = parent_arg.output_index
-                if index < len(parent_shapes):
-                    shape = parent_shapes[index]
-                    axes = _axes(parent_arg.parent, index, len(shape))
-                    args.append(Arg(parent_arg.position, axes, shape))
+            for parent, position, index in node.parent_args:
+                seen = known.get((parent, index))
+                if seen is not None:
+                    args.append(Arg(position, seen.axes, seen.shape))
             link_node(book, Op(node, args, outputs))
         return book
-
-
-def _axes(label: str, output: int, rank: int) -> tuple[Axis, ...]:
-    return tuple((label, output, d) for d in range(rank))
 
 
 def _shapes(node: OpRecord) -> tuple[tuple[int, ...], ...]:

@@ -35,9 +35,8 @@ class Named:
         return self.node(label, info.output_leaves_of(1)[index].output)
 
     def ops(self, func: str, module: str = "") -> list[list[str]]:
-        return [
-            self.node(n.label) for n in self.log.ops if n.func == func and n.module.startswith(module)
-        ]
+        ops = [n for n in self.log.ops if n.func == func and n.module.startswith(module)]
+        return [self.node(n.label) for n in ops]
 
 
 def traced(case_builder) -> Named:  # noqa: ANN001
