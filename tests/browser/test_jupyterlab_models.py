@@ -130,6 +130,7 @@ def test_the_router_shows_its_three_tensors_named_by_evidence(lab: Lab, page, ar
     plotted(root, "(12, 4) float32", "(token, expert)")  # its experts read "feature"
     root.locator("[data-testid=module-output-picker]").select_option("2")
     plotted(root, "(12, 2) int64", "(token, top-k)")
+    assert root.locator("[data-testid=output-picker]").count() == 0  # one picker, the module's
     shoot(root, artifacts, "lab_moe_router.png")
     assert page.errors == []
 

@@ -94,4 +94,6 @@ def test_a_router_lists_its_three_tensors(page) -> None:
     plotted(page, "(12, 4) float32")
     page.select_option("[data-testid=module-output-picker]", "2")
     plotted(page, "(12, 2) int64")  # the chosen experts: topk's indices, its output 1
+    # one picker: the op's own (values or indices) is not offered beside the module's
+    assert page.locator("[data-testid=output-picker]").count() == 0
     assert page.errors == []

@@ -37,6 +37,8 @@ export class ActivationPanel {
   private saved = true;
   private noValues: string | null = null; // why the op has no values at all (meta device, torch.func transform)
   private choice: ValueChoice | null = null; // set when the gradient is plotted
+  // a module's output plotted: the module inspector's picker chooses it, not the op's own
+  private ofModule = false;
   private last: Activation | null = null;
   private mainPlot = h("div", "lens-plot");
   private noValuesEl = h("div", "lens-note lens-no-values"); // "3 NaN, 1 Inf cells shown grey"
@@ -73,6 +75,7 @@ export class ActivationPanel {
     keepPicks = false,
     output?: number, // which of the op's outputs (a module's output picked): 0 unless said
   ): void {
+    this.ofModule = output !== undefined;
     this.noValues = noValues ?? null;
     this.choice = choice?.value === "grad" ? choice : null;
     // `keepPicks`: the same op on another side, pass or value: its output stays picked (a
@@ -123,7 +126,7 @@ export class ActivationPanel {
       dims.dataset.testid = "activation-dims";
       controls.append(dims);
     }
-    if (r.nOutputs > 1) {
+    if (r.nOutputs > 1 && !this.ofModule) {
       const sel = document.createElement("select");
       sel.className = "lens-select";
       sel.dataset.testid = "output-picker";
