@@ -1,25 +1,31 @@
-"""Models wrapped by a library around a plain one: a PEFT LoRA Llama.
-
-PEFT moves the model under `base_model.model.` and replaces each targeted Linear with its own
-`peft.tuners.lora.layer.Linear` (which holds the original as `base_layer`).
-"""
+"""Models inside wrappers: a PEFT LoRA Llama (base_model.model.model.layers.0.self_attn...)."""
 
 from __future__ import annotations
 
-import peft
+import transformers
+from peft import LoraConfig, get_peft_model
 
-from .case import BATCH, SEQ, VOCAB, ZooCase, build
-from .language import llama
+from .case import VOCAB, ZooCase, build, token_ids
 
 
 def lora_llama() -> ZooCase:
-    """The tiny Llama with LoRA adapters (rank 4) on every q_proj and v_proj."""
-    case = llama()
-    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
-    case.model = build(lambda: peft.get_peft_model(case.model, config))
-    case.name = "lora_llama"
-    case.description = (
-        f"PEFT LoRA (r=4, q_proj/v_proj) on LlamaForCausalLM, vocab {VOCAB}, "
-        f"{BATCH} rows of {SEQ} tokens"
+    """A 2-layer width-32 Llama with rank-4 LoRA adapters on q_proj and v_proj."""
+    cfg = transformers.LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
     )
-    return case
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
+    model = build(lambda: get_peft_model(transformers.LlamaForCausalLM(cfg), lora))
+    return ZooCase(
+        name="lora_llama",
+        model=model,
+        args=(token_ids(batch=1),),
+        kwargs={"use_cache": False},
+        description="PEFT LoRA (r=4, q_proj/v_proj) on LlamaForCausalLM, 2 layers, d=32",
+        random_in_train=False,
+    )

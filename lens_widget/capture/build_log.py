@@ -90,8 +90,9 @@ def build_log(
     if section is not None and "" not in modules:
         top = ModuleInfo("", section.class_name, None, n_passes=1)
         modules = recorder.tracker.modules = {"": top, **modules}
-    for address, pass_index, producers in recorder.module_outputs.calls:
+    for address, pass_index, producers, leaves in recorder.module_outputs.calls:
         modules[address].outputs[pass_index] = list(map(_label_of, producers))
+        modules[address].output_leaves[pass_index] = leaves
     if "" in modules:
         modules[""].n_ops = len(recorder.ops)
     _warn_on_unseen_writes(recorder, stacklevel + 2)

@@ -15,9 +15,9 @@ import torch
 
 from lens_widget.capture.func_facts import IDENTITY_FACTS, FuncFacts, identity
 from lens_widget.capture.module_tracker import RAISED
+from lens_widget.capture.output_paths import named_output_leaves
 from lens_widget.capture.tensor_book import Inputs, TensorBook
-from lens_widget.log.records import OpRecord
-from lens_widget.log.replay import tensor_leaves
+from lens_widget.log.records import OpRecord, OutputLeaf
 
 Tensor = torch.Tensor
 # What a feature may do with a module call's output: (address, pass, output) -> the output
@@ -49,8 +49,9 @@ class ModuleOutputs:
         self._producers = book._producers
         self._book = book
         self._recorder = weakref.proxy(recorder)
-        # (module address, pass, the nodes that produced that module call's output tensors)
-        self.calls: list[tuple[str, int, list[OpRecord]]] = []
+        # (module address, pass, the nodes that produced that module call's output tensors,
+        # and per tensor its path in the value returned and which output of its node it is)
+        self.calls: list[tuple[str, int, list[OpRecord], list[OutputLeaf]]] = []
         # The features' module-output hooks, in the order they were attached (features.py)
         self.hooks: tuple[ModuleOutputHook, ...] = ()
 
@@ -83,23 +84,29 @@ class ModuleOutputs:
                 depth = len(self._book.tracker.stack)
                 stack = node.module_stack
                 if len(stack) >= depth and stack[depth - 1] is entry:
-                    self.calls.append((address, pass_index, [node]))
+                    self.calls.append((address, pass_index, [node], [OutputLeaf("", produced[2])]))
                     return output
-            nodes = self._nodes((output,), entry)
+            named = [("", output)]
         else:
             # A container's flattening could call torch functions. (Fresh context objects
             # here: one entered twice would not restore the state it found.)
             with torch._C.DisableTorchFunction():
-                nodes = self._nodes(tensor_leaves(output), entry)
-        self.calls.append((address, pass_index, nodes))
+                named = named_output_leaves(output)
+        nodes, leaves = self._nodes(named, entry)
+        self.calls.append((address, pass_index, nodes, leaves))
         return output
 
-    def _nodes(self, tensors: Any, entry: tuple[str, int] | None) -> list[OpRecord]:
-        nodes = []
+    def _nodes(
+        self, named: list[tuple[str, Tensor]], entry: tuple[str, int] | None
+    ) -> tuple[list[OpRecord], list[OutputLeaf]]:
+        nodes: list[OpRecord] = []
+        leaves: list[OutputLeaf] = []
         depth = len(self._book.tracker.stack)
-        for tensor in tensors:
+        for path, tensor in named:
             produced = self._producers.get(id(tensor))
-            node = produced[1] if produced is not None and produced[0]() is tensor else None
+            known = produced is not None and produced[0]() is tensor
+            node = produced[1] if known else None  # pyright: ignore[reportOptionalSubscript]
+            index = produced[2] if known else 0  # pyright: ignore[reportOptionalSubscript]
             if entry is not None and (
                 node is None
                 or len(node.module_stack) < depth
@@ -113,6 +120,8 @@ class ModuleOutputs:
                     # Named after the line that called the module, outside the module's body.
                     frame = sys._getframe(0)
                     node = recorder.record(IDENTITY_FACTS, inputs, (tensor,), (), frame, True)
+                    index = 0
             if node is not None:
                 nodes.append(node)
-        return nodes
+                leaves.append(OutputLeaf(path, index))
+        return nodes, leaves

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -28,6 +28,12 @@ def _fields(leaf: Any) -> list[tuple[str, Any]]:
     if isinstance(leaf, (torch.nn.Module, type)) or callable(leaf) or not hasattr(leaf, "__dict__"):
         return []
     return list(vars(leaf).items())
+
+
+def _fields_as_paths(value: Any) -> list[tuple[tuple[str, ...], Any]]:
+    """(path of one key, value) per item of a mapping, else per field or attribute."""
+    items = value.items() if isinstance(value, Mapping) else _fields(value)
+    return [((str(key),), item) for key, item in items]
 
 
 # Values that hold no tensor: named nothing, without asking pytree.
@@ -57,7 +63,11 @@ def named_tensor_leaves(
         return
     # Not tree_flatten_with_path: it also builds a spec through torch's tree_flatten, whose
     # self-referring helper leaves a reference cycle behind on every call.
-    for path, leaf in pytree.tree_leaves_with_path(value):
+    try:
+        with_paths = pytree.tree_leaves_with_path(value)
+    except ValueError:  # registered without key names (diffusers' BaseOutput): its fields
+        with_paths = _fields_as_paths(value)
+    for path, leaf in with_paths:
         name = ".".join([prefix, *(_key_text(k) for k in path)])
         if isinstance(leaf, torch.Tensor):
             yield name, leaf

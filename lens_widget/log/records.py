@@ -51,6 +51,14 @@ class ParentArg(NamedTuple):
     output_index: int = 0
 
 
+class OutputLeaf(NamedTuple):
+    """Where a module call's output tensor sat in what it returned ("boxes", "0", "" for a
+    lone tensor) and which output of its node it is (a topk's indices are output 1)."""
+
+    path: str
+    output: int = 0
+
+
 @dataclass
 class ModuleInfo:
     """A module that ran during the trace."""
@@ -62,6 +70,20 @@ class ModuleInfo:
     n_ops: int = 0
     # Labels of the nodes that produced each pass's outputs (pass -> labels).
     outputs: dict[int, list[str]] = field(default_factory=dict)
+    # Per pass, one per label of `outputs`: its path in the returned value and output index
+    # (a log saved before these were kept has none: `output_leaves_of` makes them up).
+    output_leaves: dict[int, list[OutputLeaf]] = field(default_factory=dict)
+
+    def output_leaves_of(self, pass_index: int) -> list[OutputLeaf]:
+        """The leaves of pass `pass_index`'s outputs: as recorded, else "0", "1"... in order
+        (output 0 each), or "" for a lone one."""
+        labels = self.outputs.get(pass_index, [])
+        leaves = self.output_leaves.get(pass_index)
+        if leaves is not None and len(leaves) == len(labels):
+            return leaves
+        if len(labels) == 1:
+            return [OutputLeaf("")]
+        return [OutputLeaf(str(i)) for i in range(len(labels))]
 
 
 # slots: one record per op is made while the model runs; slotted ones are built faster.

@@ -16,7 +16,7 @@ import torch
 
 from lens_widget.log.disk_values import SHARD_FORMAT, DiskEntry, DiskValues, ShardFile
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.records import ModuleInfo, OpRecord, ParamUse, ParentArg
+from lens_widget.log.records import ModuleInfo, OpRecord, OutputLeaf, ParamUse, ParentArg
 from lens_widget.log.replay import ReplayCall, TensorSlot
 from lens_widget.store.distributed import decode_distributed
 from lens_widget.store.format import JSON_FILE, LogFormatError, fail
@@ -172,6 +172,10 @@ def _modules(data: list[dict[str, Any]]) -> dict[str, ModuleInfo]:
             if pass_index in outputs:
                 raise fail(f"{JSON_FILE}: modules[{i}]", f"outputs: pass {pass_index} twice")
             outputs[pass_index] = list(labels)
+        leaves = {
+            pass_index: [OutputLeaf(path, output) for path, output in pairs]
+            for pass_index, pairs in entry.get("output_leaves", [])
+        }
         modules[address] = ModuleInfo(
             address=address,
             class_name=entry["class_name"],
@@ -179,6 +183,7 @@ def _modules(data: list[dict[str, Any]]) -> dict[str, ModuleInfo]:
             n_passes=entry["n_passes"],
             n_ops=entry["n_ops"],
             outputs=outputs,
+            output_leaves=leaves,
         )
     for i, info in enumerate(modules.values()):
         if info.parent is not None and info.parent not in modules:

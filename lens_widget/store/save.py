@@ -97,6 +97,10 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
                 "outputs": [
                     [pass_index, list(labels)] for pass_index, labels in info.outputs.items()
                 ],
+                "output_leaves": [
+                    [pass_index, [list(leaf) for leaf in info.output_leaves_of(pass_index)]]
+                    for pass_index in info.outputs
+                ],
             }
             for info in log.modules.values()
         ],

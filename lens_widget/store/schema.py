@@ -47,7 +47,9 @@ _MODULE = record(
         "n_passes": COUNT,
         "n_ops": COUNT,
         "outputs": array(pair(POSITIVE, array(TEXT))),
-    }
+    },
+    # each output's path in the value returned and output index (absent before they were kept)
+    {"output_leaves": array(pair(POSITIVE, array(pair(TEXT, COUNT))))},
 )
 
 _REPLAY = nullable(

@@ -21,6 +21,13 @@ AblationKind = Literal["zero", "mean"]
 # ---- the `graph` trait (kernel -> frontend) -------------------------------------------
 
 
+class ModuleOutputInfo(TypedDict):
+    path: str
+    node: str
+    output: int
+    shape: list[int] | None
+
+
 class ModuleInfo(TypedDict):
     address: str
     className: str
@@ -28,6 +35,7 @@ class ModuleInfo(TypedDict):
     nPasses: int
     nOps: int
     kind: NotRequired[Literal["function"]]
+    outputs: NotRequired[list[list[ModuleOutputInfo]]]
 
 
 # [parameter name, its shape]: a TypeScript tuple `[string, number[]]`, a list in JSON.

@@ -108,8 +108,11 @@ def first_consumers(by_label: Mapping[str, OpRecord]) -> dict[str, OpRecord]:
     return found
 
 
-def module_list(modules: Mapping[str, ModuleInfo]) -> list[protocol.ModuleInfo]:
-    """Every module that ran, each after its parent (the frontend builds the tree in one pass)."""
+def module_list(
+    modules: Mapping[str, ModuleInfo], by_label: Mapping[str, OpRecord] | None = None
+) -> list[protocol.ModuleInfo]:
+    """Every module that ran, each after its parent (the frontend builds the tree in one pass);
+    with `by_label`, each with its outputs per pass (module_outputs)."""
     out: list[protocol.ModuleInfo] = []
     done: set[str] = set()
     # A loop, not a recursive closure: a function that refers to itself is a reference
@@ -122,7 +125,7 @@ def module_list(modules: Mapping[str, ModuleInfo]) -> list[protocol.ModuleInfo]:
             at = modules[at].parent
         for pending in reversed(chain):
             done.add(pending)
-            out.append(_module_info(modules[pending]))
+            out.append(_module_info(modules[pending], by_label))
     return out
 
 
@@ -141,14 +144,45 @@ def function_list(nodes: Sequence[OpRecord]) -> list[protocol.ModuleInfo]:
     ]
 
 
-def _module_info(info: ModuleInfo) -> protocol.ModuleInfo:
-    return {
+def _module_info(info: ModuleInfo, by_label: Mapping[str, OpRecord] | None) -> protocol.ModuleInfo:
+    entry: protocol.ModuleInfo = {
         "address": info.address,
         "className": info.class_name,
         "parent": info.parent,
         "nPasses": int(info.n_passes),
         "nOps": int(info.n_ops),
     }
+    if by_label is not None and info.outputs:
+        entry["outputs"] = module_outputs(info, by_label)
+    return entry
+
+
+def module_outputs(
+    info: ModuleInfo, by_label: Mapping[str, OpRecord]
+) -> list[list[protocol.ModuleOutputInfo]]:
+    """Per pass (1, 2, ...), every tensor the module returned: its path in the value returned,
+    the node and output that made it, its shape. The box's shape line and the inspector's
+    list of outputs both read this one list."""
+    passes = range(1, max(info.outputs) + 1)
+    return [
+        [
+            {
+                "path": leaf.path,
+                "node": label,
+                "output": leaf.output,
+                "shape": _output_shape(by_label.get(label), leaf.output),
+            }
+            for label, leaf in zip(info.outputs.get(p, []), info.output_leaves_of(p), strict=True)
+        ]
+        for p in passes
+    ]
+
+
+def _output_shape(record: OpRecord | None, output: int) -> list[int] | None:
+    if record is None:
+        return None
+    shapes = record.shapes or ((record.shape,) if record.shape is not None else ())
+    return list(shapes[output]) if output < len(shapes) else None
 
 
 # GraphPayload.noRerun of a widget showing a log without its model
@@ -234,7 +268,7 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         "error": error_text(log.error),
         "failedOp": log.failed_op,
         "nOps": len(log.ops),
-        "modules": module_list(log.modules) + function_list(log.ops),
+        "modules": module_list(log.modules, by_label) + function_list(log.ops),
         "repeatedBlocks": [list(group) for group in log.repeated_blocks],
         "unrolled": {"nodes": u_nodes, "edges": u_edges},
         "rolled": {"nodes": r_nodes, "edges": r_edges},

@@ -31,6 +31,7 @@ from lens_widget.widget.graph_protocol import (  # noqa: F401
     LeafInfo,
     LeafKind,
     ModuleInfo,
+    ModuleOutputInfo,
     NodeInfo,
     NodeKind,
     ParamEntry,

@@ -40,6 +40,20 @@ export function outputKind(id: string): string | null {
   return parts.length >= 3 && parts[0] === "output" ? `output.${parts[1]}` : null;
 }
 
+// An output group of this many outputs or fewer is titled by their names.
+const NAMED_OUTPUTS = 4;
+
+/** An output group's title: the names of a few named outputs ("boxes, labels, scores" for a
+ * detector's list of dicts, where "0 ×3" said nothing), else their kind and count
+ * ("past_key_values ×48", "kv ×4" of four numbered ones). */
+export function outputGroupTitle(g: { address: string; className: string; members: readonly string[] }): string {
+  const prefix = `${g.address}.`;
+  const names = g.members.map((id) => (id.startsWith(prefix) ? id.slice(prefix.length) : id));
+  // positions alone ("0, 1, 2, 3" of a list of caches) say less than their kind and count
+  const named = names.some((n) => !/^\d+$/.test(n.split(".")[0]));
+  return named && names.length <= NAMED_OUTPUTS ? names.join(", ") : `${g.className} ×${names.length}`;
+}
+
 function within(address: string, block: string): boolean {
   return address === block || address.startsWith(`${block}.`);
 }

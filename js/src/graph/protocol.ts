@@ -130,6 +130,17 @@ export interface ModuleInfo {
   // "function": not a module but a plain function of the model's code its parent's forward
   // called (address "transformer.create_causal_mask()", className its name): a box of its ops
   kind?: "function";
+  // per pass (index pass - 1), every tensor it returned, in order; absent for a function box
+  // and for a module that returned no tensor. The box's shape line and the module inspector
+  // both read this list.
+  outputs?: ModuleOutputInfo[][];
+}
+
+export interface ModuleOutputInfo {
+  path: string; // where it sat in the value returned: "boxes", "0", "0.scores"; "" for a lone tensor
+  node: string; // unrolled id of the node that made it
+  output: number; // which of that node's outputs it is (a topk's indices: 1)
+  shape: number[] | null;
 }
 
 export interface ViewGraph {

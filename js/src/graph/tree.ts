@@ -3,7 +3,8 @@
 // boxes show.
 import { type Chunk, chunkNodes } from "./chunks";
 import { type AddedKind, foldView } from "./folds";
-import type { GraphPayload, ModuleInfo, NodeInfo, ViewGraph, ViewName } from "./protocol";
+import { passOutputs } from "./moduleOutputs";
+import type { GraphPayload, ModuleInfo, ModuleOutputInfo, NodeInfo, ViewGraph, ViewName } from "./protocol";
 import { wrapperPrefix } from "./wrapperPrefix";
 
 export const ROOT = "";
@@ -22,6 +23,9 @@ export interface GroupNode {
   nNodes: number; // nodes in the whole subtree, and of them params/buffers/consts
   nSources: number;
   outShape: number[] | null; // shape of the last value leaving the group
+  // a module's outputs (ModuleInfo.outputs of its pass; the rolled view: those all passes
+  // share), null for other groups: its box's shape line says them, not outShape
+  outputs: ModuleOutputInfo[] | null;
   className: string;
   // Times it ran: a module's passes; in the rolled view a folded block's passes times its blocks.
   nPasses: number;
@@ -99,6 +103,7 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
       nSources: 0,
       outShape: null,
       prefix,
+      outputs: null,
     };
     const chunk = chunks.get(key);
     if (chunk)
@@ -136,6 +141,7 @@ export function buildModel(payload: GraphPayload, viewName: ViewName): GraphMode
         : (mod?.className ?? (key === ROOT ? payload.modelClass : address.split(".").pop() || "Module")),
       nPasses: (mod?.nPasses ?? 1) * (folds.repeat.get(address) ?? 1),
       kind: isFunction ? "function" : "module",
+      outputs: isFunction ? null : passOutputs(mod, pass),
       members: NONE,
       aliases: folds.aliases.get(address) ?? NONE,
       chunk: null,

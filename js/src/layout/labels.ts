@@ -1,5 +1,7 @@
 // Text shown on nodes and collapsed modules, and the box sizes derived from it.
 import { CHUNK_MARK } from "../graph/chunks";
+import { outputGroupTitle } from "../graph/folds";
+import { outputsShapeText } from "../graph/moduleOutputs";
 import type { NodeInfo, ViewName } from "../graph/protocol";
 import type { GroupNode } from "../graph/tree";
 import { unwrapped } from "../graph/wrapperPrefix";
@@ -98,7 +100,7 @@ export function nodeLines(n: NodeInfo): [string, string] {
 }
 
 export function groupLines(g: GroupNode, view: ViewName): [string, string, string] {
-  const shape = shapeText(g.outShape);
+  const shape = g.outputs ? outputsShapeText(g.outputs) : shapeText(g.outShape);
   const shown = (address: string): string => unwrapped(address, g.prefix);
   const ops = `${fmtCount(g.nOps)} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
   if (g.kind === "stack")
@@ -114,7 +116,7 @@ export function groupLines(g: GroupNode, view: ViewName): [string, string, strin
     ];
   }
   if (g.kind === "outputs")
-    return [clip(`${g.className} ×${g.members.length}`), clipMiddle(shown(g.address)), `${g.members.length} outputs`];
+    return [clip(outputGroupTitle(g)), clipMiddle(shown(g.address)), `${g.members.length} outputs`];
   const passes =
     view === "rolled" && g.nPasses > 1 ? ` ×${g.nPasses}` : g.pass && g.nPasses > 1 ? ` (${g.pass}/${g.nPasses})` : "";
   return [clip(g.className + passes), clipMiddle(shown(g.address)), clip(ops)];

@@ -37,6 +37,8 @@ export class ActivationPanel {
   private saved = true;
   private noValues: string | null = null; // why the op has no values at all (meta device, torch.func transform)
   private choice: ValueChoice | null = null; // set when the gradient is plotted
+  // a module's output plotted: the module inspector's picker chooses it, not the op's own
+  private ofModule = false;
   private last: Activation | null = null;
   private mainPlot = h("div", "lens-plot");
   private noValuesEl = h("div", "lens-note lens-no-values"); // "3 NaN, 1 Inf cells shown grey"
@@ -65,7 +67,15 @@ export class ActivationPanel {
 
   /** Shows output 0 of unrolled node `id` (`saved`: the kernel has it), or its gradient;
    * `noValues` says why the op has no values to save (the meta device, a torch.func transform). */
-  load(id: string, saved: boolean, choice?: ValueChoice, noValues?: string, keepPicks = false): void {
+  load(
+    id: string,
+    saved: boolean,
+    choice?: ValueChoice,
+    noValues?: string,
+    keepPicks = false,
+    output?: number, // which of the op's outputs (a module's output picked): 0 unless said
+  ): void {
+    this.ofModule = output !== undefined;
     this.noValues = noValues ?? null;
     this.choice = choice?.value === "grad" ? choice : null;
     // `keepPicks`: the same op on another side, pass or value: its output stays picked (a
@@ -79,7 +89,7 @@ export class ActivationPanel {
           : { output: old.output };
     this.params = this.choice
       ? { id, value: "grad", ...(this.choice.backwardPass ? { backwardPass: this.choice.backwardPass } : {}) }
-      : { ...kept, id };
+      : { ...kept, id, ...(output ? { output } : {}) };
     this.saved = saved;
     this.reload();
   }
@@ -116,7 +126,7 @@ export class ActivationPanel {
       dims.dataset.testid = "activation-dims";
       controls.append(dims);
     }
-    if (r.nOutputs > 1) {
+    if (r.nOutputs > 1 && !this.ofModule) {
       const sel = document.createElement("select");
       sel.className = "lens-select";
       sel.dataset.testid = "output-picker";

@@ -15,6 +15,7 @@ import { CallSection } from "./callSection";
 import { shortPath } from "./format";
 import { inspectorHead } from "./inspectorHead";
 import { moduleFacts } from "./moduleFacts";
+import { moduleOutputLinks, moduleOutputPicker } from "./moduleOutputList";
 import { nodeLinks } from "./nodeLinks";
 import { OpFacts } from "./opFacts";
 import { passPicker } from "./pickers";
@@ -152,6 +153,7 @@ export class Inspector {
     this.module = shown;
     this.el.hidden = false;
     this.activation.clear();
+    this.activation.section.head.querySelector("[data-testid=module-output-picker]")?.remove();
     this.attention.dispose();
     this.call.clear();
     const name = h("span", "lens-insp-func", shown.address || className);
@@ -174,16 +176,31 @@ export class Inspector {
       .then((d) => {
         if (token !== this.moduleToken || this.module !== shown) return;
         const pass = Math.min(Math.max(shown.pass ?? 1, 1), Math.max(d.outputs.length, 1));
-        const output = d.outputs[pass - 1];
-        const box = moduleFacts(d, output ? `output of pass ${pass}: ${output}` : "");
+        // every output of that pass, from the payload's list the box's shape line reads
+        const outputs = model.modules.get(shown.address)?.outputs?.[pass - 1] ?? [];
+        const output = outputs[0]?.node ?? d.outputs[pass - 1];
+        const box = moduleFacts(d, output && d.nPasses > 1 ? `output of pass ${pass}` : "");
         box.dataset.testid = "module-inspector";
         facts.replaceWith(box);
         if (!output) return;
-        const links = this.links("output", [output], true);
-        box.append(links);
+        box.append(
+          outputs.length
+            ? moduleOutputLinks(outputs, (id) => this.deps.selectUnrolled(id))
+            : this.links("output", [output], true),
+        );
         this.body.append(this.activation.el);
-        const node = this.deps.unrolledNode(output);
-        this.activation.load(output, node?.saved ?? true, undefined, node?.noValues ?? undefined);
+        const plot = (i: number): void => {
+          const o = outputs[i];
+          const id = o?.node ?? output;
+          const node = this.deps.unrolledNode(id);
+          this.activation.load(id, node?.saved ?? true, undefined, node?.noValues ?? undefined, false, o?.output);
+        };
+        if (outputs.length > 1) {
+          const head = this.activation.section.head;
+          head.querySelector("[data-testid=module-output-picker]")?.remove();
+          head.append(moduleOutputPicker(outputs, 0, plot));
+        }
+        plot(0);
       })
       .catch((e: Error) => {
         if (token !== this.moduleToken) return;
@@ -264,6 +281,7 @@ export class Inspector {
 
     const actHead = this.activation.section.head;
     actHead.querySelector("[data-testid=pass-picker]")?.remove();
+    actHead.querySelector("[data-testid=module-output-picker]")?.remove(); // a module's, shown before
     if (n.passes.length > 1) actHead.append(passPicker(n.passes, this.pass, (i) => this.pickPass(n, i)));
     if (g) {
       this.valueSwitch.setPasses(g.completedPasses.map((p) => p.index));

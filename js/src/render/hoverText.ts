@@ -1,5 +1,7 @@
 // The whole text of what the pointer is over (the canvas's tooltip): the names drawn on the
 // graph are cut to fit their box (labels.ts), the tooltip never is.
+import { outputGroupTitle } from "../graph/folds";
+import { outputsNamedText } from "../graph/moduleOutputs";
 import type { GraphModel } from "../graph/tree";
 import { GROUP_PREFIX } from "../graph/visibility";
 import { shapeText, stackTitle } from "../layout/labels";
@@ -23,8 +25,13 @@ function groupText(model: GraphModel, key: string): string {
   const g = model.groups.get(key);
   if (!g) return key;
   const where = g.kind === "stack" ? stackTitle(g.members) : g.address;
-  const cls = g.kind === "stack" || g.kind === "outputs" ? `${g.className} ×${g.members.length}` : g.className;
-  const shape = shapeText(g.outShape);
+  const cls =
+    g.kind === "outputs"
+      ? outputGroupTitle(g)
+      : g.kind === "stack"
+        ? `${g.className} ×${g.members.length}`
+        : g.className;
+  const shape = g.outputs ? outputsNamedText(g.outputs) : shapeText(g.outShape);
   const ops = `${fmtCount(g.nOps)} op${g.nOps === 1 ? "" : "s"}${shape ? ` → ${shape}` : ""}`;
   const name = [cls, where].filter(Boolean).join(" ");
   return `${name} · ${ops}`;
