@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lens_widget.capture.monitor import Monitor
-from lens_widget.capture.offload import OffloadError
+from lens_widget.capture.monitor.monitor import Monitor
+from lens_widget.capture.offload.offload import OffloadError
 from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.trace import trace
 from lens_widget.capture.tracing import Tracing, tracing

@@ -19,7 +19,7 @@ import ipywidgets
 import torch
 import traitlets
 
-from lens_widget.capture.offload import offload_spec
+from lens_widget.capture.offload.offload import offload_spec
 from lens_widget.capture.rerun import WorldState
 from lens_widget.capture.save_policy import SaveSpec
 from lens_widget.compare.comparison import LogComparison, OpDiff, compare

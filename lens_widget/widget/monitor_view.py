@@ -13,7 +13,7 @@ from typing import Any
 
 from typing_extensions import Self
 
-from lens_widget.capture.monitor import Monitor
+from lens_widget.capture.monitor.monitor import Monitor
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.step_history import StepHistory, StepStats
 from lens_widget.widget import requests

@@ -17,7 +17,7 @@ from typing import Any, cast
 import torch
 
 from lens_widget.capture.features import Feature
-from lens_widget.capture.interventions import (
+from lens_widget.capture.interventions.interventions import (
     Interventions,
     apply_intervention,
     replace_tensor,

@@ -1,0 +1,2 @@
+"""`intervene=`: an op's or module's output replaced while tracing (`Intervening`, a
+Feature)."""
