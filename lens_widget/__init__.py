@@ -15,8 +15,8 @@ from lens_widget.log.totals import ModuleTotals
 from lens_widget.log.validate import ValidationError, ValidationReport
 from lens_widget.store.format import LogFormatError
 from lens_widget.store.load import load
-from lens_widget.store.monitor_file import load_history as load_monitor
-from lens_widget.store.ranks import MissingRanksWarning, load_ranks
+from lens_widget.store.monitor.monitor_file import load_history as load_monitor
+from lens_widget.store.ranks.ranks import MissingRanksWarning, load_ranks
 
 __all__ = [
     "LogFormatError",
