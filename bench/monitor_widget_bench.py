@@ -26,8 +26,8 @@ import numpy as np
 from playwright.sync_api import sync_playwright
 
 import lens_widget as lw
-from lens_widget.capture.monitor import without_values
-from lens_widget.log.step_history import STAT_NAMES, OpIndex, StepHistory, StepStats
+from lens_widget.capture.monitor.monitor import without_values
+from lens_widget.log.monitor.step_history import STAT_NAMES, OpIndex, StepHistory, StepStats
 from lens_widget.widget import wire
 from model_zoo.torch_nn import chain
 

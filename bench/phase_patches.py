@@ -116,8 +116,10 @@ PATCHES: list[tuple[str, str, str]] = [
         PH["careful path: record (whole)"] += _ns() - _c2
         return out""",
     ),
+    # ---- a record made (op_recording.py)
+    ("capture/op_recording.py", "import weakref\n", "import weakref\n<clock>"),
     (
-        "capture/recorder.py",
+        "capture/op_recording.py",
         """        replay, parent_refs, params = inputs
         tracker = self.tracker
         site, source = find_call_site(frame, outside_path, self.top_frame)
@@ -131,7 +133,7 @@ PATCHES: list[tuple[str, str, str]] = [
         key""",
     ),
     (
-        "capture/recorder.py",
+        "capture/op_recording.py",
         """        stack = tracker.stack
         shapes: tuple""",
         """        stack = tracker.stack
@@ -140,7 +142,7 @@ PATCHES: list[tuple[str, str, str]] = [
         shapes: tuple""",
     ),
     (
-        "capture/recorder.py",
+        "capture/op_recording.py",
         """
         book = self.book
         nodes = book.nodes""",
@@ -151,7 +153,7 @@ PATCHES: list[tuple[str, str, str]] = [
         nodes = book.nodes""",
     ),
     (
-        "capture/recorder.py",
+        "capture/op_recording.py",
         """        if outputs:
             self._note_outputs(node, outputs, node.layer, node.pass_index)
             if self.in_transform:""",

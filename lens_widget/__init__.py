@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lens_widget.capture.monitor import Monitor
-from lens_widget.capture.offload import OffloadError
+from lens_widget.capture.monitor.monitor import Monitor
+from lens_widget.capture.offload.offload import OffloadError
 from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.trace import trace
 from lens_widget.capture.tracing import Tracing, tracing
@@ -15,8 +15,8 @@ from lens_widget.log.totals import ModuleTotals
 from lens_widget.log.validate import ValidationError, ValidationReport
 from lens_widget.store.format import LogFormatError
 from lens_widget.store.load import load
-from lens_widget.store.monitor_file import load_history as load_monitor
-from lens_widget.store.ranks import MissingRanksWarning, load_ranks
+from lens_widget.store.monitor.monitor_file import load_history as load_monitor
+from lens_widget.store.ranks.ranks import MissingRanksWarning, load_ranks
 
 __all__ = [
     "LogFormatError",

@@ -29,15 +29,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from lens_widget.capture.recompute import RecomputeWatcher
-from lens_widget.capture.recorder import Recorder
-
 _mode_enabled = torch._C._is_torch_function_mode_enabled
 _stack_len = torch._C._len_torch_function_stack
 _stack_at = torch._C._get_function_stack_at
 _pop_mode = torch._C._pop_torch_function_stack
 _push_mode = torch._C._push_on_torch_function_stack
-_OUR_MODES = (Recorder, RecomputeWatcher)
+# Set on each mode class of lens_widget's own (the Recorder, the backward capture's
+# RecomputeWatcher): an attribute, so the core names no feature's class.
+OWN_MODE = "lens_widget_own_mode"
 _OVERRIDES = sys.modules["torch.overrides"]  # where the gated forwards read the function
 _NAME = "has_torch_function"
 # The locals torch's fast-path checks keep the reason in
@@ -76,7 +75,7 @@ def _without_our_modes(original: Any, relevant_args: Any) -> Any:
     """`original`'s answer with lens_widget's modes off this thread's mode stack; a stack
     holding a mode of someone else's answers as it is (True)."""
     depth = _stack_len()
-    if not all(isinstance(_stack_at(i), _OUR_MODES) for i in range(depth)):
+    if not all(getattr(_stack_at(i), OWN_MODE, False) for i in range(depth)):
         return original(relevant_args)
     modes = [_pop_mode() for _ in range(depth)]
     try:

@@ -44,7 +44,8 @@ from typing import Any, ClassVar, Protocol
 import torch
 
 from lens_widget.capture.func_facts import FuncFacts
-from lens_widget.capture.tensor_book import Inputs, TensorBook
+from lens_widget.capture.input_resolution import Inputs
+from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves
 

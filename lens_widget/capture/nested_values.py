@@ -18,7 +18,8 @@ from typing import Any, Protocol
 import torch
 
 from lens_widget.capture.func_facts import FuncFacts
-from lens_widget.capture.tensor_book import Inputs, TensorBook, nested_tensor_error
+from lens_widget.capture.input_resolution import Inputs
+from lens_widget.capture.tensor_book import TensorBook, nested_tensor_error
 from lens_widget.log.nested import padded, sample_shapes
 from lens_widget.log.records import OpRecord
 

@@ -18,7 +18,6 @@ Nothing here reads a tensor's values (no device synchronisation).
 from __future__ import annotations
 
 import sys
-import weakref
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -26,8 +25,6 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from lens_widget.capture.arguments import slots_of
-from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
 from lens_widget.capture.features import (
     NOT_HANDLED,
@@ -37,36 +34,30 @@ from lens_widget.capture.features import (
     Steps,
 )
 from lens_widget.capture.func_facts import FACTS, FuncFacts, may_write
+from lens_widget.capture.input_resolution import Inputs
 from lens_widget.capture.links import Layer
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_outputs import ModuleOutputs
 from lens_widget.capture.module_tracker import ModuleTracker
-from lens_widget.capture.nested_values import is_jagged, record_nested
-from lens_widget.capture.op_details import fill_details
+from lens_widget.capture.op_recording import OpRecording
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.section_inputs import SectionInputs
 from lens_widget.capture.tensor_book import (
-    Inputs,
     TensorBook,
     UninitializedInput,
-    nested_tensor_error,
 )
 from lens_widget.capture.transforms import QuietInTransform, transform_running
-from lens_widget.log.records import UNSET_FLOPS, OpRecord
-from lens_widget.log.replay import ReplayCall, tensor_leaves
+from lens_widget.log.records import OpRecord
+from lens_widget.log.replay import ReplayCall
 
 Tensor = torch.Tensor
 
 _NO_KWARGS: dict[str, Any] = {}  # read only
-# parents and parent_args of a record until fill_details makes its lists (read only)
-_UNLINKED: Any = ()
-# OpRecord's "not computed yet" for the metric fields (log/records.py)
-_new_record = object.__new__
 _any_autocast = torch._C._is_any_autocast_enabled
 _mode_stack_depth = torch._C._len_torch_function_stack
 
 
-class Recorder(TorchFunctionMode):
+class Recorder(OpRecording, TorchFunctionMode):
     """Records each torch call as an OpRecord; sources are created on first use.
 
     What runs per op (``__torch_function__``), in order; the collaborators are members,
@@ -104,9 +95,12 @@ class Recorder(TorchFunctionMode):
        ``module_output`` (interventions).
 
     A feature's hooks are bound once when it is attached: a step no feature hooks calls the
-    book's own method, so absent features cost nothing per op. The log is built from the
+    book's own method, so absent features cost nothing per op. Steps 6 and 7 (the record
+    made, its outputs noted) are OpRecording's (op_recording.py). The log is built from the
     recorder after the pass (build_log.py).
     """
+
+    lens_widget_own_mode = True  # torch's fast-path checks look past it (fast_paths.py)
 
     def __init__(
         self,
@@ -277,73 +271,6 @@ class Recorder(TorchFunctionMode):
         inputs = self._resolve_plain(func, args, kwargs)
         return inputs if inputs is not None else self._resolve_any(func, args, kwargs)
 
-    def _record_failure(
-        self, facts: FuncFacts, inputs: Any, writes: Any, err: BaseException, frame: Any
-    ) -> None:
-        node = self.record(facts, inputs, (), writes, frame)
-        node.failed = True
-        node.error = f"{type(err).__name__}: {err}"
-        self.failed = node
-
-    def _record_result_hooked(
-        self,
-        facts: FuncFacts,
-        inputs: Any,
-        writes: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
-        out: Any,
-        frame: Any,
-    ) -> Any:
-        """_record_result with the features' `replace_outputs` (for these outputs only, not
-        a module's identity op) and `result` hooks."""
-        steps, ops = self._steps, self.ops
-        n_ops = len(ops)
-        steps.in_call = True
-        try:
-            out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
-        finally:
-            steps.in_call = False
-        node = ops[-1] if len(ops) > n_ops else None
-        for hook in steps.results:
-            out = hook(node, out)
-        return out
-
-    def _record_result(
-        self,
-        facts: FuncFacts,
-        inputs: Any,
-        writes: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
-        out: Any,
-        frame: Any,
-    ) -> Any:
-        """Record a call that returned `out` (if it returned tensors); give `out` back."""
-        if type(out) is Tensor:
-            outputs: tuple[Tensor, ...] = (out,)
-        elif out is None and facts.name == "__setitem__":
-            outputs = (args[0],)  # x[i] = v: the op's result is the written tensor
-        elif out is None and writes:
-            # Wrote its arguments and returned nothing (torch._fused_adam_): what it wrote is
-            # its result, so later reads of those tensors link to it.
-            outputs = tuple(writes)
-            inputs[0].written_slots = slots_of(args, kwargs, writes)
-        elif isinstance(out, (tuple, list, Tensor)):
-            outputs = tuple(tensor_leaves(out))
-            if any(t.is_nested for t in outputs) and any(map(is_jagged, outputs)):
-                raise nested_tensor_error(next(t for t in outputs if is_jagged(t)))
-        else:
-            outputs = ()
-        if outputs:
-            node = self.record(facts, inputs, outputs, writes, frame)
-            book = self.book
-            if facts.unversioned_alias and type(out) is Tensor:
-                book.aliases[id(out)] = (weakref.ref(out), weakref.ref(args[0]))
-            elif writes and book.aliases:
-                book.note_alias_writes(node, outputs, writes)
-        return out
-
     def _before_call(
         self, facts: FuncFacts, args: tuple[Any, ...], kwargs: Any, replay: ReplayCall
     ) -> list[Tensor]:
@@ -356,97 +283,3 @@ class Recorder(TorchFunctionMode):
         if facts.random and not keeps_nothing:
             keep_rng_state(facts, args, kwargs, replay)
         return writes
-
-    def record(
-        self,
-        facts: FuncFacts,
-        inputs: Inputs,
-        outputs: tuple[Tensor, ...],
-        writes: Any,
-        frame: Any,
-        outside_path: bool = False,
-    ) -> OpRecord:
-        """The op's record. Its links, source line and output metadata are filled after
-        the pass (op_details.py), or at once when a save predicate reads each record; its
-        label too when labels_later; the ``:1`` of a first pass that repeats later is added
-        after the pass. `outside_path`: named after the line that called the module (a
-        module's identity op)."""
-        replay, parent_refs, params = inputs
-        tracker = self.tracker
-        site, source = find_call_site(frame, outside_path, self.top_frame)
-        key = (tracker.path, facts.name, site)
-        stack = tracker.stack
-        shapes: tuple[tuple[int, ...], ...] = ()  # one output: filled with its shape later
-        nbytes = 0
-        if outputs:
-            first = outputs[0]
-            try:
-                size: torch.Size | None = first.shape
-                if len(outputs) > 1:
-                    shapes = tuple([tuple(t.shape) for t in outputs])
-                    nbytes = sum([t.numel() * t.element_size() for t in outputs])
-            except RuntimeError:  # a nested tensor (a fast path's) has no sizes: padded
-                if any(t.is_nested for t in outputs):
-                    return record_nested(self, facts, inputs, outputs, writes, frame, outside_path)
-                raise
-            dtype: torch.dtype | None = first.dtype
-            device: torch.device | None = first.device
-            grad = first.requires_grad  # kernels differ with it (FLOPs replay it)
-        else:
-            size, dtype, device, grad = None, None, None, False
-
-        book = self.book
-        nodes = book.nodes
-        # OpRecord's fields set by name without its __init__ (a keyword call costs ~1 µs
-        # more per op): every field, init=False ones too (test_records_by_name checks).
-        node = _new_record(OpRecord)
-        node.label = ""  # given by the layers (links.py), now or after the pass
-        node.kind = "op"
-        node.func = facts.name
-        node.index = len(nodes)
-        node.layer = ""
-        node.pass_index = 0
-        node.n_passes = 1
-        node.module = stack[-1][0] if stack else ""
-        node.module_stack = stack
-        node.function = ""  # named after the pass, per layer (helper_calls.py)
-        node.shape = None  # shape, dtype, device: filled from the Pending entry
-        node.dtype = None
-        node.device = None
-        node.nbytes = nbytes
-        node.requires_grad = grad
-        node.shapes = shapes
-        node.params = params
-        node.parents = _UNLINKED
-        node.parent_args = _UNLINKED
-        node.children = []
-        node.from_input = False
-        node.feeds_output = False
-        node.source = ""
-        node.source_code = ""
-        node.inplace = bool(writes)
-        node.failed = False
-        node.error = None
-        node.time_ms = None
-        node.intervened = False
-        node.activations = None
-        node.nested_shapes = None  # a nested output's: set by record_nested
-        node.replay = (replay, parent_refs)
-        node._flops = UNSET_FLOPS
-        node._stats = None
-        node.grads = None
-        nodes.append(node)
-        self.ops.append(node)
-        if book.labels_later:
-            book.pending.append((node, source, size, dtype, device, key))  # pyright: ignore[reportOptionalMemberAccess]  # labels_later implies pending is a list
-        else:
-            book.layers.place(node, key)
-            if book.pending is None:  # a save predicate will read the record: fill it now
-                fill_details(book.details, [(node, source, size, dtype, device, None)], None)
-            else:
-                book.pending.append((node, source, size, dtype, device, None))
-        if outputs:
-            self._note_outputs(node, outputs, node.layer, node.pass_index)
-            if self.in_transform:
-                book.note_transform_outputs(node, outputs)
-        return node

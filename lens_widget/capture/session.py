@@ -18,28 +18,31 @@ from typing import Any
 
 import torch
 
-from lens_widget.capture.backward_capture import BackwardCapture
+from lens_widget.capture.backward.backward_capture import BackwardCapture
 from lens_widget.capture.build_log import SectionTop, build_log
-from lens_widget.capture.dispatch_hooks import DispatchHooks
-from lens_widget.capture.distributed_capture import DistributedCapture, distributed_active
+from lens_widget.capture.dispatch.dispatch_hooks import DispatchHooks
+from lens_widget.capture.distributed.distributed_capture import (
+    DistributedCapture,
+    distributed_active,
+)
 from lens_widget.capture.fast_paths import FastPaths, unkept_fast_paths
-from lens_widget.capture.intervening import Intervening
-from lens_widget.capture.interventions import InterventionFn, Interventions
+from lens_widget.capture.interventions.intervening import Intervening
+from lens_widget.capture.interventions.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.named_leaves import named_arguments
 from lens_widget.capture.new_parameters import ParameterWatch
-from lens_widget.capture.offload import Offload, OffloadSpec
+from lens_widget.capture.offload.offload import Offload, OffloadSpec
 from lens_widget.capture.old_generation import (
     collect_young_generations,
     promote_to_old_generation,
 )
-from lens_widget.capture.op_timing import Timing
 from lens_widget.capture.partial_log import attach_partial_log
 from lens_widget.capture.python_wrappers import PythonWrappers
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.recursion import recursion_headroom
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
 from lens_widget.capture.tensor_book import nested_tensor_error
+from lens_widget.capture.timing.op_timing import Timing
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 

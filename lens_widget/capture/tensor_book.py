@@ -1,6 +1,6 @@
 """Which node produced each tensor: sources made on first use, the inputs of a call
-resolved to their producers, the producers (and saved values) of a call's outputs, and the
-names of dtypes and devices.
+resolved to their producers (input_resolution.py), the producers (and saved values) of a
+call's outputs, and the names of dtypes and devices.
 
 The recorder's (recorder.py) member `book`: the per-op path asks it to resolve the inputs
 and to note the outputs of each call. Everything here runs inside the recorder's
@@ -17,17 +17,9 @@ from typing import Any
 import torch
 from torch.nn.parameter import is_lazy
 
-from lens_widget.capture.arguments import (
-    ALL_SLOTS,
-    LEAF_TYPES,
-    MAX_FAST_ARGS,
-    POSITION_TEXT,
-    SLOTS,
-    is_literal,
-    scan_call,
-)
 from lens_widget.capture.call_site import find_call_site
-from lens_widget.capture.links import Layers, ParentRefs
+from lens_widget.capture.input_resolution import InputResolution
+from lens_widget.capture.links import Layers
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.op_details import (
@@ -43,22 +35,14 @@ from lens_widget.capture.transforms import (
     inner_tensors,
     is_wrapped,
     plain_tensor,
-    transform_running,
 )
-from lens_widget.log.records import NodeKind, OpRecord, ParamUse
-from lens_widget.log.replay import ReplayCall
+from lens_widget.log.records import NodeKind, OpRecord
 
 # What a source's node is noted with by the features that watch sources (features.py)
 SourceHook = Callable[[torch.Tensor, OpRecord], None]
 
 Tensor = torch.Tensor
-# A call's inputs: its replay template, its tensor arguments' producers, the params it reads
-Inputs = tuple[ReplayCall, ParentRefs, tuple[ParamUse, ...]]
 Parameter = torch.nn.Parameter
-_NO_KWARGS: dict[str, Any] = {}  # the kwargs of every replay template without any: read only
-_new_object = object.__new__
-# What _resolve_tensor returns for a tensor of a torch.func transform (a dict: never literals)
-_NOT_PLAIN: Any = {}
 
 
 def nested_tensor_error(tensor: Tensor) -> TypeError:
@@ -76,7 +60,7 @@ class UninitializedInput(Exception):
     (``nn.LazyLinear``'s ``weight.data = torch.empty(...)``): a node needs a shape."""
 
 
-class TensorBook:
+class TensorBook(InputResolution):
     """The tensor -> node bookkeeping of a trace."""
 
     tracker: ModuleTracker  # set by the recorder: where sources are first used
@@ -303,142 +287,24 @@ class TensorBook:
             if base is not None and index is not None:
                 self.point(base, node, index)
 
+    def replace_output(self, node: OpRecord, index: int, new: Tensor) -> None:
+        """Output `index` of `node` is now `new` (an intervention replaced it): later reads of
+        `new` link to it, and a value the node keeps becomes `new`."""
+        self.point(new, node, index)
+        saved = node.activations
+        if saved is not None:
+            outputs = (*saved[:index], new, *saved[index + 1 :])
+            versions: Any = (
+                (-1 if self.keeps_nothing else self._version(new))
+                if len(outputs) == 1
+                else tuple(self._version(t) for t in outputs)
+            )
+            self.values.keep(node, outputs, versions)
+
     def producer_of(self, tensor: Tensor) -> tuple[OpRecord, int] | None:
         entry = self._producers.get(id(tensor))
         if entry is not None and entry[0]() is tensor:
             return entry[1], entry[2]
         return None
-
-    def resolve_plain_inputs(
-        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> Inputs | None:
-        """The call's replay template, its tensor arguments' producers and the params it
-        reads (Inputs), for plain tensors and literals (scalars, slices, flat tuples and
-        lists of them: shapes, dims, indices), positional or keyword (the hot path; torch's
-        Python wrappers such as F.layer_norm pass tensors by keyword); None for any other
-        call. One pass over the arguments resolves the tensors and makes the template."""
-        if len(args) + (len(kwargs) if kwargs else 0) > MAX_FAST_ARGS:
-            return None
-        parent_refs: ParentRefs = []
-        literals: dict[int, Tensor] | None = None
-        # positional: the arguments as they are, a slot where a tensor was (made on the
-        # first literal after a tensor, or the first tensor after a literal)
-        template: list[Any] | None = None
-        for i, value in enumerate(args):
-            kind = type(value)
-            if kind is Tensor or kind is Parameter:
-                slot = len(parent_refs)
-                position = POSITION_TEXT[i]
-                literals = self._resolve_tensor(func, position, value, parent_refs, literals)
-                if literals is _NOT_PLAIN:
-                    return None
-                if template is not None:
-                    template[i] = SLOTS[slot]
-                elif slot != i:  # literals before it: the template starts here
-                    template = list(args)
-                    template[i] = SLOTS[slot]
-            elif kind in LEAF_TYPES or is_literal(value):
-                if template is None and parent_refs:  # tensors before it
-                    template = [*SLOTS[: len(parent_refs)], *args[len(parent_refs) :]]
-            else:
-                return None
-        n_positional = len(parent_refs)
-        if template is not None:
-            args_template: tuple[Any, ...] = tuple(template)
-        elif n_positional:  # only tensors: a shared template
-            args_template = ALL_SLOTS[n_positional]
-        else:
-            args_template = args
-        kwargs_template = _NO_KWARGS
-        if kwargs:
-            kwargs_template = dict(kwargs)
-            for key, value in kwargs.items():
-                kind = type(value)
-                if kind is Tensor or kind is Parameter:
-                    slot = len(parent_refs)
-                    literals = self._resolve_tensor(func, key, value, parent_refs, literals)
-                    if literals is _NOT_PLAIN:
-                        return None
-                    kwargs_template[key] = SLOTS[slot]
-                elif kind not in LEAF_TYPES and not is_literal(value):
-                    return None
-        # ReplayCall(func, args_template, kwargs_template) without its __init__'s frame
-        replay = _new_object(ReplayCall)
-        replay.func, replay.args, replay.kwargs = func, args_template, kwargs_template
-        if literals is not None:
-            replay.literals = literals
-        return replay, parent_refs, ()  # params: filled after the pass (op_details)
-
-    def _resolve_tensor(
-        self,
-        func: Callable[..., Any],
-        position: str,
-        value: Tensor,
-        parent_refs: ParentRefs,
-        literals: dict[int, Tensor] | None,
-    ) -> dict[int, Tensor] | None:
-        """Append (position, producer, output index) of a plain tensor argument; the
-        literals (a copy of a value no node holds), or _NOT_PLAIN when the tensor belongs to
-        a torch.func transform (the careful path records that call)."""
-        entry = self._producers.get(id(value))
-        if entry is not None and entry[0]() is value:
-            if not self.keeps_nothing:  # a write matters only to saved values
-                # Written through another view since it was produced (its version moved):
-                # no node holds its current value, so the replay keeps a copy.
-                try:
-                    version = value._version if self.track_versions else self._version(value)
-                except RuntimeError:  # an inference tensor made outside the trace
-                    version = self._version(value)
-                if version != entry[3]:
-                    literals = self._literal(literals, len(parent_refs), value)
-            parent_refs.append((position, entry[1], entry[2]))
-        elif is_wrapped(value) or transform_running():
-            return _NOT_PLAIN
-        else:
-            parent, output_index = self._source_for(value, func)
-            parent_refs.append((position, parent, output_index))
-        return literals
-
-    def resolve_any_inputs(
-        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> Inputs:
-        """resolve_plain_inputs for any call: nested containers, keywords, Tensor subclasses."""
-        args_template, kwargs_template, found = scan_call(args, kwargs)
-        parent_refs: ParentRefs = []
-        literals: dict[int, Tensor] | None = None
-        for slot, (position, tensor) in enumerate(found):
-            parent_and_index = self.producer_of(tensor)
-            if parent_and_index is not None:
-                parent, output_index = parent_and_index
-                version = self._producers[id(tensor)][3]
-                if not self.keeps_nothing and version != self._version(tensor):
-                    literals = self._literal(literals, slot, tensor)
-            else:
-                parent, output_index = self._source_for(tensor, func)
-            parent_refs.append((position, parent, output_index))
-        replay = ReplayCall(func, args_template, kwargs_template)
-        if literals is not None:
-            replay.literals = literals
-        return replay, parent_refs, ()  # params: filled after the pass (op_details)
-
-    def _version(self, tensor: Tensor) -> int:
-        if self.track_versions:
-            try:
-                return tensor._version
-            except RuntimeError:  # an inference tensor made outside the trace
-                pass
-        return self.values.version(tensor)
-
-    @staticmethod
-    def _literal(
-        literals: dict[int, Tensor] | None, slot: int, tensor: Tensor
-    ) -> dict[int, Tensor]:
-        """Written through another view since it was produced: keep its value now."""
-        with torch.no_grad():
-            copy = tensor.detach().clone()
-        if literals is None:
-            return {slot: copy}
-        literals[slot] = copy
-        return literals
 
     dtype_name = staticmethod(dtype_name)

@@ -11,10 +11,10 @@ from typing import Any
 import torch
 
 from lens_widget.capture.build_log import SectionTop
-from lens_widget.capture.distributed_capture import unwrap_data_parallel
-from lens_widget.capture.interventions import InterventionFn
+from lens_widget.capture.distributed.distributed_capture import unwrap_data_parallel
+from lens_widget.capture.interventions.interventions import InterventionFn
 from lens_widget.capture.model_names import ModelNames
-from lens_widget.capture.offload import offload_spec
+from lens_widget.capture.offload.offload import offload_spec
 from lens_widget.capture.partial_log import attach_partial_log
 from lens_widget.capture.save_policy import SavePolicy, SaveSpec
 from lens_widget.capture.session import Session

@@ -1,7 +1,7 @@
 """Saved values that live on disk: which safetensors file (and which entry of it) holds the
 memory behind a tensor of the log, and the files mapped back as tensors.
 
-A trace with ``offload=`` (capture/offload.py) writes saved values into safetensors shards
+A trace with ``offload=`` (capture/offload/offload.py) writes saved values into safetensors shards
 while the pass runs and puts views of the mapped files in their place; a loaded log's
 tensors are views of its mapped files too. `DiskValues` is what the log keeps of that: a
 save (store/save.py) finds a value's file here and links the file instead of copying it.

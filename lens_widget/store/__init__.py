@@ -1,0 +1,2 @@
+"""Files: save, load, ONNX, pandas. Feature folders: monitor/ (the monitor's files),
+ranks/ (`lw.load_ranks`)."""

@@ -21,7 +21,7 @@ from lens_widget.store.format import JSON_FILE, fail
 from lens_widget.store.tensor_table import TensorTable
 
 _WHERE = f"{JSON_FILE}: backward"
-# The attributes of a backward graph node, as capture/backward_log.py sets them.
+# The attributes of a backward graph node, as capture/backward/backward_log.py sets them.
 _NODE_FIELDS = (
     "grad_fn", "forward_op", "within_op", "order", "backward_pass", "passes", "grad_shapes",
     "leaf",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lens_widget.capture.interventions import InterventionFn
+from lens_widget.capture.interventions.interventions import InterventionFn
 from lens_widget.log.records import OpRecord
 from lens_widget.widget import protocol
 from lens_widget.widget.checks import quote, require_int

@@ -11,7 +11,7 @@ from typing import Literal
 # No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
 from typing_extensions import NotRequired, TypedDict
 
-from lens_widget.widget.rank_protocol import CollectiveNodeInfo, PlacementInfo, RanksInfo
+from lens_widget.widget.ranks.rank_protocol import CollectiveNodeInfo, PlacementInfo, RanksInfo
 
 NodeKind = Literal["input", "param", "buffer", "const", "op", "output"]
 ViewName = Literal["rolled", "unrolled"]

@@ -19,7 +19,7 @@ import ipywidgets
 import torch
 import traitlets
 
-from lens_widget.capture.offload import offload_spec
+from lens_widget.capture.offload.offload import offload_spec
 from lens_widget.capture.rerun import WorldState
 from lens_widget.capture.save_policy import SaveSpec
 from lens_widget.compare.comparison import LogComparison, OpDiff, compare
@@ -31,10 +31,10 @@ from lens_widget.widget.bundle import MISSING_ESM, bundle_text
 from lens_widget.widget.cell_gate import cell_gate
 from lens_widget.widget.dim_names import DimNames
 from lens_widget.widget.model_reruns import ModelReruns
-from lens_widget.widget.monitor_view import MONITOR_VALUES, MonitorView
+from lens_widget.widget.monitor.monitor_view import MONITOR_VALUES, MonitorView
 from lens_widget.widget.page_output import PageOutput
 from lens_widget.widget.payload import NO_MODEL, build_payload
-from lens_widget.widget.rank_view import RankView
+from lens_widget.widget.ranks.rank_view import RankView
 from lens_widget.widget.request_dispatch import RequestDispatch, answer_message
 from lens_widget.widget.state_note import STATE_NOTE_CSS
 from lens_widget.widget.view_ids import ViewIds
@@ -72,7 +72,7 @@ class LensWidget(
     view = traitlets.Enum(("unrolled", "rolled"), default_value="unrolled").tag(sync=True)
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
-    # The monitor view (from_monitor, widget/monitor_view.py): its steps; the step shown
+    # The monitor view (from_monitor, widget/monitor/monitor_view.py): its steps; the step shown
     monitor = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     step = traitlets.Int(-1, min=-1).tag(sync=True)  # -1: follow the latest step
     # The graph's height in px; the handle under it drags it (js/src/controls/heightHandle.ts).

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from lens_widget.capture.interventions import InterventionFn
+from lens_widget.capture.interventions.interventions import InterventionFn
 from lens_widget.capture.rerun import WorldState, save_also
 from lens_widget.capture.save_policy import SaveSpec
 from lens_widget.capture.trace import trace

@@ -40,7 +40,7 @@ from lens_widget.widget.graph_protocol import (  # noqa: F401
 )
 
 # The monitor view's part (names re-exported likewise)
-from lens_widget.widget.monitor_protocol import (  # noqa: F401
+from lens_widget.widget.monitor.monitor_protocol import (  # noqa: F401
     MonitorFirstNonfinite,
     MonitorInfo,
     MonitorMode,
@@ -56,7 +56,7 @@ from lens_widget.widget.monitor_protocol import (  # noqa: F401
 )
 
 # The rank view's part (LensWidget.from_logs, collectives; names re-exported likewise)
-from lens_widget.widget.rank_protocol import (  # noqa: F401
+from lens_widget.widget.ranks.rank_protocol import (  # noqa: F401
     CollectiveNodeInfo,
     CollectivePhase,
     PlacementInfo,

@@ -13,7 +13,7 @@ from typing import Literal
 from typing_extensions import NotRequired, TypedDict
 
 from lens_widget.widget.graph_protocol import AblationKind
-from lens_widget.widget.monitor_protocol import MonitorSeriesResult, MonitorStepResult
+from lens_widget.widget.monitor.monitor_protocol import MonitorSeriesResult, MonitorStepResult
 
 PlotKind = Literal["scalar", "line", "heatmap", "images", "sequence"]
 CompareSide = Literal["a", "b", "diff"]

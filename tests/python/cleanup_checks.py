@@ -345,7 +345,7 @@ def captures_alive() -> int:
     """BackwardCapture objects alive after a full collection. Tests compare counts before and
     after their own trace: a log kept by an earlier test (a widget stays registered with
     ipywidgets, a partial log's traceback holds its frames) may hold one of its own."""
-    from lens_widget.capture.backward_capture import BackwardCapture
+    from lens_widget.capture.backward.backward_capture import BackwardCapture
 
     gc.collect()
     return sum(type(o) is BackwardCapture for o in gc.get_objects())

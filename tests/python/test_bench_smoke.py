@@ -135,7 +135,8 @@ def test_trace_phases_anchors_match_the_recorder(tmp_path):
     from bench.trace_phases import instrumented_copy
 
     instrumented_copy(tmp_path)  # exits naming an anchor that no longer matches
-    recorder = (tmp_path / "lens_widget" / "capture" / "recorder.py").read_text()
+    capture = tmp_path / "lens_widget" / "capture"
+    recorder = "".join((capture / n).read_text() for n in ("recorder.py", "op_recording.py"))
     assert recorder.count('PH["') >= 10 and "thread_time_ns" in recorder
 
 

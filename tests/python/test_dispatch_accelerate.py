@@ -1,4 +1,4 @@
-"""Models dispatched with accelerate trace as the model they are (capture/dispatch_hooks.py).
+"""Models dispatched with accelerate trace as the model they are (capture/dispatch/).
 
 Each case is compared with the same weights traced undispatched: the same ops, labels,
 modules and graph; parameter sources under the model's names with their real values; none

@@ -17,6 +17,19 @@ No other import from a layer above is allowed anywhere, at module level, under
 TYPE_CHECKING or in a function body; these facade imports run only when the method is
 called, so they are left out of the cycle check.
 
+Core and features. In each layer the core is the modules at the top of its folder; each
+optional feature is a subfolder, with the same name in every layer where it has files
+(capture/offload/, widget/monitor/, store/monitor/, log/monitor/...):
+
+    a feature's folder may import the core of its layer and the layers below, and its own
+    feature's folders in the layers below (widget/monitor/ -> log/monitor/);
+    the core imports no feature: features attach through `Feature` hooks (capture), the
+    request table and the facade tables. The few core modules that compose features (the
+    session building the recorder with the features a trace's options ask for, the widget
+    class made of its feature mixins, the protocol re-exporting each feature's shapes) are
+    named in SEAMS, each with the features it composes and why;
+    features do not import each other, except a pair FEATURE_PAIRS names with its reason.
+
 Read from the source with ast, so imports inside functions and under TYPE_CHECKING count
 too: hiding a cycle in a function body or a type-only import still fails here.
 """
@@ -78,7 +91,10 @@ def imported_modules(path: Path, name: str, known: set[str]) -> set[Import]:
 
 
 # module -> the class whose FACADE table (in that module) names its upward imports
-FACADE_CLASSES = {"lens_widget.log.model_log": "ModelLog", "lens_widget.capture.monitor": "Monitor"}
+FACADE_CLASSES = {
+    "lens_widget.log.model_log": "ModelLog",
+    "lens_widget.capture.monitor.monitor": "Monitor",
+}
 
 
 def facade(root: Path, module: str = "lens_widget.log.model_log") -> dict[str, str]:
@@ -102,12 +118,20 @@ def is_facade_import(importer: str, found: Import, tables: dict[str, dict[str, s
     return tables[importer].get(found.scope.removeprefix(f"{owner}.")) == found.target
 
 
+def feature_of(path: Path, root: Path) -> str | None:
+    """The feature a file belongs to (the subfolder of its layer it is in), or None: the core."""
+    parts = path.relative_to(root).parts  # ("capture", "offload", "offload.py")
+    return parts[1] if len(parts) >= 3 else None
+
+
 def import_graph(root: Path = PACKAGE) -> nx.DiGraph:
     """Modules and the imports that run when they load (facade imports left out)."""
     files = {module_name(p, root): p for p in root.rglob("*.py")}
     tables = {module: facade(root, module) for module in FACADE_CLASSES}
     graph = nx.DiGraph()
-    graph.add_nodes_from(files)
+    graph.add_nodes_from(
+        (name, {"feature": feature_of(path, root)}) for name, path in files.items()
+    )
     for name, path in files.items():
         for found in imported_modules(path, name, set(files)):
             if found.target != name and not is_facade_import(name, found, tables):
@@ -144,8 +168,62 @@ def forbidden(importer: str, imported: str) -> str | None:
     return None
 
 
+# Core modules that compose features: module -> {feature: why it imports that feature}.
+SEAMS: dict[str, dict[str, str]] = {
+    "lens_widget.capture.session": dict.fromkeys(
+        ("backward", "dispatch", "distributed", "interventions", "offload", "timing"),
+        "the composition root: builds the Recorder with the Feature each option asks for",
+    ),
+    **dict.fromkeys(
+        ("lens_widget.capture.trace", "lens_widget.capture.tracing"),
+        dict.fromkeys(
+            ("distributed", "interventions", "offload"),
+            "the options a trace takes (a DDP wrapper, intervene=, offload=), checked up front",
+        ),
+    ),
+    "lens_widget.widget.lens_widget": {
+        "monitor": "LensWidget is made of its feature mixins: from_monitor",
+        "ranks": "LensWidget is made of its feature mixins: from_logs",
+        "offload": "offload= is checked when the widget is made, before it traces",
+    },
+    **dict.fromkeys(
+        ("lens_widget.widget.ablation", "lens_widget.widget.model_reruns"),
+        {"interventions": "an ablation is a re-run with an intervention"},
+    ),
+    "lens_widget.widget.protocol": dict.fromkeys(
+        ("monitor", "ranks"), "the contract table: protocol.ts's shapes, each feature's re-exported"
+    ),
+    "lens_widget.widget.graph_protocol": {"ranks": "a distributed log's node facts in the payload"},
+    "lens_widget.widget.request_protocol": {
+        "monitor": "the monitor's replies in the request table"
+    },
+}
+
+# Features that import each other: (importer's feature, imported feature) -> why. None today.
+FEATURE_PAIRS: dict[tuple[str, str], str] = {}
+
+
+def feature_rule(graph: nx.DiGraph, importer: str, imported: str) -> str | None:
+    """Why the import breaks the core/feature rule, or None."""
+    src, dst = graph.nodes[importer].get("feature"), graph.nodes[imported].get("feature")
+    if dst is None or src == dst or importer == "lens_widget":  # the package names them all
+        return None
+    if src is None:
+        if dst in SEAMS.get(importer, {}):
+            return None
+        return f"the core imports no feature ({dst}/); name it in SEAMS if it composes it"
+    if (src, dst) in FEATURE_PAIRS:
+        return None
+    return f"feature {src}/ imports feature {dst}/; FEATURE_PAIRS names no such pair"
+
+
 def violations(graph: nx.DiGraph) -> list[str]:
     found = [f"{a} -> {b}: {why}" for a, b in graph.edges if (why := forbidden(a, b)) is not None]
+    found += [
+        f"{a} -> {b}: {why}"
+        for a, b in graph.edges
+        if (why := feature_rule(graph, a, b)) is not None
+    ]
     found += [" -> ".join([*cycle, cycle[0]]) for cycle in nx.simple_cycles(graph)]
     return found
 
@@ -156,6 +234,23 @@ def test_the_package_has_no_import_cycle_and_no_upward_import():
     assert violations(graph) == []
 
 
+def test_each_layer_has_its_features_in_folders_and_the_seams_are_real():
+    """The feature folders the layout promises exist, and every seam or pair named here is an
+    import the code makes: a stale exception would widen the rule unseen."""
+    graph = import_graph()
+    features = {(m.split(".")[1], f) for m, f in graph.nodes(data="feature") if f}
+    assert {
+        ("capture", name)
+        for name in ("backward", "offload", "dispatch", "distributed", "monitor", "interventions")
+    } | {("widget", "monitor"), ("widget", "ranks"), ("log", "monitor"), ("store", "monitor")} <= (
+        features
+    )
+    made = {(a, graph.nodes[b]["feature"]) for a, b in graph.edges}
+    assert {(m, f) for m, table in SEAMS.items() for f in table} <= made
+    made_pairs = {(graph.nodes[a]["feature"], graph.nodes[b]["feature"]) for a, b in graph.edges}
+    assert set(FEATURE_PAIRS) <= made_pairs
+
+
 @pytest.mark.parametrize(
     ("module", "methods"),
     [
@@ -163,7 +258,7 @@ def test_the_package_has_no_import_cycle_and_no_upward_import():
             "lens_widget.log.model_log",
             {"graph", "rolled_graph", "save", "to_onnx", "to_pandas", "to_html"},
         ),
-        ("lens_widget.capture.monitor", {"save", "to_tensorboard", "widget"}),
+        ("lens_widget.capture.monitor.monitor", {"save", "to_tensorboard", "widget"}),
     ],
 )
 def test_each_facade_table_is_its_class_methods_and_their_one_import_each(module, methods):
@@ -229,6 +324,22 @@ LAYOUT = {
     "graph/unrolled.py": "from lens_widget.log.records import OpRecord\n",
     "widget/__init__.py": "",
     "widget/view.py": "from lens_widget.log import model_log\n",
+    # the core and its features: a seam SEAMS names, features on the core and on their own
+    # feature's folders below
+    "capture/tensor_book.py": "",
+    "capture/session.py": "from lens_widget.capture.offload.offload import Offload\n",
+    "capture/offload/__init__.py": "",
+    "capture/offload/offload.py": "from lens_widget.capture.tensor_book import TensorBook\n",
+    "capture/monitor/__init__.py": "",
+    "capture/monitor/monitor.py": "from lens_widget.capture.trace import trace\n",
+    "log/monitor/__init__.py": "",
+    "log/monitor/history.py": "from lens_widget.log.model_log import ModelLog\n",
+    "widget/monitor/__init__.py": "",
+    "widget/monitor/view.py": (
+        "from lens_widget.log.monitor.history import StepHistory\n"
+        "from lens_widget.capture.monitor.monitor import Monitor\n"
+        "from lens_widget.widget.view import x\n"
+    ),
 }
 
 
@@ -277,6 +388,35 @@ def test_the_checker_accepts_the_intended_layout(tmp_path):
         ),
         # a helper beside the package root, imported from below
         ("log/records.py", "from lens_widget.gc_pause import gc_paused\n", "log/ must not"),
+        # the core reaching out to a feature: at module level, in a function, across layers
+        (
+            "capture/tensor_book.py",
+            "from lens_widget.capture.offload.offload import Offload\n",
+            "the core imports no feature (offload/)",
+        ),
+        (
+            "capture/tensor_book.py",
+            "def f():\n    from lens_widget.capture.monitor import monitor\n",
+            "the core imports no feature (monitor/)",
+        ),
+        ("widget/view.py", "import lens_widget.capture.offload.offload\n", "the core imports no"),
+        # a seam names the features its module composes, no other
+        (
+            "capture/session.py",
+            "from lens_widget.capture.monitor.monitor import Monitor\n",
+            "the core imports no feature (monitor/)",
+        ),
+        # features importing each other, in one layer or across layers, unnamed
+        (
+            "capture/offload/offload.py",
+            "from lens_widget.capture.monitor.monitor import Monitor\n",
+            "feature offload/ imports feature monitor/",
+        ),
+        (
+            "widget/monitor/view.py",
+            "from lens_widget.capture.offload import offload\n",
+            "feature monitor/ imports feature offload/",
+        ),
     ],
 )
 def test_the_checker_catches_cycles_and_upward_imports(tmp_path, name, extra, expected):
@@ -284,3 +424,12 @@ def test_the_checker_catches_cycles_and_upward_imports(tmp_path, name, extra, ex
     files[name] += extra
     found = violations(import_graph(write(tmp_path, files)))
     assert any(expected in v for v in found), found
+
+
+def test_a_pair_of_features_the_test_names_may_import_each_other(tmp_path, monkeypatch):
+    files = dict(LAYOUT)
+    files["capture/offload/offload.py"] += "from lens_widget.capture.monitor import monitor\n"
+    root = write(tmp_path, files)
+    assert any("FEATURE_PAIRS names no such pair" in v for v in violations(import_graph(root)))
+    monkeypatch.setitem(FEATURE_PAIRS, ("offload", "monitor"), "a reason")
+    assert violations(import_graph(root)) == []

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 import lens_widget as lw
-from lens_widget.capture.backward_capture import BackwardCapture
+from lens_widget.capture.backward.backward_capture import BackwardCapture
 from lens_widget.capture.recorder import Recorder
 
 

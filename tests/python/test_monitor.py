@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import lens_widget as lw
-from lens_widget.log.step_history import STAT_NAMES
+from lens_widget.log.monitor.step_history import STAT_NAMES
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 

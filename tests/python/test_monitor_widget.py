@@ -14,7 +14,7 @@ import traitlets
 from widget_replies import ask
 
 import lens_widget as lw
-from lens_widget.log.step_history import STAT_NAMES
+from lens_widget.log.monitor.step_history import STAT_NAMES
 from model_zoo.monitored import PoisonNet, train
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
@@ -222,7 +222,7 @@ def test_the_listener_holds_the_widget_weakly():
 
 
 def test_relative_change_marks_gained_and_lost_values():
-    from lens_widget.widget.monitor_requests import relative_change
+    from lens_widget.widget.monitor.monitor_requests import relative_change
 
     now = np.array([2.0, 0.5, math.nan, 1.0, math.nan])
     then = np.array([1.0, 0.0, 1.0, math.nan, math.nan])

@@ -20,9 +20,9 @@ from cleanup_checks import compare_with_plain_forward
 from torch import nn
 
 import lens_widget as lw
-from lens_widget.capture import offload as offload_module
-from lens_widget.capture import shard_writer
-from lens_widget.capture.offload import OffloadSpec, parse_budget
+from lens_widget.capture.offload import offload as offload_module
+from lens_widget.capture.offload import shard_writer
+from lens_widget.capture.offload.offload import OffloadSpec, parse_budget
 from lens_widget.log.disk_values import DiskValues
 from model_zoo import TEST_MODELS
 

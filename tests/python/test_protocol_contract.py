@@ -21,7 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # protocol.py and the modules it re-exports the contract's types from, by part
 PROTOCOL_PARTS = {
     protocol.__name__,
-    *(f"lens_widget.widget.{part}_protocol" for part in ("graph", "request", "monitor", "rank")),
+    "lens_widget.widget.graph_protocol",
+    "lens_widget.widget.request_protocol",
+    "lens_widget.widget.monitor.monitor_protocol",
+    "lens_widget.widget.ranks.rank_protocol",
 }
 
 
@@ -289,7 +292,9 @@ def test_a_typed_dict_key_added_on_the_python_side_fails(monkeypatch):
 def test_the_protocol_parts_are_every_protocol_module():
     # a new part left out of PROTOCOL_PARTS would escape the check of unused TypedDicts
     package = ROOT / "lens_widget" / "widget"
-    found = {f"lens_widget.widget.{p.stem}" for p in package.glob("*protocol.py")}
+    found = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts) for p in package.rglob("*protocol.py")
+    }
     assert found == PROTOCOL_PARTS
 
 

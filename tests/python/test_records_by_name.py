@@ -1,5 +1,5 @@
 """Records are built by name: a field added to or moved in log/records.py cannot shift the
-value of another. OpRecord takes keywords only; the per-op builder (capture/recorder.py),
+value of another. OpRecord takes keywords only; the per-op builder (capture/op_recording.py),
 which skips __init__ for speed, sets every field by name."""
 
 import ast

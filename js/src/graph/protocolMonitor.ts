@@ -1,8 +1,8 @@
 // The monitor view's part of the contract (LensWidget.from_monitor: a training run's steps).
-// Python side: lens_widget/widget/monitor_protocol.py. Re-exported by protocol.ts, whose
+// Python side: lens_widget/widget/monitor/monitor_protocol.py. Re-exported by protocol.ts, whose
 // contract test reads this file too.
 
-/** The traced steps of a monitored training run (widget/monitor_view.py), updated live. */
+/** The traced steps of a monitored training run (widget/monitor/monitor_view.py), updated live. */
 export interface MonitorInfo {
   steps: number[];
   kept: number[]; // steps whose whole log was kept: the "activation" request takes `step`

@@ -1,8 +1,8 @@
 // The rank view's part of the contract (LensWidget.from_logs: several ranks' logs, one shown),
-// and what a distributed log adds to a node. Python side: lens_widget/widget/rank_protocol.py.
+// and what a distributed log adds to a node. Python side: lens_widget/widget/ranks/rank_protocol.py.
 // Re-exported by protocol.ts, whose contract test reads this file too.
 
-/** The ranks of a widget made by LensWidget.from_logs (widget/rank_view.py). */
+/** The ranks of a widget made by LensWidget.from_logs (widget/ranks/rank_view.py). */
 export interface RanksInfo {
   ranks: number[]; // every rank with a log, in order
   worldSize: number | null;

@@ -28,6 +28,7 @@ export interface SelectOptions {
 }
 
 export interface AppHost {
+  readonly root: HTMLElement;
   readonly store: ViewStore;
   readonly renderer: Renderer;
   readonly pane: GraphPane;

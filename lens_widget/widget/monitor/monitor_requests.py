@@ -3,7 +3,7 @@ of one statistic ("monitorStep"), one op's statistics over the steps ("monitorSe
 
 Only what is shown travels: one float32 value per op of one step, or one op's rows, as
 binary buffers. A step's op ids are sent once per op index (`opsKey`): steps whose graph is
-the same share theirs (log/step_history.py), so moving the slider sends numbers only.
+the same share theirs (log/monitor/step_history.py), so moving the slider sends numbers only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import cast
 import numpy as np
 
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.step_history import SIDES, STAT_NAMES, OpIndex, StepHistory, StepStats
+from lens_widget.log.monitor.step_history import SIDES, STAT_NAMES, OpIndex, StepHistory, StepStats
 from lens_widget.widget import protocol
 from lens_widget.widget.checks import cut, quote, require_int
 from lens_widget.widget.requests import Answer, RequestError, request_params

@@ -13,7 +13,7 @@ import math
 import os
 from pathlib import Path
 
-from lens_widget.log.step_history import SIDES, STAT_NAMES, StepHistory
+from lens_widget.log.monitor.step_history import SIDES, STAT_NAMES, StepHistory
 
 TOP = "(top)"
 

@@ -1,8 +1,8 @@
-"""``Monitor.widget()`` (capture/monitor.py FACADE): the live monitor view of a LensWidget."""
+"""``Monitor.widget()`` (capture/monitor/ FACADE): the live monitor view of a LensWidget."""
 
 from __future__ import annotations
 
-from lens_widget.capture.monitor import Monitor
+from lens_widget.capture.monitor.monitor import Monitor
 from lens_widget.widget.lens_widget import LensWidget
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from lens_widget.capture.collectives import (
+from lens_widget.capture.distributed.collectives import (
     FUNCOL_COLLECTIVES,
     CallTensors,
     CollectiveLayers,
@@ -27,7 +27,7 @@ from lens_widget.capture.collectives import (
     collective_facts,
     funcol_tensors,
 )
-from lens_widget.capture.engine_frames import engine_of, step_phase
+from lens_widget.capture.distributed.engine_frames import engine_of, step_phase
 from lens_widget.capture.mode_stack import mode_off_stack
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.log.distributed import CollectiveInfo

@@ -13,12 +13,12 @@ from typing import Any
 
 from typing_extensions import Self
 
-from lens_widget.capture.monitor import Monitor
+from lens_widget.capture.monitor.monitor import Monitor
 from lens_widget.log.model_log import ModelLog
-from lens_widget.log.step_history import StepHistory, StepStats
+from lens_widget.log.monitor.step_history import StepHistory, StepStats
 from lens_widget.widget import requests
 from lens_widget.widget.dim_names import DimNames
-from lens_widget.widget.monitor_requests import (
+from lens_widget.widget.monitor.monitor_requests import (
     MonitorSource,
     kept_log,
     monitor_series,

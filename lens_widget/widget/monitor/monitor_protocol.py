@@ -6,7 +6,7 @@ from typing import Literal
 # No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
 from typing_extensions import NotRequired, TypedDict
 
-# The monitor view (LensWidget.from_monitor): log/step_history.py's SIDES and STAT_NAMES
+# The monitor view (LensWidget.from_monitor): log/monitor/step_history.py's SIDES and STAT_NAMES
 MonitorSide = Literal["activation", "gradient"]
 MonitorStat = Literal[
     "mean", "std", "min", "max", "absmax", "zero_fraction", "nan", "inf", "numel"

@@ -30,8 +30,8 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from lens_widget.capture.features import Feature
+from lens_widget.capture.offload.shard_writer import ShardWriter
 from lens_widget.capture.saved_values import SavedValues
-from lens_widget.capture.shard_writer import ShardWriter
 from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.disk_values import DiskValues
 from lens_widget.log.records import OpRecord

@@ -41,20 +41,20 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from lens_widget.capture.collective_calls import CollectiveCalls
-from lens_widget.capture.collectives import (
+from lens_widget.capture.distributed.collective_calls import CollectiveCalls
+from lens_widget.capture.distributed.collectives import (
     ApiPatch,
     CollectiveLayers,
     functional_kind,
     functional_tensors,
 )
-from lens_widget.capture.ddp_buckets import ddp_bucket_collectives
-from lens_widget.capture.engine_frames import engine_of, step_phase
+from lens_widget.capture.distributed.ddp_buckets import ddp_bucket_collectives
+from lens_widget.capture.distributed.engine_frames import engine_of, step_phase
+from lens_widget.capture.distributed.late_parameters import LateParameters
+from lens_widget.capture.distributed.sharding import dtensor_type, keep_local_values, placements
 from lens_widget.capture.features import NOT_HANDLED, Feature
 from lens_widget.capture.func_facts import FuncFacts
-from lens_widget.capture.late_parameters import LateParameters
 from lens_widget.capture.model_names import ModelNames
-from lens_widget.capture.sharding import dtensor_type, keep_local_values, placements
 from lens_widget.log.distributed import CollectiveInfo, EngineCall
 from lens_widget.log.records import OpRecord
 from lens_widget.log.replay import tensor_leaves

@@ -119,6 +119,8 @@ def _innermost(site: Any) -> Any:
 class RecomputeWatcher(TorchFunctionMode):
     """The mode pushed for each autograd node while a backward call runs."""
 
+    lens_widget_own_mode = True  # torch's fast-path checks look past it (fast_paths.py)
+
     def __init__(
         self,
         matcher: RecomputeMatcher,

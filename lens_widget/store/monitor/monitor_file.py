@@ -26,7 +26,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from lens_widget.log.step_history import SIDES, STAT_NAMES, OpIndex, StepHistory, StepStats
+from lens_widget.log.monitor.step_history import SIDES, STAT_NAMES, OpIndex, StepHistory, StepStats
 from lens_widget.store.format import LogFormatError, fail
 from lens_widget.store.load import load
 from lens_widget.store.save import save_log

@@ -17,7 +17,7 @@ from typing import Any, cast
 import torch
 
 from lens_widget.capture.features import Feature
-from lens_widget.capture.interventions import (
+from lens_widget.capture.interventions.interventions import (
     Interventions,
     apply_intervention,
     replace_tensor,
@@ -110,13 +110,5 @@ class Intervening(Feature):
         new = apply_intervention(found[0], found[1], first, where)
         replaced = replace_tensor(output, first, new, where)
         node.intervened = True
-        version = -1 if book.keeps_nothing else book._version(new)
-        book._producers[id(new)] = (weakref.ref(new), node, index, version)
-        saved = node.activations
-        if saved is not None:
-            outputs = (*saved[:index], new, *saved[index + 1 :])
-            versions: Any = (
-                version if len(outputs) == 1 else tuple(book._version(t) for t in outputs)
-            )
-            book.values.keep(node, outputs, versions)
+        book.replace_output(node, index, new)
         return replaced

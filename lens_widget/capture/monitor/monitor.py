@@ -3,7 +3,7 @@
 Each step runs inside ``with mon.step():``. Steps 0, every, 2*every... are traced with
 ``lw.tracing`` (gradients too with ``grads=True``); after the step the statistics of every
 op's output and gradient are computed in one batch (log/stats.py) into a `StepStats` row
-block (log/step_history.py), and the step's log is dropped unless `keep` asks for it. The
+block (log/monitor/step_history.py), and the step's log is dropped unless `keep` asks for it. The
 other steps run with nothing of lens_widget active. Listeners (the live widget) are told of
 each new step on the training thread, as it arrives.
 
@@ -27,18 +27,24 @@ import torch
 from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.tracing import tracing
 from lens_widget.log.model_log import ModelLog
+from lens_widget.log.monitor.step_history import (
+    STAT_NAMES,
+    OpIndex,
+    StepHistory,
+    StepStats,
+    stats_row,
+)
 from lens_widget.log.nonfinite import NotSavedError
 from lens_widget.log.stats import activation_stats
-from lens_widget.log.step_history import STAT_NAMES, OpIndex, StepHistory, StepStats, stats_row
 
 if TYPE_CHECKING:
     import pandas as pd
 
 # Monitor method -> the module (above capture) whose function it calls (as ModelLog.FACADE)
 FACADE = {
-    "save": "lens_widget.store.monitor_file",
-    "to_tensorboard": "lens_widget.store.tensorboard_export",
-    "widget": "lens_widget.widget.monitor_widget",
+    "save": "lens_widget.store.monitor.monitor_file",
+    "to_tensorboard": "lens_widget.store.monitor.tensorboard_export",
+    "widget": "lens_widget.widget.monitor.monitor_widget",
 }
 
 KeepRule = Callable[[StepStats], bool]
@@ -168,20 +174,20 @@ class Monitor:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the history (and the kept logs) into the directory `path`; read it back with
         ``lw.load_monitor(path)``. Columnar: docs/log-format.md#monitor-files."""
-        from lens_widget.store.monitor_file import save_history
+        from lens_widget.store.monitor.monitor_file import save_history
 
         return save_history(self.history, path)
 
     def to_tensorboard(self, logdir: str | os.PathLike[str]) -> Path:
         """One TensorBoard scalar series per op and statistic, grouped by module (needs the
         tensorboard package: ``pip install lens_widget[tensorboard]``)."""
-        from lens_widget.store.tensorboard_export import write_tensorboard
+        from lens_widget.store.monitor.tensorboard_export import write_tensorboard
 
         return write_tensorboard(self.history, logdir)
 
     def widget(self) -> Any:
         """A LensWidget that shows the history and follows new steps as they arrive."""
-        from lens_widget.widget.monitor_widget import monitor_widget
+        from lens_widget.widget.monitor.monitor_widget import monitor_widget
 
         return monitor_widget(self)
 

@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 from torch.autograd.graph import Node, get_gradient_edge
 
-from lens_widget.capture.autograd_calls import BackwardCall, describe_call, reachable_nodes
-from lens_widget.capture.backward_log import CaptureState, LeafState, PassState, fill_log
+from lens_widget.capture.backward.autograd_calls import BackwardCall, describe_call, reachable_nodes
+from lens_widget.capture.backward.backward_log import CaptureState, LeafState, PassState, fill_log
+from lens_widget.capture.backward.recompute import PathTracker, RecomputeMatcher, RecomputeWatcher
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.features import Feature
 from lens_widget.capture.module_tracker import swap_tracker
-from lens_widget.capture.recompute import PathTracker, RecomputeMatcher, RecomputeWatcher
 from lens_widget.capture.transforms import transform_running
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord

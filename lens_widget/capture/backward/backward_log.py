@@ -16,7 +16,7 @@ import networkx as nx
 import torch
 from torch.autograd.graph import Node
 
-from lens_widget.capture.autograd_calls import node_name
+from lens_widget.capture.backward.autograd_calls import node_name
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.log.gradients import BackwardPass, LeafKind, LeafRecord, Recomputation
 from lens_widget.log.model_log import ModelLog

@@ -1,0 +1,1 @@
+"""`timing=True`: each op timed (`Timing`, a Feature)."""

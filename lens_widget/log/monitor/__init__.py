@@ -1,0 +1,1 @@
+"""The monitor's data: its statistics per step, columnar (`StepHistory`)."""
