@@ -13,7 +13,7 @@ import type { OverlayControl } from "./controls/overlayControl";
 import { Toolbar } from "./controls/toolbar";
 import { ViewHint } from "./controls/viewHint";
 import { exposeDebug } from "./debugHook";
-import { expansionLevels } from "./graph/defaultExpansion";
+import { expansionLevels, growCandidates } from "./graph/defaultExpansion";
 import { GraphViews } from "./graph/graphViews";
 import type { GraphPayload, ViewName } from "./graph/protocol";
 import { search } from "./graph/search";
@@ -44,7 +44,7 @@ import { downloadViewSvg } from "./render/svgExport";
 import { pickTheme, type Theme, watchTheme } from "./render/theme";
 import { FIT, KEEP, ViewStore } from "./state/viewStore";
 import type { AppHost, SelectOptions } from "./wiring/appHost";
-import { collapseAll, expandAll, toggleGroup } from "./wiring/cameraMoves";
+import { collapseAll, expandAll, openDown, toggleGroup } from "./wiring/cameraMoves";
 import { createInspector } from "./wiring/inspectorWiring";
 import { createMonitor, createOverlay } from "./wiring/overlayWiring";
 import { openRolledInstead } from "./wiring/rolledFirst";
@@ -159,6 +159,7 @@ export class LensApp implements AppHost {
       this.renderer,
       {
         toggleGroup: (key, expand) => toggleGroup(this, key, expand),
+        openDown: (key) => openDown(this, key),
         select: (id) => this.select(id, {}),
         // a click on a module (its box or its title) selects it: its inspector opens, and the
         // graph it narrows keeps what was clicked where it was (toggleGroup's hold, then reveal)
@@ -272,7 +273,8 @@ export class LensApp implements AppHost {
     if (initial && this.expanded.size === 0) {
       const { levels, lowest } = expansionLevels(m, this.showParams);
       // with a selection the view opens on it: no need to look for a whole view
-      if (!sel) this.store.update({ camera: { kind: "search", search: new FitSearch(levels, lowest) } });
+      if (!sel)
+        this.store.update({ camera: { kind: "search", search: new FitSearch(levels, lowest, growCandidates(m)) } });
       this.store.update({ expanded: new Set(levels[levels.length - 1]) });
       if (sel) this.sync.writeExpanded(this.expanded);
     }
