@@ -47,6 +47,7 @@ import type { AppHost, SelectOptions } from "./wiring/appHost";
 import { collapseAll, expandAll, openDown, toggleGroup } from "./wiring/cameraMoves";
 import { createInspector } from "./wiring/inspectorWiring";
 import { createMonitor, createOverlay } from "./wiring/overlayWiring";
+import { notePassThrough } from "./wiring/passThrough";
 import { openRolledInstead } from "./wiring/rolledFirst";
 import {
   inspectedBox,
@@ -349,6 +350,7 @@ export class LensApp implements AppHost {
     }
     this.vis = vis;
     this.renderer.frame = { model: m, vis, ...laid };
+    notePassThrough(this);
     this.renderer.selected = this.selected ? (vis.rep.get(this.selected) ?? null) : inspectedBox(this, vis);
     this.layoutCount++;
     placeCamera(this.store.takeCamera(), this.renderer, vis, laid.scene);

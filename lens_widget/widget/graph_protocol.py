@@ -28,6 +28,8 @@ class ModuleInfo(TypedDict):
     nPasses: int
     nOps: int
     kind: NotRequired[Literal["function"]]
+    # returns its input unchanged (Identity, Dropout in eval): folded into the op before it
+    passThrough: NotRequired[bool]
 
 
 # [parameter name, its shape]: a TypeScript tuple `[string, number[]]`, a list in JSON.

@@ -21,8 +21,9 @@ export function expansionLevels(
   maxVisible: number = DEFAULT_MAX_VISIBLE,
 ): Levels {
   const opens = (key: string): boolean => {
-    const kind = model.groups.get(key)!.kind;
-    return kind === "module" || kind === "chunk";
+    const g = model.groups.get(key)!;
+    // a module returning its input stays folded (visibility.ts): opening it is showing it
+    return (g.kind === "module" && !model.modules.get(g.address)?.passThrough) || g.kind === "chunk";
   };
   const expanded = new Set<string>();
   const levels: string[][] = [[]];
