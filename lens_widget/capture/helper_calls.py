@@ -43,9 +43,11 @@ def name_helper_calls(
         named += layer.later
         named.append(layer.first)  # pyright: ignore[reportArgumentType]  # chains have a first
     inside: Counter[tuple[str, int]] = Counter(entry for op in ops for entry in op.module_stack)
-    # The top level's box is the whole trace: a method holding only the ops made outside every
-    # module (a detector's `transform.postprocess(...)` after its heads) is a group of its own.
-    top = len(ops)
+    # A model's top level is its root module's box, the whole trace: a method holding only the
+    # ops made outside every submodule (a detector's `transform.postprocess(...)` after its
+    # heads) is a group of its own. A traced section's top is the ops it made itself.
+    model = "" in class_of
+    top = len(ops) if model else sum(1 for op in ops if not op.module_stack)
     depth: Counter[str] = Counter()  # module -> how many calls down its groups are named
     for _ in range(_MAX_DEPTH):
         _name_at(chains, depth, class_of)
