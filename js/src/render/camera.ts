@@ -122,7 +122,8 @@ export class FitSearch {
     if (this.settled) return null;
     // the lowest level (the model as one or two boxes) is read at any zoom but says little:
     // a deeper level legible at a small zoom is better
-    if (scale >= FIRST_READ_SCALE && (this.index > this.lowest || this.legible === null)) {
+    // (with `grow`, the lowest opens what fits at FIRST_OPEN_SCALE instead: the person reads it)
+    if (scale >= FIRST_READ_SCALE && (this.index > this.lowest || this.legible === null || this.grow)) {
       this.settled = true;
       if (!this.grow) return null;
       this.grown = this.levels[this.index];
@@ -167,7 +168,7 @@ export class FitSearch {
 
   private advance(): string[] | null {
     // `lowest` is kept only when no deeper level is legible: with one, its layout decides nothing
-    if (this.index > this.lowest + (this.legible === null ? 0 : 1)) {
+    if (this.index > this.lowest + (this.legible === null || this.grow ? 0 : 1)) {
       this.index--;
       return this.expansion;
     }
