@@ -54,6 +54,18 @@ describe("a first view that fits", () => {
     expect(s.expansion).toEqual(["t", "mid"]);
   });
 
+  it("keeps a deeper level legible at 50-75% when the lowest can open nothing that fits", () => {
+    const s = new FitSearch([[], ["t"]], 0, grow);
+    const legible = box(900); // 0.61
+    expect(s.next(legible, W, H)).toEqual([]); // the default at 61%: the lowest is tried
+    expect(s.next(box(300), W, H)).toEqual(["big"]); // it reads: grow it
+    expect(s.next(box(1200), W, H)).toEqual(["mid"]);
+    expect(s.next(box(1200), W, H)).toEqual(["small"]);
+    expect(s.next(box(1200), W, H)).toEqual(["t"]); // none fit: the legible level after all
+    expect(s.next(legible, W, H)).toBeNull();
+    expect(s.expansion).toEqual(["t"]);
+  });
+
   it("offers the shown closed modules of more than one op, biggest first", () => {
     const m = buildModel(gpt(3), "unrolled");
     expect(growCandidates(m)([])).toEqual(["t"]);

@@ -115,15 +115,18 @@ export function bindCanvasInput(
     down = null;
     if (wasDrag) return;
     const [x, y] = local(ev);
+    const hit = renderer.hitTest(x, y);
     const again = opened && ev.timeStamp - opened.t < DOUBLE_MS && Math.hypot(x - opened.x, y - opened.y) < DOUBLE_PX;
-    if (again && opened && actions.openDown) {
+    // a second click on what the first opened (still closed on screen, or its header, its body,
+    // an op in it) goes on down; one on another closed module now there opens that one
+    const closedKey =
+      hit?.type === "item" && hit.id.startsWith(GROUP_PREFIX) ? hit.id.slice(GROUP_PREFIX.length) : null;
+    if (again && opened && actions.openDown && (closedKey === null || closedKey === opened.key)) {
       actions.openDown(opened.key);
       opened = null;
       return;
     }
-    const hit = renderer.hitTest(x, y);
-    const key = hit?.type === "item" && hit.id.startsWith(GROUP_PREFIX) ? hit.id.slice(GROUP_PREFIX.length) : null;
-    opened = key ? { key, x, y, t: ev.timeStamp } : null;
+    opened = closedKey ? { key: closedKey, x, y, t: ev.timeStamp } : null;
     dispatchClick(hit, actions);
   });
   canvas.addEventListener("pointercancel", () => {

@@ -163,6 +163,12 @@ export class FitSearch {
     const last = this.trial;
     this.trial = null;
     this.tries = MAX_GROW_TRIES;
+    // nothing opened on the lowest level: a deeper level legible at a smaller zoom says more
+    if (kept === this.levels[this.index] && this.index === this.lowest && this.legible !== null) {
+      this.grown = null;
+      this.index = this.legible;
+      return this.expansion;
+    }
     return last && last !== kept ? kept : null;
   }
 
