@@ -34,7 +34,7 @@ import { scopeStyles } from "./render/styleScope";
 import { pickTheme, type Theme, watchTheme } from "./render/theme";
 import { ViewStore } from "./state/viewStore";
 import type { SelectOptions } from "./wiring/appHost";
-import { toggleGroup } from "./wiring/cameraMoves";
+import { openDown, toggleGroup } from "./wiring/cameraMoves";
 import { createToolbar, syncTraits } from "./wiring/controllerParts";
 import { type GraphHost, showGraph } from "./wiring/graphLoad";
 import { createInspector } from "./wiring/inspectorWiring";
@@ -132,6 +132,7 @@ export class LensApp implements GraphHost {
       this.renderer,
       {
         toggleGroup: (key, expand) => toggleGroup(this, key, expand),
+        openDown: (key) => openDown(this, key),
         select: (id) => this.select(id, {}),
         // a click on a module (its box or its title) selects it: its inspector opens, and the
         // graph it narrows keeps what was clicked where it was (toggleGroup's hold, then reveal)

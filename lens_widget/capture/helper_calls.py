@@ -43,7 +43,11 @@ def name_helper_calls(
         named += layer.later
         named.append(layer.first)  # pyright: ignore[reportArgumentType]  # chains have a first
     inside: Counter[tuple[str, int]] = Counter(entry for op in ops for entry in op.module_stack)
-    top = sum(1 for op in ops if not op.module_stack)
+    # A model's top level is its root module's box, the whole trace: a method holding only the
+    # ops made outside every submodule (a detector's `transform.postprocess(...)` after its
+    # heads) is a group of its own. A traced section's top is the ops it made itself.
+    model = "" in class_of
+    top = len(ops) if model else sum(1 for op in ops if not op.module_stack)
     depth: Counter[str] = Counter()  # module -> how many calls down its groups are named
     for _ in range(_MAX_DEPTH):
         _name_at(chains, depth, class_of)
@@ -55,6 +59,7 @@ def name_helper_calls(
         for op in named:
             if op.module == module:
                 op.function = ""
+    _name_by_innermost(chains, depth, class_of)
     sizes = Counter((op.module_stack, op.function) for op in named if op.function)
     for op in named:
         if op.function and sizes[op.module_stack, op.function] < MIN_GROUP_OPS:
@@ -76,9 +81,7 @@ def _name_at(
         function = ""
         if at < len(calls):
             name, site = calls[at]
-            own = class_of.get(module)
-            if own and name.startswith(f"{own}."):
-                name = name[len(own) + 1 :]
+            name = _shown_name(name, module, class_of)
             k = ordinal.get((module, name, site))
             if k is None:
                 taken[module, name] += 1
@@ -103,3 +106,58 @@ def _whole_groups(
         for (stack, _), n in grouped.items()
         if n == (inside[stack[-1]] if stack else top)
     }
+
+
+def _shown_name(name: str, module: str, class_of: Mapping[str, str]) -> str:
+    """A helper's name as the group shows it: a method of the module's own class by its name
+    (``compute_bias``), a method of one of its submodules by the attribute it is called
+    through (``transform.postprocess``: torchvision calls it so, not through `__call__`), any
+    other by its qualified name (``Cache.update``)."""
+    cls, dot, method = name.rpartition(".")
+    if not dot:
+        return name
+    if class_of.get(module) == cls:
+        return method
+    prefix = f"{module}." if module else ""
+    children = [
+        a[len(prefix) :]
+        for a, c in class_of.items()
+        if c == cls and a.startswith(prefix) and a and "." not in a[len(prefix) :]
+    ]
+    return f"{children[0]}.{method}" if len(children) == 1 else name
+
+
+def _name_by_innermost(
+    chains: list[tuple[Layer, tuple[tuple[str, int], ...]]],
+    depth: Counter[str],
+    class_of: Mapping[str, str],
+) -> None:
+    """Names each group by the innermost function every one of its ops ran in: timm's
+    `forward_features` calls `_pos_embed`, which made all of the group's ops; the box is
+    `_pos_embed`, not its caller. Kept where another group of the module has that name."""
+    members: dict[tuple[str, str], list[tuple[Layer, tuple[tuple[str, int], ...]]]] = {}
+    for layer, calls in chains:
+        first = layer.first
+        assert first is not None
+        if first.function:
+            members.setdefault((first.module, first.function), []).append((layer, calls))
+    taken = set(members)
+    for (module, _), group in members.items():
+        at = depth[module]
+        common = group[0][1][at:]
+        for _, calls in group[1:]:
+            mine = calls[at:]
+            n = 0
+            while n < min(len(common), len(mine)) and common[n] == mine[n]:
+                n += 1
+            common = common[:n]
+        if len(common) < 2:
+            continue
+        name = _shown_name(common[-1][0], module, class_of)
+        if (module, name) in taken:
+            continue
+        taken.add((module, name))
+        for layer, _ in group:
+            for op in (layer.first, *layer.later):
+                if op is not None:
+                    op.function = name

@@ -36,6 +36,8 @@ class ModuleInfo(TypedDict):
     nOps: int
     kind: NotRequired[Literal["function"]]
     outputs: NotRequired[list[list[ModuleOutputInfo]]]
+    # returns its input unchanged (Identity, Dropout in eval): folded into the op before it
+    passThrough: NotRequired[bool]
 
 
 # [parameter name, its shape]: a TypeScript tuple `[string, number[]]`, a list in JSON.

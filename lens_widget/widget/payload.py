@@ -15,6 +15,7 @@ from lens_widget.log.distributed import CollectiveInfo, ParamPlacement
 from lens_widget.log.function_groups import function_address, function_groups
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
+from lens_widget.log.pass_through import pass_through_modules
 from lens_widget.log.records import ModuleInfo, OpRecord
 from lens_widget.widget import protocol
 from lens_widget.widget.gradient_payload import gradient_info
@@ -127,6 +128,18 @@ def module_list(
             done.add(pending)
             out.append(_module_info(modules[pending], by_label))
     return out
+
+
+def marked_pass_through(
+    modules: list[protocol.ModuleInfo], ops: Sequence[OpRecord]
+) -> list[protocol.ModuleInfo]:
+    """`modules`, those that return their input unchanged (log/pass_through.py) marked
+    `passThrough`: the first screen folds them away until opened."""
+    found = pass_through_modules(ops)
+    for m in modules:
+        if m["address"] in found:
+            m["passThrough"] = True
+    return modules
 
 
 def function_list(nodes: Sequence[OpRecord]) -> list[protocol.ModuleInfo]:
@@ -268,7 +281,8 @@ def _build_payload(log: ModelLog) -> protocol.GraphPayload:
         "error": error_text(log.error),
         "failedOp": log.failed_op,
         "nOps": len(log.ops),
-        "modules": module_list(log.modules, by_label) + function_list(log.ops),
+        "modules": marked_pass_through(module_list(log.modules, by_label), log.ops)
+        + function_list(log.ops),
         "repeatedBlocks": [list(group) for group in log.repeated_blocks],
         "unrolled": {"nodes": u_nodes, "edges": u_edges},
         "rolled": {"nodes": r_nodes, "edges": r_edges},

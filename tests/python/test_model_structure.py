@@ -51,11 +51,14 @@ def test_gpt2_mask_builder_ops_are_one_group_named_after_the_function(logs) -> N
 
 def test_bert_and_t5_mask_builders_are_groups(logs) -> None:
     bert = {g.function for g in function_groups(logs["bert"].ops).values() if g.module == "bert"}
-    assert bert == {"_create_attention_masks"}  # BertModel's own method, by its name
+    # named by the function that made the ops (#36): BertModel's own `_create_attention_masks`
+    # only calls it
+    assert bert == {"create_bidirectional_mask"}
     t5 = {g.address for g in function_groups(logs["t5"].ops).values()}
     assert "encoder.create_bidirectional_mask()" in t5
     assert "encoder.block.0.layer.0.SelfAttention.compute_bias()" in t5
-    assert any(a.endswith(".Cache.update()") for a in t5)  # another class's method keeps it
+    # another class's method keeps its class; Cache.update only calls the layer's update
+    assert any(a.endswith(".DynamicLayer.update()") for a in t5)
 
 
 def test_helper_of_one_op_and_a_function_holding_the_whole_forward_are_no_group() -> None:

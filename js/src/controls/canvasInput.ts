@@ -15,6 +15,8 @@ const ZOOM_PER_PINCH_PX = 0.01; // pinches send small deltas: zoom faster per pi
 const MAX_ZOOM_STEP = 0.5; // at most e^0.5 per event (a Ctrl+wheel notch is 100+ px)
 const LINE_PX = 16; // one wheel "line" (deltaMode 1) in pixels
 const HINT_MS = 1500;
+const DOUBLE_MS = 400; // a second click this soon, this near, makes the first a double click
+const DOUBLE_PX = 6;
 
 /** The zoom factor of one wheel event. */
 export function wheelZoom(deltaY: number, deltaMode: number, ctrlKey: boolean): number {
@@ -29,6 +31,7 @@ export function wheelZoom(deltaY: number, deltaMode: number, ctrlKey: boolean): 
 /** What a click on the canvas does: a header closes its module, a collapsed module opens, a node is selected. */
 export interface CanvasActions {
   toggleGroup(key: string, expand: boolean): void;
+  openDown?(key: string): void; // a double click on a closed module: down to its first block's contents
   select(id: string): void;
   inspectGroup?(key: string): void; // a click on a module also shows it in an open inspector
 }
@@ -103,6 +106,9 @@ export function bindCanvasInput(
       renderer.request();
     }
   });
+  // the module the last click opened, to go on down on a second click there (a double click:
+  // the second click must not land on the opened box's header and close it again)
+  let opened: { key: string; x: number; y: number; t: number } | null = null;
   canvas.addEventListener("pointerup", (ev) => {
     if (!down || ev.pointerId !== down.id) return;
     canvas.classList.remove("lens-dragging");
@@ -110,7 +116,19 @@ export function bindCanvasInput(
     down = null;
     if (wasDrag) return;
     const [x, y] = local(ev);
-    dispatchClick(renderer.hitTest(x, y), actions);
+    const hit = renderer.hitTest(x, y);
+    const again = opened && ev.timeStamp - opened.t < DOUBLE_MS && Math.hypot(x - opened.x, y - opened.y) < DOUBLE_PX;
+    // a second click on what the first opened (still closed on screen, or its header, its body,
+    // an op in it) goes on down; one on another closed module now there opens that one
+    const closedKey =
+      hit?.type === "item" && hit.id.startsWith(GROUP_PREFIX) ? hit.id.slice(GROUP_PREFIX.length) : null;
+    if (again && opened && actions.openDown && (closedKey === null || closedKey === opened.key)) {
+      actions.openDown(opened.key);
+      opened = null;
+      return;
+    }
+    opened = closedKey ? { key: closedKey, x, y, t: ev.timeStamp } : null;
+    dispatchClick(hit, actions);
   });
   canvas.addEventListener("pointercancel", () => {
     down = null;

@@ -21,8 +21,9 @@ export function expansionLevels(
   maxVisible: number = DEFAULT_MAX_VISIBLE,
 ): Levels {
   const opens = (key: string): boolean => {
-    const kind = model.groups.get(key)!.kind;
-    return kind === "module" || kind === "chunk";
+    const g = model.groups.get(key)!;
+    // a module returning its input stays folded (visibility.ts): opening it is showing it
+    return (g.kind === "module" && !model.modules.get(g.address)?.passThrough) || g.kind === "chunk";
   };
   const expanded = new Set<string>();
   const levels: string[][] = [[]];
@@ -52,4 +53,21 @@ export function defaultExpansion(
 ): string[] {
   const { levels } = expansionLevels(model, showParams, maxVisible);
   return levels[levels.length - 1];
+}
+
+/** The modules a first view of `expansion` may open next (render/camera.ts FitSearch grows
+ * it): closed modules (not stacks, outputs or functions) of more than one op whose box is
+ * shown, biggest first. */
+export function growCandidates(model: GraphModel): (expansion: string[]) => string[] {
+  return (expansion) => {
+    const open = new Set(expansion);
+    const ops = new Map<string, number>();
+    for (const g of model.groups.values()) {
+      if (g.key === ROOT || (g.kind !== "module" && g.kind !== "chunk") || open.has(g.address) || g.nOps < 2) continue;
+      const parent = g.parent === null ? undefined : model.groups.get(g.parent);
+      const shown = !parent || parent.key === ROOT || open.has(parent.address);
+      if (shown) ops.set(g.address, (ops.get(g.address) ?? 0) + g.nOps);
+    }
+    return [...ops].sort((a, b) => b[1] - a[1]).map(([address]) => address);
+  };
 }

@@ -130,6 +130,9 @@ export interface ModuleInfo {
   // "function": not a module but a plain function of the model's code its parent's forward
   // called (address "transformer.create_causal_mask()", className its name): a box of its ops
   kind?: "function";
+  // returns its input unchanged (nn.Identity, Dropout in eval or p=0): folded into the op
+  // before it on the graph until its address is opened (wiring/passThrough.ts offers that)
+  passThrough?: boolean;
   // per pass (index pass - 1), every tensor it returned, in order; absent for a function box
   // and for a module that returned no tensor. The box's shape line and the module inspector
   // both read this list.

@@ -137,10 +137,27 @@ export function computeVisible(model: GraphModel, opts: VisOptions): Visible {
     }
     return gs;
   };
+  // the op of a module that returns its input unchanged, in view but not opened: shown as
+  // (folded into) the op that made its input, so the box and its edges go (passThrough.ts)
+  const foldedInto = (n: NodeInfo, gs: readonly string[]): number => {
+    const key = gs[gs.length - 1];
+    const g = key === undefined ? undefined : model.groups.get(key);
+    if (g?.kind !== "module" || !model.modules.get(g.address)?.passThrough) return -1;
+    if (opts.expanded.has(g.address) || n.kind !== "op") return -1;
+    for (let d = 0; d < gs.length - 1; d++) if (!isExpanded(gs[d])) return -1;
+    const from = model.parents.get(n.id) ?? [];
+    const at = from.length === 1 ? model.index.get(from[0]) : undefined;
+    return at === undefined ? -1 : repOf[at];
+  };
   for (let i = 0; i < list.length; i++) {
     const n = list[i];
     if (!isShown(n, opts.showParams)) continue;
     const gs = n.kind === "output" ? outputPath(model.groupsOf[i]) : model.groupsOf[i];
+    const folded = foldedInto(n, gs);
+    if (folded >= 0) {
+      repOf[i] = folded;
+      continue;
+    }
     if (prevCut >= 0 && gs.length > prevCut) {
       let same = true;
       for (let d = prevCut; d >= 0 && same; d--) same = gs[d] === prevGroups[d];
@@ -271,4 +288,21 @@ export function countVisible(model: GraphModel, opts: VisOptions): number {
     }
   }
   return count;
+}
+
+/** The modules that return their input unchanged folded away in view now (not opened, their
+ * boxes around them open): a count on the graph says so and opens them (passThrough.ts). */
+export function foldedPassThrough(model: GraphModel, expanded: ReadonlySet<string>): string[] {
+  const out = new Set<string>();
+  for (const g of model.groups.values()) {
+    if (g.kind !== "module" || !model.modules.get(g.address)?.passThrough || expanded.has(g.address)) continue;
+    let p = g.parent;
+    let shown = true;
+    while (p !== null && p !== ROOT && shown) {
+      shown = groupIsOpen(model, p, expanded);
+      p = model.groups.get(p)?.parent ?? null;
+    }
+    if (shown) out.add(g.address);
+  }
+  return [...out];
 }

@@ -162,6 +162,18 @@ export function nodeSize(n: NodeInfo, m: Metrics): [number, number] {
   return [Math.round(w), small ? SOURCE_H : NODE_H];
 }
 
+/** The tag in a function box's corner (a plain function of the model's code, not a module). */
+export const FN_TAG = "fn";
+export const FN_TAG_X = 6; // its left, from the box's left (drawNodes.ts draws it there)
+
+/** The px a closed function box keeps free on each side of its centred lines for the "fn"
+ * tag in its corner: the title never runs under it. */
+export function fnTagRoom(m: Metrics): number {
+  return FN_TAG_X + (FN_TAG.length * m.charWidth * SMALL_PX) / FONT_PX + 6;
+}
+
 export function groupSize(g: GroupNode, view: ViewName, m: Metrics): [number, number] {
-  return [Math.round(Math.max(90, textWidth(groupLines(g, view), m) + 28)), GROUP_H];
+  const text = textWidth(groupLines(g, view), m);
+  const sides = g.kind === "function" ? 2 * fnTagRoom(m) : 28;
+  return [Math.round(Math.max(90, text + sides)), GROUP_H];
 }

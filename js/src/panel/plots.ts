@@ -8,6 +8,7 @@ import type { Theme } from "../render/theme";
 import { colorRange, finiteRange, noValueColor } from "./colorScale";
 import { PLOT_NUMBER } from "./format";
 import { lonePoints, nonFiniteMarks, nonFiniteMask } from "./noValues";
+import { fittedTicks, type IndexAxes, indexRange, indexTicks, squareCells } from "./plotAxes";
 import { loadPlotly, type PlotlyApi, plotlyIfLoaded, preloadPlotly } from "./plotlyLoader";
 
 /** Resolves once the plot functions below can draw. */
@@ -63,9 +64,38 @@ function rows(values: Float32Array, r: number, c: number, offset = 0): number[][
   return out;
 }
 
-/** One tick per cell on short integer axes (plotly would write 0.5, 1.5 between rows). */
-function cellTicks(n: number, full: number): Layout {
-  return n === full && n <= 12 ? { dtick: 1 } : {};
+/** An index axis over `n` cells about `lengthPx` long (fitted again once drawn): the data's
+ * extent, integer ticks that do not overlap. */
+function cells(n: number, lengthPx: number, across: boolean, fontPx = 10, reversed = false): Layout {
+  return { range: indexRange(n, reversed), autorange: false, ...indexTicks(n, lengthPx, across, fontPx) };
+}
+
+/** Draws, then spaces the index axes' ticks for the px Plotly gave them (`data-ticks` says
+ * "fitted" once they are: the tests wait on it). */
+function draw(div: HTMLElement, data: unknown[], l: Layout, axes: IndexAxes): void {
+  div.dataset.indexAxes = JSON.stringify(axes);
+  delete div.dataset.ticks;
+  void Promise.resolve(plotly().react(div, data as P.Data[], l as Partial<P.Layout>, CONFIG) as unknown).then(() =>
+    fitTicks(div),
+  );
+}
+
+/** Re-spaces the ticks of a drawn plot's index axes (after a draw or a resize). */
+function fitTicks(div: HTMLElement): void {
+  const full = (div as unknown as { _fullLayout?: Record<string, unknown> })._fullLayout;
+  const p = plotlyIfLoaded();
+  if (!full || !p) return;
+  const update = fittedTicks(full, JSON.parse(div.dataset.indexAxes ?? "{}") as IndexAxes);
+  const done = (): void => {
+    div.dataset.ticks = "fitted";
+  };
+  if (!Object.keys(update).length) return done();
+  void Promise.resolve(p.relayout(div, update as Partial<P.Layout>) as unknown).then(done);
+}
+
+/** The plot's px across and up, before Plotly has drawn it (a guess it refits). */
+function plotPx(div: HTMLElement, height: number): [number, number] {
+  return [Math.max(120, (div.clientWidth || 360) - 60), Math.max(60, height - 42)];
 }
 
 /** Ticks at the first column of each group of a flattened (group × rest) axis, "head 0",
@@ -156,9 +186,11 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
         hovertemplate: `${axes[0]} %{x}: %{y:${PLOT_NUMBER}}<extra></extra>`,
       };
       const l = baseLayout(th, 220, axes[0], "value");
+      const full = Math.max(values.length, prod(result.shape));
+      Object.assign(l.xaxis as Layout, cells(full, plotPx(div, 220)[0], true));
       const marks = noValuePoints(values, xs, th, axes[0]);
       if (marks) l.yaxis2 = { overlaying: "y", range: [0, 1], visible: false, fixedrange: true };
-      plotly().react(div, (marks ? [trace, marks] : [trace]) as P.Data[], l as Partial<P.Layout>, CONFIG);
+      draw(div, marks ? [trace, marks] : [trace], l, { xaxis: full });
       return;
     }
     case "heatmap":
@@ -181,13 +213,14 @@ export function plotMain(div: HTMLElement, act: Activation, th: Theme): void {
         hovertemplate: `${yName} %{y}, ${xName} %{x}: %{z:${PLOT_NUMBER}}<extra></extra>`,
       };
       const grey = noValueCells(values, r, c, 0, th, `${yName} %{y}, ${xName} %{x}`, { x, y });
-      const l = baseLayout(th, Math.max(180, Math.min(360, 40 + r * 6)), xName, yName);
-      Object.assign(
-        l.xaxis as Layout,
-        groupTicks(result.dims.slice(lead + 1), result.shape.slice(lead + 1)) ?? cellTicks(c, fullCols),
-      );
-      Object.assign(l.yaxis as Layout, { autorange: "reversed", ...cellTicks(r, fullRows) });
-      plotly().react(div, (grey ? [trace, grey] : [trace]) as P.Data[], l as Partial<P.Layout>, CONFIG);
+      const height = Math.max(180, Math.min(360, 40 + r * 6));
+      const l = baseLayout(th, height, xName, yName);
+      const [across, up] = plotPx(div, height);
+      const [nx, ny] = [Math.max(c, fullCols), Math.max(r, fullRows)];
+      const heads = groupTicks(result.dims.slice(lead + 1), result.shape.slice(lead + 1));
+      Object.assign(l.xaxis as Layout, heads ? { range: indexRange(nx), ...heads } : cells(nx, across, true));
+      Object.assign(l.yaxis as Layout, cells(ny, up, false, 10, true));
+      draw(div, grey ? [trace, grey] : [trace], l, heads ? { yaxis: ny } : { xaxis: nx, yaxis: ny });
       return;
     }
     case "images":
@@ -203,8 +236,16 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
   const cols = Math.min(ch, Math.ceil(Math.sqrt(ch)));
   const nrows = Math.ceil(ch / cols);
   const traces: Layout[] = [];
+  // a pooled tile still reads in the tensor's own indices (row 0..255, not 0..63)
+  const [fullH, fullW] = [Math.max(h, result.shape[2] ?? h), Math.max(w, result.shape[3] ?? w)];
+  const [tileX, tileY] = [positions(w, fullW), positions(h, fullH)];
+  const square = squareCells(fullH, fullW);
+  const aspect = Math.min(3, Math.max(1 / 3, fullH / fullW)); // a tall tile, not a 64:1 one
+  const height = Math.min(560, 60 + nrows * Math.max(56, (320 / cols) * aspect));
+  const indexAxes: IndexAxes = {};
+  const [across, up] = plotPx(div, height);
   const l: Layout = {
-    ...baseLayout(th, Math.min(560, 60 + nrows * Math.max(56, (320 / cols) * (h / Math.max(1, w))))),
+    ...baseLayout(th, height),
     grid: { rows: nrows, columns: cols, pattern: "independent", xgap: 0.1, ygap: 0.16 },
     margin: { l: 8, r: 40, t: 16, b: 8 },
     annotations: [] as unknown[],
@@ -221,6 +262,8 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
     traces.push({
       type: "heatmap",
       z: rows(values, h, w, i * h * w),
+      x: tileX,
+      y: tileY,
       xaxis: `x${ax}`,
       yaxis: `y${ax}`,
       ...range,
@@ -230,6 +273,8 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
       hovertemplate: `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}: %{z:${PLOT_NUMBER}}<extra></extra>`,
     });
     const grey = noValueCells(values, h, w, i * h * w, th, `${gridName} ${start + i}, ${yName} %{y}, ${xName} %{x}`, {
+      x: tileX,
+      y: tileY,
       xaxis: `x${ax}`,
       yaxis: `y${ax}`,
     });
@@ -238,12 +283,14 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
     // and the bottom-left tile names both axes
     const left = i % cols === 0;
     const bottom = i + cols >= ch;
-    l[`xaxis${ax}`] = tileAxis(th, w, bottom, left && bottom ? xName : "");
+    l[`xaxis${ax}`] = { ...tileAxis(th, bottom, left && bottom ? xName : ""), ...cells(fullW, across / cols, true, 8) };
     l[`yaxis${ax}`] = {
-      ...tileAxis(th, h, left, left && bottom ? yName : ""),
-      autorange: "reversed",
-      scaleanchor: `x${ax}`,
+      ...tileAxis(th, left, left && bottom ? yName : ""),
+      ...cells(fullH, up / nrows, false, 8, true),
+      ...(square ? { scaleanchor: `x${ax}` } : {}),
     };
+    indexAxes[`xaxis${ax}`] = fullW;
+    indexAxes[`yaxis${ax}`] = fullH;
     (l.annotations as unknown[]).push({
       text: titles.cells[i],
       xref: `x${ax} domain`,
@@ -257,22 +304,22 @@ function plotImages(div: HTMLElement, act: Activation, th: Theme, lo: number, hi
     });
   }
   if (titles.caption) (l.annotations as unknown[]).push(captionNote(titles.caption, th.muted));
-  plotly().react(div, [...traces, ...greys] as P.Data[], l as Partial<P.Layout>, CONFIG);
+  draw(div, [...traces, ...greys], l, indexAxes);
 }
 
 const TILE_MARGIN = { l: 34, r: 40, t: 16, b: 30 };
 
-/** The axis of one tile of an image grid: a few ticks, numbered on the grid's outer edge. */
-function tileAxis(th: Theme, n: number, labelled: boolean, title: string): Layout {
+/** The axis of one tile of an image grid: ticks on every tile, numbered on the grid's outer
+ * edge; squeezed into its domain (never a range padded past the data) when cells are square. */
+function tileAxis(th: Theme, labelled: boolean, title: string): Layout {
   return axis(th, title || undefined, {
     showgrid: false,
     zeroline: false,
     ticks: "outside",
     ticklen: 2,
-    nticks: 4,
+    constrain: "domain",
     showticklabels: labelled,
     tickfont: { size: 8 },
-    ...(n <= 6 ? { dtick: 1 } : {}),
     ...(title ? { title: { text: title, standoff: 2, font: { size: 9 } } } : {}),
   });
 }
@@ -294,8 +341,11 @@ export function plotHistogram(div: HTMLElement, act: Activation, th: Theme): voi
     hovertemplate: `%{x:${PLOT_NUMBER}}: %{y}<extra></extra>`,
   };
   // the histogram of the output's values (or of the gradient's): value across, count up
-  const l = { ...baseLayout(th, 150, "value", "count"), bargap: 0, margin: { l: 48, r: 12, t: 6, b: 32 } };
-  plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
+  const l: Layout = { ...baseLayout(th, 150, "value", "count"), bargap: 0, margin: { l: 48, r: 12, t: 6, b: 32 } };
+  // the values' own extent, not Plotly's padding around the bars
+  if (edges.length > 1 && edges[0] < edges[edges.length - 1])
+    Object.assign(l.xaxis as Layout, { range: [edges[0], edges[edges.length - 1]] });
+  draw(div, [trace], l, {});
 }
 
 /** One head's attention: query tokens down, key tokens across, probabilities from 0. */
@@ -316,12 +366,12 @@ export function plotAttention(div: HTMLElement, map: AttentionMap, th: Theme): v
   };
   const side = Math.max(200, Math.min(340, 60 + r * 8));
   const l = baseLayout(th, side, "key token", "query token");
-  Object.assign(l.xaxis as Layout, cellTicks(c, result.keys));
-  Object.assign(l.yaxis as Layout, { autorange: "reversed", ...cellTicks(r, result.queries) });
-  (l.yaxis as Layout).scaleanchor = "x";
-  (l.xaxis as Layout).constrain = "domain";
-  (l.yaxis as Layout).constrain = "domain";
-  plotly().react(div, [trace] as P.Data[], l as Partial<P.Layout>, CONFIG);
+  const [nx, ny] = [Math.max(c, result.keys), Math.max(r, result.queries)];
+  const [across, up] = plotPx(div, side);
+  Object.assign(l.xaxis as Layout, cells(nx, across, true), { constrain: "domain" });
+  Object.assign(l.yaxis as Layout, cells(ny, up, false, 10, true), { constrain: "domain" });
+  if (squareCells(ny, nx)) (l.yaxis as Layout).scaleanchor = "x";
+  draw(div, [trace], l, { xaxis: nx, yaxis: ny });
 }
 
 /** Fits every plot under `container` to its width (Plotly itself follows only the window). */
@@ -334,7 +384,10 @@ export function resizePlots(container: HTMLElement): void {
     // showed at the old cell positions for a moment, whole titles over narrow columns
     // (Plots.resize returns a promise, though its types say void)
     const resized = Promise.resolve(p.Plots.resize(div) as unknown);
-    void resized.then(() => grid && fitGridTitles(p, div, JSON.parse(grid) as GridTitles));
+    void resized.then(() => {
+      if (grid) fitGridTitles(p, div, JSON.parse(grid) as GridTitles);
+      fitTicks(div);
+    });
   }
 }
 
@@ -385,6 +438,7 @@ export function gridTitles(g: GridTitles, width: number): { cells: string[]; cap
 
 export function purge(div: HTMLElement): void {
   delete div.dataset.gridTitles;
+  delete div.dataset.indexAxes;
   // nothing was plotted before Plotly loaded
   plotlyIfLoaded()?.purge(div);
 }

@@ -17,6 +17,11 @@ export const FIRST_MIN_SCALE = 0.5;
 // without effort), to more detail at a zoom between FIRST_MIN_SCALE and this.
 export const FIRST_READ_SCALE = 0.75;
 
+// A first view that fits opens more of the model while the whole still fits at this zoom, trying
+// at most MAX_GROW_TRIES modules (each a layout).
+export const FIRST_OPEN_SCALE = 0.7;
+const MAX_GROW_TRIES = 6;
+
 /** The zoom at which all of `r` fits a width x height view (at most 1). */
 export function wholeScale(r: Rect, width: number, height: number): number {
   return Math.min(1, (width - 2 * PAD) / Math.max(1, r.w), (height - 2 * PAD) / Math.max(1, r.h));
@@ -81,16 +86,24 @@ export class FitSearch {
   private index: number;
   private settled = false;
   private legible: number | null = null; // the deepest level that fit at FIRST_MIN_SCALE
+  // once a level fits: its modules opened one at a time, biggest first, while the view still
+  // fits at FIRST_OPEN_SCALE (wav2vec2 showed 8 boxes at 100% with half the canvas empty)
+  private grown: string[] | null = null; // the expansion kept so far
+  private trial: string[] | null = null; // the one laid out now
+  private readonly refused = new Set<string>();
+  private tries = 0;
 
+  /** `grow`: the modules a view of `expansion` may open next, biggest first (none: no growing). */
   constructor(
     private readonly levels: string[][],
     private readonly lowest: number,
+    private readonly grow?: (expansion: string[]) => string[],
   ) {
     this.index = levels.length - 1;
   }
 
   get expansion(): string[] {
-    return this.levels[this.index];
+    return this.trial ?? this.grown ?? this.levels[this.index];
   }
 
   /**
@@ -104,13 +117,17 @@ export class FitSearch {
     height: number,
     mayFit: (expansion: string[]) => boolean = () => true,
   ): string[] | null {
-    if (this.settled) return null;
     const scale = wholeScale(bounds, width, height);
+    if (this.grown) return this.grownNext(scale, mayFit);
+    if (this.settled) return null;
     // the lowest level (the model as one or two boxes) is read at any zoom but says little:
     // a deeper level legible at a small zoom is better
-    if (scale >= FIRST_READ_SCALE && (this.index > this.lowest || this.legible === null)) {
+    // (with `grow`, the lowest opens what fits at FIRST_OPEN_SCALE instead: the person reads it)
+    if (scale >= FIRST_READ_SCALE && (this.index > this.lowest || this.legible === null || this.grow)) {
       this.settled = true;
-      return null;
+      if (!this.grow) return null;
+      this.grown = this.levels[this.index];
+      return this.nextTrial(mayFit);
     }
     if (scale >= FIRST_MIN_SCALE && this.legible === null) this.legible = this.index;
     let next = this.advance();
@@ -118,9 +135,46 @@ export class FitSearch {
     return next;
   }
 
+  private grownNext(scale: number, mayFit: (expansion: string[]) => boolean): string[] | null {
+    const trial = this.trial;
+    if (!trial) return null; // the kept expansion laid out again: done
+    if (scale >= FIRST_OPEN_SCALE) this.grown = trial;
+    else this.refused.add(trial[trial.length - 1]);
+    return this.nextTrial(mayFit);
+  }
+
+  /** The kept expansion with one more module open, or (no more to try) the kept one again
+   * when another was laid out last; null when the last layout is the kept one. */
+  private nextTrial(mayFit: (expansion: string[]) => boolean): string[] | null {
+    const kept = this.grown!;
+    while (this.tries < MAX_GROW_TRIES) {
+      const open = new Set(kept);
+      const module = this.grow!(kept).find((m) => !open.has(m) && !this.refused.has(m));
+      if (module === undefined) break;
+      const trial = [...kept, module];
+      if (!mayFit(trial)) {
+        this.refused.add(module);
+        continue;
+      }
+      this.tries++;
+      this.trial = trial;
+      return trial;
+    }
+    const last = this.trial;
+    this.trial = null;
+    this.tries = MAX_GROW_TRIES;
+    // nothing opened on the lowest level: a deeper level legible at a smaller zoom says more
+    if (kept === this.levels[this.index] && this.index === this.lowest && this.legible !== null) {
+      this.grown = null;
+      this.index = this.legible;
+      return this.expansion;
+    }
+    return last && last !== kept ? kept : null;
+  }
+
   private advance(): string[] | null {
     // `lowest` is kept only when no deeper level is legible: with one, its layout decides nothing
-    if (this.index > this.lowest + (this.legible === null ? 0 : 1)) {
+    if (this.index > this.lowest + (this.legible === null || this.grow ? 0 : 1)) {
       this.index--;
       return this.expansion;
     }

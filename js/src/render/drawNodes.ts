@@ -3,7 +3,17 @@
 
 import type { NodeInfo } from "../graph/protocol";
 import { TITLE_X } from "../layout/headers";
-import { BOX_HEADER, FONT_FAMILY, FONT_PX, groupLines, headerLines, nodeLines, SMALL_PX } from "../layout/labels";
+import {
+  BOX_HEADER,
+  FN_TAG,
+  FN_TAG_X,
+  FONT_FAMILY,
+  FONT_PX,
+  groupLines,
+  headerLines,
+  nodeLines,
+  SMALL_PX,
+} from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
 import { COLLECTIVE_STROKE, collectiveFill, hexagonPath } from "../ranks/collectives";
 import { shareBar } from "./deviceOverlay";
@@ -13,7 +23,6 @@ import { GRAD_NONFINITE_MARK, NO_GRAD_STROKE } from "./overlayLegend";
 import type { Theme } from "./theme";
 
 // the tag on a box of a plain function's ops, where a module box has none
-export const FN_TAG = "fn";
 
 /** Expanded module boxes, outer first. */
 export function drawBoxes(p: Paint): void {
@@ -235,7 +244,7 @@ function drawCollapsed(p: Paint, key: string, r: Rect): void {
     ctx.font = `600 ${SMALL_PX}px ${FONT_FAMILY}`;
     ctx.fillStyle = overlaid ? textOn(overlaid) : th.muted;
     ctx.textAlign = "left";
-    ctx.fillText(FN_TAG, r.x + 6, r.y + 10);
+    ctx.fillText(FN_TAG, r.x + FN_TAG_X, r.y + 10);
     ctx.textAlign = "center";
   }
   ctx.font = `${SMALL_PX}px ${FONT_FAMILY}`;

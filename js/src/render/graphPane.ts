@@ -20,6 +20,8 @@ export class GraphPane {
   private wrap = h("div", "lens-canvas-wrap");
   private busy = h("div", "lens-busy");
   private overlay = h("div", "lens-overlay");
+  /** Beside the nodes count: notes on what the graph folds away (wiring/passThrough.ts). */
+  readonly notes = h("span", "lens-overlay");
   private legend: HTMLElement;
   /** "Ctrl+scroll or click to zoom", shown over the canvas when the wheel scrolls the page. */
   readonly wheelHint = h("div", "lens-wheel-hint", "Ctrl+scroll or click to zoom");
@@ -38,7 +40,7 @@ export class GraphPane {
     const footer = h("div", "lens-footer");
     footer.dataset.testid = "graph-footer";
     this.legend = legend(theme);
-    footer.append(this.overlay, this.legend);
+    footer.append(this.overlay, this.notes, this.legend);
     this.el.append(this.wrap, footer);
     this.busy.hidden = true;
     this.busy.dataset.testid = "layout-busy";

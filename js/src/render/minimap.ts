@@ -1,9 +1,11 @@
 // The overview in the canvas's corner: the whole laid-out graph in miniature and the part the
 // view shows, drawn only when part of the graph is off screen. The miniature is drawn once
 // per layout (into an offscreen canvas); each camera move only redraws the view's frame.
+import { BOX_HEADER } from "../layout/labels";
 import type { Rect } from "../layout/scenePlan";
 import type { Frame } from "./frame";
 import { drawMinimapLabels, MINI_FONT, minimapLabels } from "./minimapLabels";
+import { MARGIN, type MiniPlace, placeMinimap } from "./minimapPlace";
 import type { Renderer } from "./renderer";
 import type { Theme } from "./theme";
 
@@ -22,10 +24,12 @@ export interface MiniFit {
   oy: number;
 }
 
-export function miniFit(bounds: Rect): MiniFit {
-  const scale = Math.min((MAX_W - 2 * PAD) / Math.max(1, bounds.w), (MAX_H - 2 * PAD) / Math.max(1, bounds.h));
-  const w = Math.max(MIN_W, Math.round(bounds.w * scale + 2 * PAD));
-  const h = Math.max(MIN_SIDE, Math.round(bounds.h * scale + 2 * PAD));
+/** `shrink`: a smaller overview, where the full one would cover what is shown (minimapPlace.ts). */
+export function miniFit(bounds: Rect, shrink = 1): MiniFit {
+  const [maxW, maxH, minW] = [MAX_W * shrink, MAX_H * shrink, MIN_W * shrink];
+  const scale = Math.min((maxW - 2 * PAD) / Math.max(1, bounds.w), (maxH - 2 * PAD) / Math.max(1, bounds.h));
+  const w = Math.max(minW, Math.round(bounds.w * scale + 2 * PAD));
+  const h = Math.max(MIN_SIDE * shrink, Math.round(bounds.h * scale + 2 * PAD));
   return { w, h, scale, ox: (w - bounds.w * scale) / 2, oy: (h - bounds.h * scale) / 2 };
 }
 
@@ -44,7 +48,9 @@ export class Minimap {
   readonly canvas = document.createElement("canvas");
   private ctx: CanvasRenderingContext2D;
   private art = document.createElement("canvas");
-  private artOf: { frame: Frame; theme: Theme; dpr: number } | null = null;
+  private artOf: { frame: Frame; theme: Theme; dpr: number; shrink: number } | null = null;
+  /** Where it is drawn now (canvas px), null while hidden: the tests read it. */
+  placed: MiniPlace | null = null;
   private fit: MiniFit | null = null;
 
   constructor(private renderer: Renderer) {
@@ -66,18 +72,26 @@ export class Minimap {
   draw(): void {
     const f = this.renderer.frame;
     const bounds = f?.scene.bounds;
-    if (!f || !bounds || !partlyOffScreen(bounds, this.viewRect())) {
+    const place = f && bounds && partlyOffScreen(bounds, this.viewRect()) ? this.place(f) : null;
+    this.placed = place;
+    if (!f || !bounds || !place) {
       this.canvas.hidden = true;
       this.fit = null;
       return;
     }
     const dpr = window.devicePixelRatio || 1;
-    const fit = miniFit(bounds);
+    const fit = miniFit(bounds, place.shrink);
     const theme = this.renderer.theme;
-    if (!this.artOf || this.artOf.frame !== f || this.artOf.theme !== theme || this.artOf.dpr !== dpr) {
+    const art = this.artOf;
+    if (!art || art.frame !== f || art.theme !== theme || art.dpr !== dpr || art.shrink !== place.shrink) {
       this.paintArt(f, fit, theme, dpr);
-      this.artOf = { frame: f, theme, dpr };
+      this.artOf = { frame: f, theme, dpr, shrink: place.shrink };
     }
+    const style = this.canvas.style;
+    style.left = place.corner.endsWith("left") ? `${MARGIN}px` : "auto";
+    style.right = place.corner.endsWith("right") ? `${MARGIN}px` : "auto";
+    style.top = place.corner.startsWith("top") ? `${MARGIN}px` : "auto";
+    style.bottom = place.corner.startsWith("bottom") ? `${MARGIN}px` : "auto";
     this.fit = fit;
     if (this.canvas.width !== fit.w * dpr || this.canvas.height !== fit.h * dpr) {
       this.canvas.width = fit.w * dpr;
@@ -101,6 +115,29 @@ export class Minimap {
     ctx.strokeStyle = theme.selected;
     ctx.lineWidth = 1.5;
     ctx.strokeRect(x, y, v.w * fit.scale, v.h * fit.scale);
+  }
+
+  /** A corner where it covers no item and no open box's title on screen (minimapPlace.ts). */
+  private place(f: Frame): MiniPlace | null {
+    const r = this.renderer;
+    const view = { x: 0, y: 0, w: r.width, h: r.height };
+    const onScreen = (w: Rect): Rect | null => {
+      const [x, y] = r.toScreen(w.x, w.y);
+      const s = { x, y, w: w.w * r.cam.scale, h: w.h * r.cam.scale };
+      return s.x < view.w && s.y < view.h && s.x + s.w > 0 && s.y + s.h > 0 ? s : null;
+    };
+    const clear: Rect[] = [];
+    for (const it of f.scene.items.values()) {
+      const s = onScreen(it);
+      if (s) clear.push(s);
+    }
+    for (const [key, box] of f.scene.boxes) {
+      const title = f.scene.titles.get(key) ?? { x: box.x, y: box.y, w: box.w, h: BOX_HEADER };
+      const s = onScreen(title);
+      if (s) clear.push(s);
+    }
+    const bounds = f.scene.bounds;
+    return placeMinimap(view, (k) => miniFit(bounds, k), clear);
   }
 
   private paintArt(f: Frame, fit: MiniFit, th: Theme, dpr: number): void {

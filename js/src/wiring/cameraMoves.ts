@@ -1,6 +1,7 @@
 // Opening and closing modules with the camera following: a clicked module stays where it was on
 // screen, closing it returns the camera to where it was before it opened (render/cameraTrail.ts),
 // and opening or closing everything fits the graph. Kept beside, not in, the controller (app.ts).
+import { openedDown } from "../graph/dive";
 import { allGroups, toggledGroup } from "../graph/visibility";
 import { FIT, KEEP } from "../state/viewStore";
 import type { AppHost } from "./appHost";
@@ -16,6 +17,18 @@ export function toggleGroup(app: AppHost, key: string, expand: boolean): void {
   app.setExpanded(next, () => {
     if (back) app.renderer.cam = back;
     else hold();
+    app.renderer.reveal(key);
+  });
+}
+
+/** A double click on a module: it opens down to its first block's contents (graph/dive.ts),
+ * the clicked module held where it was, then what opened brought into view. */
+export function openDown(app: AppHost, key: string): void {
+  const next = app.current && openedDown(app.current, key, app.expanded);
+  if (!next) return;
+  const hold = app.renderer.holdOnScreen(key);
+  app.setExpanded(next, () => {
+    hold();
     app.renderer.reveal(key);
   });
 }

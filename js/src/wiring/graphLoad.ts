@@ -3,7 +3,7 @@
 // fits. Kept out of app.ts (the composition root).
 import type { AblationBanner } from "../controls/ablationBanner";
 import type { Banner } from "../controls/banner";
-import { expansionLevels } from "../graph/defaultExpansion";
+import { expansionLevels, growCandidates } from "../graph/defaultExpansion";
 import { GraphViews } from "../graph/graphViews";
 import type { GraphPayload } from "../graph/protocol";
 import { SizeCache } from "../layout/scenePlan";
@@ -50,7 +50,8 @@ export function showGraph(app: GraphHost, payload: GraphPayload | null, initial 
   if (initial && app.expanded.size === 0) {
     const { levels, lowest } = expansionLevels(m, app.showParams);
     // with a selection the view opens on it: no need to look for a whole view
-    if (!sel) app.store.update({ camera: { kind: "search", search: new FitSearch(levels, lowest) } });
+    if (!sel)
+      app.store.update({ camera: { kind: "search", search: new FitSearch(levels, lowest, growCandidates(m)) } });
     app.store.update({ expanded: new Set(levels[levels.length - 1]) });
     if (sel) app.sync.writeExpanded(app.expanded);
   }

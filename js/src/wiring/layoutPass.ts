@@ -11,6 +11,7 @@ import { preloadPlots } from "../panel/plots";
 import { nextExpansion, placeCamera } from "../render/cameraPlan";
 import { FIT } from "../state/viewStore";
 import type { AppHost } from "./appHost";
+import { notePassThrough } from "./passThrough";
 import { openRolledInstead } from "./rolledFirst";
 import { inspectedBox } from "./selection";
 
@@ -78,6 +79,7 @@ export class LayoutPass {
     }
     app.vis = vis;
     renderer.frame = { model: m, vis, ...laid };
+    notePassThrough(app);
     renderer.selected = app.selected ? (vis.rep.get(app.selected) ?? null) : inspectedBox(app, vis);
     this.count++;
     placeCamera(store.takeCamera(), renderer, vis, laid.scene);

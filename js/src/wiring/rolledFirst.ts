@@ -1,7 +1,7 @@
 // A recurrent model whose unrolled first view does not fit opens rolled instead, with a hint
 // saying why and the way back (graph/firstViewChoice.ts decides; controls/viewHint.ts shows it).
 // Split out of app.ts, whose first-view search calls it once the search has run out.
-import { expansionLevels } from "../graph/defaultExpansion";
+import { expansionLevels, growCandidates } from "../graph/defaultExpansion";
 import { opensRolled, rolledHint } from "../graph/firstViewChoice";
 import { type Rect, SizeCache } from "../layout/scenePlan";
 import { FitSearch, wholeScale } from "../render/camera";
@@ -23,7 +23,7 @@ export function openRolledInstead(app: AppHost, bounds: Rect): boolean {
   app.store.update({
     view: "rolled",
     expanded: new Set(levels[levels.length - 1]),
-    camera: { kind: "search", search: new FitSearch(levels, lowest) },
+    camera: { kind: "search", search: new FitSearch(levels, lowest, growCandidates(rolled)) },
   });
   app.sync.writeView("rolled");
   app.sizes = new SizeCache(rolled, app.metrics);
