@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from lens_widget.capture.unkeyed_nodes import is_unkeyed_node, unkeyed_children
+
 # Containers pytree does not know (a transformers KV cache, a plain result object) are
 # walked through their attributes, this deep at most.
 _MAX_OBJECT_DEPTH = 4
@@ -56,11 +58,15 @@ def named_tensor_leaves(
     if kind in _PLAIN_TYPES:
         return
     # Not tree_flatten_with_path: it also builds a spec through torch's tree_flatten, whose
-    # self-referring helper leaves a reference cycle behind on every call.
-    for path, leaf in pytree.tree_leaves_with_path(value):
+    # self-referring helper leaves a reference cycle behind on every call. Nodes registered
+    # without key functions stop pytree's walk (it would raise) and are opened one level here.
+    for path, leaf in pytree.tree_leaves_with_path(value, is_leaf=is_unkeyed_node):
         name = ".".join([prefix, *(_key_text(k) for k in path)])
         if isinstance(leaf, torch.Tensor):
             yield name, leaf
+        elif is_unkeyed_node(leaf):
+            for child_name, child in unkeyed_children(leaf):
+                yield from named_tensor_leaves(child, f"{name}.{child_name}", _depth, seen)
         elif _depth < _MAX_OBJECT_DEPTH and id(leaf) not in seen:
             seen.add(id(leaf))
             for field_name, field_value in _fields(leaf):
