@@ -50,7 +50,7 @@ def registry_env() -> dict[str, str]:
 
 
 def pairs(names: list[str]) -> list[str]:
-    known = sorted(p.stem for p in HERE.glob("*.txt"))
+    known = sorted(p.stem for p in HERE.glob("*.in"))
     for name in names:
         if name not in known:
             sys.exit(f"unknown pair {name!r}; known: {', '.join(known)}")
@@ -80,6 +80,8 @@ def fresh_venv(path: Path) -> Path:
 
 def build(pair: str) -> Path:
     """The pair's venv, built from its pin file unless the stamp says it is up to date."""
+    if not (HERE / f"{pair}.txt").exists():  # a new pair: resolve it (commit the .txt)
+        pin(pair)
     venv = venv_of(pair)
     stamp = venv / ".stamp-pins"
     python = venv / "bin" / "python"

@@ -45,11 +45,9 @@ def expected_map(widget: LensWidget, label: str, batch: int, head: int) -> np.nd
     q, k, attn_mask = args[0][batch, head], args[1][batch, head], args[3]
     scores = q @ k.T / math.sqrt(q.shape[-1])
     mask = attn_mask.expand(2, 4, 7, 7)[batch, head]
-    # transformers 5 passes a bool mask; 4.x an additive float one (0 or the dtype's min)
-    if mask.dtype == torch.bool:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    else:
-        scores = scores + mask
+    if mask.dtype == torch.bool:  # transformers 5; 4.x passes an additive float mask
+        mask = torch.zeros_like(scores).masked_fill(~mask, float("-inf"))
+    scores = scores + mask
     return torch.softmax(scores, -1).nan_to_num(0.0).numpy()
 
 
