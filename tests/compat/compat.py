@@ -33,9 +33,10 @@ PYTHON = os.environ.get("PYTHON", "python3")
 # The registry's torch pulls triton on Linux; an older triton breaks transformers' lazy imports
 # on a machine without a GPU, and nothing here needs it, so it is left out of every pin file.
 LEFT_OUT = {"triton", "pip", "lens-widget"}
-# lens_widget's own extras a compat venv gets (not the browser-only ones: no browser runs there).
+# lens_widget's own extras a compat venv gets, less the notebook hosts (no browser suite runs
+# there; playwright stays: the bench smoke tests use it).
 EXTRAS = ("test", "compat")
-BROWSER_ONLY = {"playwright", "jupyterlab", "notebook", "marimo", "voila"}
+BROWSER_ONLY = {"jupyterlab", "notebook", "marimo", "voila"}
 
 
 def registry_env() -> dict[str, str]:
