@@ -32,13 +32,15 @@ WIDGET_JS := lens_widget/static/widget.js
 JS_SOURCES := $(shell find js -type f 2>/dev/null) package.json tsconfig.json
 
 .PHONY: help install venv build wheel chromium test test-lint test-format test-types test-js \
-	test-py demo bench lock clean
+	test-py test-compat test-compat-oldest demo bench lock clean
 
 help:
 	@echo "make demo    install everything, start JupyterLab on 127.0.0.1 with notebooks/demo.ipynb"
 	@echo "make test    install everything, run ruff, tsc, pyright, vitest and pytest (python + browser)"
 	@echo "make install .venv with torch (CPU) and lens_widget[test] (editable), built widget JS"
 	@echo "make build   bundle the frontend into $(WIDGET_JS)"
+	@echo "make test-compat  the Python suite in a cached venv per (torch, transformers) pair of"
+	@echo "             tests/compat/*.txt (built once per machine, ~3 GB each: docs/compat.md)"
 	@echo "make wheel   build dist/lens_widget-*.whl and check it carries the widget JS"
 	@echo "make bench   run the benchmarks (python -m bench.run): bench/results/, bench/RESULTS.md"
 	@echo "make lock    re-pin $(LOCK) from a fresh venv (newest versions allowed by pyproject.toml,"
@@ -135,6 +137,17 @@ test-js: $(STAMP_NODE)
 
 test-py: $(STAMP_PY) $(WIDGET_JS)
 	$(PY) -m pytest -p no:cacheprovider
+
+# The Python suite (not the browser ones) in a venv per (torch, transformers) pair, each built
+# once per machine from the registry's wheels under $$LENS_COMPAT_CACHE (default
+# ~/.cache/lens_widget-compat) and rebuilt when its pin file changes. docs/compat.md.
+COMPAT := PYTHON=$(PYTHON) $(PYTHON) tests/compat/compat.py
+COMPAT_OLDEST := torch2.6-transformers4.45
+test-compat: $(WIDGET_JS)
+	$(COMPAT) run
+
+test-compat-oldest: $(WIDGET_JS)
+	$(COMPAT) run $(COMPAT_OLDEST)
 
 # ---------------------------------------------------------------- run
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .case import Size, ZooCase
+from .diffusion import autoencoder_kl, unet2d_condition
 from .language import (
     albert,
     bart,
@@ -66,6 +67,12 @@ STRUCTURE_MODELS: dict[str, Callable[[], ZooCase]] = {
     b.__name__: b for b in (gpt2_deep, gru_cell_lm, resnet_stages, gpt2, bert, t5)
 }
 
+# diffusers models (their outputs are registered with pytree without key functions), tested
+# in tests/python/test_diffusion_models.py.
+DIFFUSION_MODELS: dict[str, Callable[[], ZooCase]] = {
+    b.__name__: b for b in (unet2d_condition, autoencoder_kl)
+}
+
 BENCH_MODELS: dict[str, Callable[[Size], ZooCase]] = {
     "gpt2": gpt2,
     "bert": bert,
@@ -77,4 +84,12 @@ BENCH_MODELS: dict[str, Callable[[Size], ZooCase]] = {
     "looped": looped,
 }
 
-__all__ = ["BENCH_MODELS", "STRUCTURE_MODELS", "TEST_MODELS", "Size", "ZooCase", "chain"]
+__all__ = [
+    "BENCH_MODELS",
+    "DIFFUSION_MODELS",
+    "STRUCTURE_MODELS",
+    "TEST_MODELS",
+    "Size",
+    "ZooCase",
+    "chain",
+]

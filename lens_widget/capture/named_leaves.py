@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
+
+from lens_widget.capture.unkeyed_nodes import is_unkeyed_node, unkeyed_children
 
 # Containers pytree does not know (a transformers KV cache, a plain result object) are
 # walked through their attributes, this deep at most.
@@ -28,12 +30,6 @@ def _fields(leaf: Any) -> list[tuple[str, Any]]:
     if isinstance(leaf, (torch.nn.Module, type)) or callable(leaf) or not hasattr(leaf, "__dict__"):
         return []
     return list(vars(leaf).items())
-
-
-def _fields_as_paths(value: Any) -> list[tuple[tuple[str, ...], Any]]:
-    """(path of one key, value) per item of a mapping, else per field or attribute."""
-    items = value.items() if isinstance(value, Mapping) else _fields(value)
-    return [((str(key),), item) for key, item in items]
 
 
 # Values that hold no tensor: named nothing, without asking pytree.
@@ -62,15 +58,15 @@ def named_tensor_leaves(
     if kind in _PLAIN_TYPES:
         return
     # Not tree_flatten_with_path: it also builds a spec through torch's tree_flatten, whose
-    # self-referring helper leaves a reference cycle behind on every call.
-    try:
-        with_paths = pytree.tree_leaves_with_path(value)
-    except ValueError:  # registered without key names (diffusers' BaseOutput): its fields
-        with_paths = _fields_as_paths(value)
-    for path, leaf in with_paths:
+    # self-referring helper leaves a reference cycle behind on every call. Nodes registered
+    # without key functions stop pytree's walk (it would raise) and are opened one level here.
+    for path, leaf in pytree.tree_leaves_with_path(value, is_leaf=is_unkeyed_node):
         name = ".".join([prefix, *(_key_text(k) for k in path)])
         if isinstance(leaf, torch.Tensor):
             yield name, leaf
+        elif is_unkeyed_node(leaf):
+            for child_name, child in unkeyed_children(leaf):
+                yield from named_tensor_leaves(child, f"{name}.{child_name}", _depth, seen)
         elif _depth < _MAX_OBJECT_DEPTH and id(leaf) not in seen:
             seen.add(id(leaf))
             for field_name, field_value in _fields(leaf):

@@ -6,10 +6,10 @@ apart from the requests'; js/src/graph/protocol.ts holds the same interfaces, ch
 tests/python/test_protocol_contract.py.
 """
 
-from typing import Literal
+from typing import Literal, NotRequired
 
 # No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from lens_widget.widget.ranks.rank_protocol import CollectiveNodeInfo, PlacementInfo, RanksInfo
 

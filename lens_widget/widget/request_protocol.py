@@ -7,10 +7,10 @@ of the kinds); js/src/graph/protocol.ts holds the same interfaces, checked by
 tests/python/test_protocol_contract.py.
 """
 
-from typing import Literal
+from typing import Literal, NotRequired
 
 # No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from lens_widget.widget.graph_protocol import AblationKind
 from lens_widget.widget.monitor.monitor_protocol import MonitorSeriesResult, MonitorStepResult

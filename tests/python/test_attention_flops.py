@@ -78,6 +78,8 @@ def test_transformer_attention_ops_have_flops(name):
     weights) counts what torch's formula gives its query, key and value; the whole log
     counts what FlopCounterMode counts around the forward run on torch's math backend."""
     case = BUILDERS[name]()
+    if case.model.config._attn_implementation != "sdpa":  # T5 before transformers 4.5x
+        pytest.skip(f"this transformers runs {type(case.model).__name__} without SDPA")
     torch_formula = flop_counter.flop_registry[torch.ops.aten._scaled_dot_product_flash_attention]
     with torch.no_grad():
         log = lw.trace(case.model, case.args, case.kwargs)

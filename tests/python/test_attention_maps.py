@@ -31,9 +31,12 @@ def test_gpt2_padded_batch_maps_match_a_direct_softmax() -> None:
     log = lw.trace(GPT2LMHeadModel(config).eval(), (ids,), {"attention_mask": mask})
     for op in _sdpa_ops(log):
         q, k, _, attn_mask = _inputs(op)
-        assert attn_mask.dtype == torch.bool
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-        expected = torch.softmax(scores.masked_fill(~attn_mask, float("-inf")), -1)
+        # transformers 5 passes a bool mask; 4.x an additive float one (0 or the dtype's min)
+        if attn_mask.dtype == torch.bool:
+            expected = torch.softmax(scores.masked_fill(~attn_mask, float("-inf")), -1)
+        else:
+            expected = torch.softmax(scores + attn_mask, -1)
         expected = expected.nan_to_num(0.0)  # padded queries see nothing: zeros, as SDPA gives
         weights = attention_weights(op)
         assert weights.shape == (2, 4, 7, 7)

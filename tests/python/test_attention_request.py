@@ -44,7 +44,10 @@ def expected_map(widget: LensWidget, label: str, batch: int, head: int) -> np.nd
     args = [parent.activations[i] for _, parent, i in op.replay[1]]
     q, k, attn_mask = args[0][batch, head], args[1][batch, head], args[3]
     scores = q @ k.T / math.sqrt(q.shape[-1])
-    scores = scores.masked_fill(~attn_mask.expand(2, 4, 7, 7)[batch, head], float("-inf"))
+    mask = attn_mask.expand(2, 4, 7, 7)[batch, head]
+    if mask.dtype == torch.bool:  # transformers 5; 4.x passes an additive float mask
+        mask = torch.zeros_like(scores).masked_fill(~mask, float("-inf"))
+    scores = scores + mask
     return torch.softmax(scores, -1).nan_to_num(0.0).numpy()
 
 

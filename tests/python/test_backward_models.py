@@ -152,7 +152,9 @@ def test_the_step_is_one_backward_pass_whose_graph_links_forward_ops(
     assert backward.nodes == sorted(graph.nodes, key=lambda n: graph.nodes[n]["order"])
     labels = {op.label for op in log.ops}
     linked = [n for n, d in graph.nodes(data=True) if d["forward_op"] is not None]
-    assert len(linked) > len(graph) // 3
+    leaves = [n for n, d in graph.nodes(data=True) if d["grad_fn"] == "AccumulateGrad"]
+    # A third of the ops' nodes at least (torch 2.6 splits SDPA's backward into ~10 nodes)
+    assert len(linked) > (len(graph) - len(leaves)) // 3
     assert all(graph.nodes[n]["forward_op"] in labels for n in linked)
     # Every other node but a leaf's is inside one op: reached only from that op's nodes.
     for node_id, data in graph.nodes(data=True):

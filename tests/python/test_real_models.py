@@ -113,7 +113,8 @@ def test_trace_is_faithful(name: str, mode: str) -> None:
 
     # save="all": every op that produced tensors kept them, as plain tensors.
     for op in ops:
-        if op.shape is None:
+        # no_values: inside a torch.func transform (transformers 4.5x builds masks in vmap)
+        if op.shape is None or op.no_values is not None:
             continue
         assert op.activations is not None, f"{op.label} ({op.func}) has no saved activation"
         for t in op.activations:

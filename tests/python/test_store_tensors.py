@@ -15,12 +15,13 @@ from safetensors import safe_open
 
 import lens_widget as lw
 
-DTYPES = [
-    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.int16,
-    torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32, torch.uint64, torch.bool,
-    torch.complex32, torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2,
-    torch.float8_e4m3fnuz, torch.float8_e5m2fnuz, torch.float8_e8m0fnu,
+DTYPE_NAMES = [
+    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
+    "uint16", "uint32", "uint64", "bool", "complex32", "complex64", "complex128", "float8_e4m3fn",
+    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
 ]  # fmt: skip
+# Each torch is tested on every dtype it has (float8_e8m0fnu is new in torch 2.7).
+DTYPES = [getattr(torch, name) for name in DTYPE_NAMES if hasattr(torch, name)]
 
 
 def special_values() -> torch.Tensor:

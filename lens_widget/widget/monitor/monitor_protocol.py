@@ -1,10 +1,10 @@
 """The monitor view's part of the kernel-frontend contract (protocol.py re-exports it; the
 TypeScript side is in js/src/graph/protocol.ts, checked by test_protocol_contract.py)."""
 
-from typing import Literal
+from typing import Literal, NotRequired
 
 # No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 # The monitor view (LensWidget.from_monitor): log/monitor/step_history.py's SIDES and STAT_NAMES
 MonitorSide = Literal["activation", "gradient"]

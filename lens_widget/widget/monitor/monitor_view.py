@@ -9,9 +9,7 @@ monitor outlives the widget in most notebooks, and must not keep it (and its com
 from __future__ import annotations
 
 import weakref
-from typing import Any
-
-from typing_extensions import Self
+from typing import Any, Self
 
 from lens_widget.capture.monitor.monitor import Monitor
 from lens_widget.log.model_log import ModelLog

@@ -1,10 +1,10 @@
 """The rank view's part of the kernel-frontend contract (protocol.py re-exports it; the
 TypeScript side is in js/src/graph/protocol.ts, checked by test_protocol_contract.py)."""
 
-from typing import Literal
+from typing import Literal, NotRequired
 
 # No `from __future__ import annotations`: TypedDict reads NotRequired from live annotations.
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 # log/distributed.py's StepPhase
 CollectivePhase = Literal["forward", "backward", "optimizer"]

@@ -11,10 +11,9 @@ of the two logs: the shown rank is A, the other B.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 import traitlets
-from typing_extensions import Self
 
 from lens_widget.compare.comparison import compare
 from lens_widget.log.model_log import ModelLog
