@@ -71,6 +71,37 @@ def grouped_mm_flop(a_shape: _Shape, b_shape: _Shape, *args: Any, **kwargs: Any)
     return 0
 
 
+def _tokens(shape: _Shape) -> tuple[int, int, int]:
+    """(batch, length, width) of a (..., length, width) input, the batch dims multiplied."""
+    *lead, length, width = shape
+    batch = 1
+    for size in lead:
+        batch *= size
+    return batch, length, width
+
+
+def native_mha_flop(query: _Shape, key: _Shape, *shapes: _Shape) -> int:
+    """FLOPs of ``torch._native_multi_head_attention`` (nn.MultiheadAttention's fast path):
+    what its slow path's matmuls count, as torch counts them: the query projection, the key
+    and value projections, the two attention matmuls over all heads, the output projection."""
+    batch, lq, width = _tokens(query)
+    lk = key[-2]
+    projections = 2 * batch * (lq + 2 * lk) * width * width + 2 * batch * lq * width * width
+    return projections + 4 * batch * lq * lk * width
+
+
+def encoder_layer_flop(src: _Shape, *weights: _Shape) -> int:
+    """FLOPs of ``torch._transformer_encoder_layer_fwd`` (nn.TransformerEncoderLayer's fast
+    path): its self-attention as `native_mha_flop` and its two feed-forward linears. The
+    weights come in the kernel's order: qkv, its bias, out projection, its bias, the two
+    norms' weights and biases, then the feed-forward weights (width F x E, then E x F)."""
+    batch, length, width = _tokens(src)
+    if len(weights) < 11:
+        return 0
+    hidden = weights[8][0]
+    return native_mha_flop(src, src) + 4 * batch * length * width * hidden
+
+
 # Forward kernels with query, key and value first and no torch formula; a name this torch
 # does not have is left out.
 _SDPA_FORWARD_KERNELS = (
@@ -99,9 +130,13 @@ def _grouped_mm_functions() -> tuple[Callable[..., Any], ...]:
 
 # Functions counted from their arguments' shapes without running them: torch._grouped_mm's
 # meta kernel refuses float32 CPU tensors, which its real kernel runs (Mixtral's experts).
-SHAPE_COUNTED: dict[Callable[..., Any], Callable[..., int]] = dict.fromkeys(
-    _grouped_mm_functions(), grouped_mm_flop
-)
+# torch's fused fast paths (capture/fast_paths.py keeps them as they run) have no formula and
+# no meta kernel that decomposes: counted from their tensors' shapes, in the order they take them.
+SHAPE_COUNTED: dict[Callable[..., Any], Callable[..., int]] = {
+    **dict.fromkeys(_grouped_mm_functions(), grouped_mm_flop),
+    torch._native_multi_head_attention: native_mha_flop,
+    torch._transformer_encoder_layer_fwd: encoder_layer_flop,
+}
 
 
 # Kernel (OpOverloadPacket) -> formula on shapes, as FlopCounterMode's custom_mapping takes.

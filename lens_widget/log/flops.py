@@ -189,11 +189,11 @@ def _count(func: Callable[..., Any], args: Any, kwargs: Any, grad: bool) -> int 
 
 
 def _shape_counted(formula: Callable[..., int], args: Any, kwargs: Any) -> int | None:
-    """A count from the shapes of the call's first two tensors (grouped matrix multiplies)."""
+    """A count from the shapes of the call's tensors, in the order the call takes them."""
     shapes = [
         leaf.shape for leaf in pytree.tree_leaves((args, kwargs)) if isinstance(leaf, _TensorSpec)
     ]
-    return formula(*shapes[:2]) if len(shapes) >= 2 else None
+    return formula(*shapes) if len(shapes) >= 2 else None
 
 
 @contextmanager

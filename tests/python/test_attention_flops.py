@@ -98,13 +98,15 @@ def test_transformer_attention_ops_have_flops(name):
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_multihead_attention_counts_its_linears_and_its_attention(need_weights, inference):
     """nn.MultiheadAttention: in and out projections plus the two attention matmuls,
-    whether it runs SDPA (need_weights=False) or bmm (need_weights=True)."""
+    whether it runs SDPA (need_weights=False), bmm (need_weights=True) or, in eval without
+    grad, torch's fused fast path (one _native_multi_head_attention op)."""
     e, heads, length, batch = 32, 4, 6, 3
     mha = nn.MultiheadAttention(e, heads, batch_first=True).train(not inference)
     x = torch.randn(batch, length, e)
     with torch.set_grad_enabled(not inference):
         log = lw.trace(mha, (x, x, x), {"need_weights": need_weights})
-    (op,) = [op for op in log.ops if op.func == "multi_head_attention_forward"]
+    expected = "_native_multi_head_attention" if inference else "multi_head_attention_forward"
+    (op,) = [op for op in log.ops if op.func == expected]
     tokens = batch * length
     linears = 2 * tokens * e * 3 * e + 2 * tokens * e * e
     assert op.flops == linears + 4 * batch * heads * length * length * (e // heads)
@@ -121,3 +123,15 @@ def test_counting_leaves_torch_registry_as_found():
         F.scaled_dot_product_attention(*_qkv())
     assert counter.get_total_flops() == 4 * B * H * LQ * LK * D
     assert plain.get_total_flops() == 0
+
+
+def test_a_fast_path_encoder_layer_counts_what_its_slow_path_counts():
+    """nn.TransformerEncoderLayer in eval without grad is one fused op
+    (_transformer_encoder_layer_fwd): it counts the matmuls its slow path runs."""
+    layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=48, dropout=0.0, batch_first=True)
+    x = torch.randn(3, 6, 32)
+    with torch.no_grad():
+        fast = lw.trace(layer.eval(), (x,))
+    slow = lw.trace(layer.eval(), (x,))  # grad enabled: torch's Python path, op by op
+    (fused,) = [op for op in fast.ops if op.func == "_transformer_encoder_layer_fwd"]
+    assert fused.flops == matrix_flops(slow.ops) > 0
