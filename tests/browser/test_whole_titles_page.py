@@ -19,13 +19,15 @@ from model_zoo.diffusion import unet2d_condition  # noqa: E402
 CUT = """() => { const l = window.__el.__lens; const g = l.sceneGeometry(); const cam = l.camera;
   const c = document.querySelector('[data-testid=graph-canvas]').getBoundingClientRect();
   const W = c.width, H = c.height, out = [];
+  const bands = g.boxes.filter((b) => b.title && b.title.w > 0);
   const titles = [...g.items.map((i) => [i.id, i]),
-                  ...g.boxes.filter((b) => b.title && b.title.w > 0).map((b) => ['title ' + b.key, b.title])];
+                  ...bands.map((b) => ['title ' + b.key, b.title])];
   for (const [id, r] of titles) {
     const x0 = r.x * cam.scale + cam.tx, x1 = x0 + r.w * cam.scale;
     const y0 = r.y * cam.scale + cam.ty, y1 = y0 + r.h * cam.scale;
     if (y1 <= 0 || y0 >= H) continue;
-    if ((x0 < -1 && x1 > 1) || (x0 < W - 1 && x1 > W + 1)) out.push(`${id} at ${Math.round(x0)}..${Math.round(x1)} of ${W}`);
+    if ((x0 < -1 && x1 > 1) || (x0 < W - 1 && x1 > W + 1))
+      out.push(`${id} at ${Math.round(x0)}..${Math.round(x1)} of ${W}`);
   }
   return out; }"""
 
@@ -48,7 +50,9 @@ def assert_whole(page, after: str) -> None:
 
 
 @pytest.mark.parametrize("width", [1340, 1000])
-def test_no_title_is_cut_after_the_camera_follows_a_click(page, widget, artifacts, width: int) -> None:
+def test_no_title_is_cut_after_the_camera_follows_a_click(
+    page, widget, artifacts, width: int
+) -> None:
     open_widget(page, widget.graph, python_kernel=widget_kernel(widget), width=width)
     assert_whole(page, "the first view")
     # a click on the mid block: it opens, its inspector narrows the graph beside it
@@ -69,7 +73,8 @@ def test_no_title_is_cut_after_the_camera_follows_a_click(page, widget, artifact
     assert_whole(page, "a double click on down_blocks.0")
 
     # a search jump to the attention op: the camera centres on it
-    sdpa = next(op.label for op in widget.model_log.ops if op.func == "scaled_dot_product_attention")
+    ops = widget.model_log.ops
+    sdpa = next(op.label for op in ops if op.func == "scaled_dot_product_attention")
     page.fill("[data-testid=search]", sdpa)
     page.locator("[data-testid=search-result]").first.wait_for()
     page.keyboard.press("Enter")
@@ -78,7 +83,7 @@ def test_no_title_is_cut_after_the_camera_follows_a_click(page, widget, artifact
     assert_whole(page, f"a jump to {sdpa}")
 
     # a click on an op beside it: its inspector shows it
-    conv = next(op.label for op in widget.model_log.ops if op.func == "conv2d")
+    conv = next(op.label for op in ops if op.func == "conv2d")
     pos = scroll_into_view(page, lens(page, f"visibleItemFor({conv!r})"))
     page.mouse.click(pos["x"], pos["y"])
     settled(page)
