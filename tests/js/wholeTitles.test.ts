@@ -141,7 +141,10 @@ describe("wholeTitles", () => {
 
   it("on a laid-out graph whose boxes stand across the left edge, leaves none cut", () => {
     const p = wide(6, 3, 2);
-    const { scene } = laidOut(p, allGroups(p, "unrolled").filter((g) => !g.includes(".")));
+    const { scene } = laidOut(
+      p,
+      allGroups(p, "unrolled").filter((g) => !g.includes(".")),
+    );
     const titles = [...scene.items.values(), ...scene.titles.values()];
     let tried = 0;
     for (const item of scene.items.values()) {
