@@ -21,13 +21,14 @@ export function nextExpansion(
 
 /** Puts the camera for a new layout as `intent` says (an anchor no longer shown: a fit). */
 export function placeCamera(intent: CameraIntent, r: Renderer, vis: Visible, scene: Scene): void {
-  if (intent.kind === "keep") return;
+  // the layout changed under a kept camera: what moved may now stand across an edge
+  if (intent.kind === "keep") return r.wholeTitles();
   if (intent.kind === "anchor") {
     const anchored = vis.rep.get(intent.anchor.node);
     const rect = anchored ? scene.items.get(anchored) : undefined;
     if (rect) {
       r.cam = placeAnchor(intent.anchor, rect);
-      return;
+      return r.wholeTitles(rect);
     }
   }
   r.fitReadable(scene.bounds);

@@ -30,11 +30,12 @@ export function minimapLabels(frame: Frame, fit: MiniFit, measure: (text: string
   const placed: MiniLabel[] = [];
   for (const c of order) {
     // a name may run past a narrow box, within the minimap (its background keeps it readable)
-    const room = fit.w - 4;
+    const room = fit.w - 6; // its 4 px of padding and 1 px clear of each side
     const maxChars = Math.floor(room / charW);
     if (maxChars < Math.min(MIN_CHARS, c.text.length)) continue;
     const text = elideMiddle(c.text, maxChars);
     const w = measure(text) + 4;
+    if (w > fit.w - 2) continue; // a font whose widest letter is not "M"
     const cx = c.open ? c.box.x + 1 : c.box.x + c.box.w / 2 - w / 2;
     const cy = c.open ? c.box.y + 1 : c.box.y + c.box.h / 2 - LINE_H / 2;
     const x = Math.max(1, Math.min(fit.w - w - 1, cx)); // inside the minimap

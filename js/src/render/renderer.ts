@@ -12,6 +12,7 @@ import type { Frame, NodeOverlay, Paint } from "./frame";
 import { type Hit, hitTest } from "./hitTest";
 import { drawOverview, OVERVIEW_FONT, type OverviewLabel, overviewCandidates, placeOverview } from "./overviewLabels";
 import type { Theme } from "./theme";
+import { wholeTitles } from "./wholeTitles";
 import { DETAIL_MIN_SCALE, OVERVIEW_PX, textLevel } from "./zoomLevels";
 
 export class Renderer {
@@ -54,10 +55,11 @@ export class Renderer {
     const px = [Math.round(w * dpr), Math.round(h * dpr)];
     if (w === this.width && h === this.height && px[0] === this.canvas.width && px[1] === this.canvas.height)
       return false;
-    if (opts.keep !== "left" && this.frame && this.width > 1)
-      this.cam = { ...this.cam, tx: this.cam.tx + (w - this.width) / 2 };
+    const moved = this.frame && this.width > 1;
+    if (opts.keep !== "left" && moved) this.cam = { ...this.cam, tx: this.cam.tx + (w - this.width) / 2 };
     this.width = w;
     this.height = h;
+    if (moved) this.wholeTitles();
     [this.canvas.width, this.canvas.height] = px;
     this.canvas.style.width = `${w}px`;
     this.canvas.style.height = `${h}px`;
@@ -96,6 +98,7 @@ export class Renderer {
 
   fit(r: Rect, maxScale = 1.2): void {
     this.cam = fitCamera(r, this.width, this.height, maxScale);
+    this.wholeTitles();
     this.request();
   }
 
@@ -103,6 +106,7 @@ export class Renderer {
   fitReadable(r: Rect): void {
     const anchor = this.frame ? topCenterX(this.frame.scene.items.values()) : null;
     this.cam = firstCamera(r, this.width, this.height, anchor);
+    this.wholeTitles();
     this.request();
   }
 
@@ -154,6 +158,7 @@ export class Renderer {
     if (!r) return false;
     const start = this.cam.scale < FOLLOW_MIN_SCALE ? this.zoomedTo(FOLLOW_MIN_SCALE, r) : this.cam;
     this.cam = revealCamera(start, r, this.width, this.height);
+    this.wholeTitles(r);
     this.request();
     return true;
   }
@@ -171,7 +176,30 @@ export class Renderer {
       tx: this.width / 2 - (r.x + r.w / 2) * scale,
       ty: this.height / 2 - (r.y + r.h / 2) * scale,
     };
+    this.wholeTitles(r);
     this.request();
+  }
+
+  /**
+   * After the widget (not the person) moved the camera: a nudge sideways so that no title is
+   * cut at the canvas's left or right edge (wholeTitles.ts), keeping `keep` (by default the
+   * selected op, or the inspected module's box) as much on screen as it was, zooming out a
+   * little where a row is wider than the view (not below FOLLOW_MIN_SCALE). Only where
+   * titles are drawn (not far out, where the overview names modules instead).
+   */
+  wholeTitles(keep: Rect | null = this.subject()): void {
+    const s = this.frame?.scene;
+    if (!s || textLevel(this.cam.scale) !== "labels") return;
+    const titles = [...s.items.values(), ...s.titles.values()];
+    this.cam = wholeTitles(this.cam, titles, this.width, this.height, keep, FOLLOW_MIN_SCALE);
+  }
+
+  /** What the person is looking at: the selected item, else the inspected module's box. */
+  private subject(): Rect | null {
+    const s = this.frame?.scene;
+    if (!s) return null;
+    if (this.selected) return s.items.get(this.selected) ?? null;
+    return this.selectedBox ? (this.groupRect(this.selectedBox) ?? null) : null;
   }
 
   hitTest(sx: number, sy: number): Hit {
