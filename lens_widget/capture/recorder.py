@@ -26,6 +26,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
+from lens_widget.capture.checkpoint_bookkeeping import is_checkpoint_bookkeeping
 from lens_widget.capture.features import (
     NOT_HANDLED,
     BackwardRunner,
@@ -230,6 +231,8 @@ class Recorder(OpRecording, TorchFunctionMode):
         the trace. The bookkeeping runs with torch functions disabled."""
         if facts.backward and self.backward_capture is not None:
             return self.backward_capture.run(facts, func, args, kwargs, frame)
+        if facts.checkpoint_bookkeeping and is_checkpoint_bookkeeping(frame):
+            return func(*args, **kwargs) if kwargs else func(*args)  # not the model's op
         if self.distributed is not None:  # engine bookkeeping and collectives
             out = self.distributed.intercept(facts, func, args, kwargs, frame)
             if out is not NOT_HANDLED:
