@@ -35,6 +35,7 @@ from lens_widget.capture.features import (
     Steps,
 )
 from lens_widget.capture.func_facts import FACTS, FuncFacts, may_write
+from lens_widget.capture.import_time import IMPORTS_RUNNING, run_by_torch_import
 from lens_widget.capture.input_resolution import Inputs
 from lens_widget.capture.links import Layer
 from lens_widget.capture.model_names import ModelNames
@@ -188,6 +189,8 @@ class Recorder(OpRecording, TorchFunctionMode):
         if facts.metadata:
             return func(*args, **kwargs) if kwargs else func(*args)
         frame = sys._getframe(1)
+        if IMPORTS_RUNNING and run_by_torch_import(frame):  # torch's lazy import (import_time.py)
+            return func(*args, **kwargs) if kwargs else func(*args)
         # The fast path: plain tensors and literals (scalars, shapes, dims, slices; see
         # TensorBook.resolve_plain_inputs), no user mode around the trace.
         # Then no call made by the bookkeeping can reach a mode or a Tensor subclass, and it
