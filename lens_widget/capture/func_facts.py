@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from lens_widget.capture.checkpoint_bookkeeping import BOOKKEEPING_CALLS
 from lens_widget.capture.mutation import MutationRule, argument
 
 # Calls that read metadata and never return a tensor: passed straight through.
@@ -150,6 +151,7 @@ class FuncFacts:
     __slots__ = (
         "name", "clean", "metadata", "random", "draws_when", "mutation", "special",
         "inplace_position", "writes_by_flag", "backward", "unversioned_alias",
+        "checkpoint_bookkeeping",
     )  # fmt: skip
 
     def __init__(self, func: Callable[..., Any]) -> None:
@@ -168,12 +170,16 @@ class FuncFacts:
         # Tensor.data: an alias of its input with a version counter of its own, so a write
         # through it moves no version the tracer reads on the input (recorder.py).
         self.unversioned_alias = self.name == "data" and getattr(func, "__name__", "") == "__get__"
+        # A call torch.utils.checkpoint may make for its own bookkeeping (torch 2.6's dummy
+        # `empty`): the careful path asks who called it (checkpoint_bookkeeping.py).
+        self.checkpoint_bookkeeping = self.name in BOOKKEEPING_CALLS
         # Under torch.func.jvp, make_dual turns plain inputs into the transform's wrapped
         # tensors: only the careful path sees the transform running (transforms.py).
         self.special = (
             (rule.writes_first or self.backward)
             or self.unversioned_alias
             or self.name == "_make_dual"
+            or self.checkpoint_bookkeeping
         )
         # Where an `inplace` flag sits among the positional arguments (F.relu's), if any.
         self.inplace_position = rule.inplace_flag_position

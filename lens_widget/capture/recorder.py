@@ -26,6 +26,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from lens_widget.capture.call_state import autocast_state, keep_rng_state
+from lens_widget.capture.checkpoint_bookkeeping import is_checkpoint_bookkeeping
 from lens_widget.capture.features import (
     NOT_HANDLED,
     BackwardRunner,
@@ -34,6 +35,7 @@ from lens_widget.capture.features import (
     Steps,
 )
 from lens_widget.capture.func_facts import FACTS, FuncFacts, may_write
+from lens_widget.capture.import_time import IMPORTS_RUNNING, run_by_torch_import
 from lens_widget.capture.input_resolution import Inputs
 from lens_widget.capture.links import Layer
 from lens_widget.capture.model_names import ModelNames
@@ -187,6 +189,8 @@ class Recorder(OpRecording, TorchFunctionMode):
         if facts.metadata:
             return func(*args, **kwargs) if kwargs else func(*args)
         frame = sys._getframe(1)
+        if IMPORTS_RUNNING and run_by_torch_import(frame):  # torch's lazy import (import_time.py)
+            return func(*args, **kwargs) if kwargs else func(*args)
         # The fast path: plain tensors and literals (scalars, shapes, dims, slices; see
         # TensorBook.resolve_plain_inputs), no user mode around the trace.
         # Then no call made by the bookkeeping can reach a mode or a Tensor subclass, and it
@@ -230,6 +234,8 @@ class Recorder(OpRecording, TorchFunctionMode):
         the trace. The bookkeeping runs with torch functions disabled."""
         if facts.backward and self.backward_capture is not None:
             return self.backward_capture.run(facts, func, args, kwargs, frame)
+        if facts.checkpoint_bookkeeping and is_checkpoint_bookkeeping(frame):
+            return func(*args, **kwargs) if kwargs else func(*args)  # not the model's op
         if self.distributed is not None:  # engine bookkeeping and collectives
             out = self.distributed.intercept(facts, func, args, kwargs, frame)
             if out is not NOT_HANDLED:

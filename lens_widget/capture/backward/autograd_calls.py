@@ -8,7 +8,7 @@ their own signatures: the roots (the tensors or gradient edges backward starts f
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +63,7 @@ def describe_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) 
         roots = _as_tuple(given["self"] if "self" in given else given["tensors"])
     create_graph = bool(given.get("create_graph"))
     retain = given.get("retain_graph")
-    nodes = [node for node in map(_root_node, roots) if node is not None]
+    nodes = root_nodes(roots)
     return BackwardCall(
         kind,
         nodes,
@@ -71,6 +71,11 @@ def describe_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) 
         _as_tuple(given["inputs"]),
         batched=bool(given.get("is_grads_batched")),
     )
+
+
+def root_nodes(roots: Iterable[Any]) -> list[Node]:
+    """The autograd nodes a backward from `roots` (tensors, gradient edges) starts at."""
+    return [node for node in map(_root_node, roots) if node is not None]
 
 
 def reachable_nodes(roots: list[Node], known: set[Node]) -> Iterator[Node]:

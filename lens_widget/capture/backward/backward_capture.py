@@ -35,7 +35,12 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 from torch.autograd.graph import Node, get_gradient_edge
 
-from lens_widget.capture.backward.autograd_calls import BackwardCall, describe_call, reachable_nodes
+from lens_widget.capture.backward.autograd_calls import (
+    BackwardCall,
+    describe_call,
+    reachable_nodes,
+    root_nodes,
+)
 from lens_widget.capture.backward.backward_log import CaptureState, LeafState, PassState, fill_log
 from lens_widget.capture.backward.recompute import PathTracker, RecomputeMatcher, RecomputeWatcher
 from lens_widget.capture.call_site import find_call_site
@@ -183,11 +188,15 @@ class BackwardCapture(Feature):
         paths = PathTracker(recorder.tracker)
         self._pass = pass_state
         self._matcher = RecomputeMatcher(recorder.book.layers.by_key, paths)
+        handles: list[Any] = []
         self._watcher = RecomputeWatcher(
-            self._matcher, self.run_nested, self.note_recomputed, self._book.values.before_write
+            self._matcher,
+            self.run_nested,
+            self.note_recomputed,
+            self._book.values.before_write,
+            hook_unseen=lambda roots: self._hook_unseen(roots, handles),
         )
         self._watcher.distributed = recorder.distributed
-        handles: list[Any] = []
         swap_tracker(recorder.tracker, paths)
         recorder.backward_capture = None  # the recorder records the call as it always does
         self._running = True
@@ -231,6 +240,14 @@ class BackwardCapture(Feature):
         finally:
             for handle in handles:
                 handle.remove()
+
+    def _hook_unseen(self, roots: tuple[Any, ...], pass_handles: list[Any]) -> list[Any]:
+        """Hooks an inner backward the watcher cannot see (unseen_backward.py) from its
+        roots; its handles, also removed with the pass's."""
+        handles: list[Any] = []
+        self._hook(root_nodes(roots), handles)
+        pass_handles += handles
+        return handles
 
     def _hook(self, roots: list[Node], handles: list[Any]) -> None:
         by_node = self.state.by_node

@@ -19,11 +19,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from lens_widget.capture.backward.unseen_backward import (
+    LOOK_FOR_UNSEEN,
+    backward_roots,
+    unseen_backward_frame,
+)
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.features import NOT_HANDLED, CallInterceptor
 from lens_widget.capture.func_facts import BACKWARD_CALLS, FACTS
@@ -127,8 +133,13 @@ class RecomputeWatcher(TorchFunctionMode):
         run_nested: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any],
         note_recomputed: Callable[[OpRecord, list[torch.Tensor]], None],
         before_write: Callable[[list[torch.Tensor]], None],
+        hook_unseen: Callable[[tuple[Any, ...]], list[Any]] | None = None,
     ) -> None:
         super().__init__()
+        # Hooks the roots of an inner backward this mode cannot see (unseen_backward.py)
+        self._hook_unseen = hook_unseen if LOOK_FOR_UNSEEN else None
+        # Each unseen inner backward's frame and its hooks' handles
+        self._unseen: list[tuple[FrameType, list[Any]]] = []
         self._matcher = matcher
         self._run_nested = run_nested
         self._note_recomputed = note_recomputed
@@ -146,6 +157,8 @@ class RecomputeWatcher(TorchFunctionMode):
     ) -> Any:
         if func in BACKWARD_CALLS:  # a reentrant checkpoint's inner backward
             return self._run_nested(func, args, kwargs or {})
+        if self._hook_unseen is not None:
+            self._look_for_unseen_backward(sys._getframe(1))
         if self.distributed is not None:
             out = self.distributed.intercept(FACTS[func], func, args, kwargs, sys._getframe(1))
             if out is not NOT_HANDLED:
@@ -161,3 +174,28 @@ class RecomputeWatcher(TorchFunctionMode):
                 if original is not None:
                     self._note_recomputed(original, tensor_leaves(out))
         return out
+
+    def _look_for_unseen_backward(self, frame: FrameType) -> None:
+        backward_frame = unseen_backward_frame(frame)
+        if backward_frame is None or any(seen is backward_frame for seen, _ in self._unseen):
+            return
+        with torch._C.DisableTorchFunction():
+            # Hooks of an inner backward that has returned go, as run_nested's do: a module
+            # checkpointed twice reaches the same AccumulateGrad nodes again.
+            running = _frames_up(backward_frame)
+            for seen, handles in self._unseen:
+                if seen not in running:
+                    for handle in handles:
+                        handle.remove()
+            self._unseen = [(seen, h) for seen, h in self._unseen if seen in running]
+            hooked = self._hook_unseen(backward_roots(backward_frame))  # pyright: ignore[reportOptionalCall]  # checked by the caller
+            self._unseen.append((backward_frame, hooked))
+
+
+def _frames_up(frame: FrameType | None) -> set[FrameType]:
+    """`frame` and every frame that called it, up to the thread's first."""
+    frames: set[FrameType] = set()
+    while frame is not None:
+        frames.add(frame)
+        frame = frame.f_back
+    return frames
