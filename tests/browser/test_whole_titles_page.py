@@ -35,7 +35,7 @@ CUT = """() => { const l = window.__el.__lens; const g = l.sceneGeometry(); cons
 @pytest.fixture(scope="module")
 def widget() -> LensWidget:
     case = unet2d_condition()
-    return LensWidget(case.model, case.args)
+    return LensWidget(case.model, case.args, case.kwargs)
 
 
 def settled(page) -> None:
