@@ -102,6 +102,13 @@ def encoder_layer_flop(src: _Shape, *weights: _Shape) -> int:
     return native_mha_flop(src, src) + 4 * batch * length * width * hidden
 
 
+# torch's fused fast paths, by their aten names (capture/fast_paths.py keeps them as they run).
+_FUSED: dict[str, Callable[..., int]] = {
+    "_native_multi_head_attention": native_mha_flop,
+    "_transformer_encoder_layer_fwd": encoder_layer_flop,
+}
+
+
 # Forward kernels with query, key and value first and no torch formula; a name this torch
 # does not have is left out.
 _SDPA_FORWARD_KERNELS = (
@@ -120,7 +127,21 @@ def _extra_formulas() -> dict[Any, Callable[..., int]]:
     }
     if hasattr(aten, "_grouped_mm"):
         found[aten._grouped_mm] = grouped_mm_flop
+    # the fused fast paths, so a FlopCounterMode around a pass counts what their records count
+    for name, formula in _FUSED.items():
+        if hasattr(aten, name):
+            found[getattr(aten, name)] = _on_shapes(formula)
     return found
+
+
+def _on_shapes(formula: Callable[..., int]) -> Callable[..., int]:
+    """`formula` over the tensor shapes among a kernel's arguments (FlopCounterMode passes
+    the others, embed_dim, num_heads, flags, as they are)."""
+
+    def count(*args: Any, out_shape: Any = None, **kwargs: Any) -> int:
+        return formula(*[a for a in args if isinstance(a, torch.Size)])
+
+    return count
 
 
 def _grouped_mm_functions() -> tuple[Callable[..., Any], ...]:
@@ -134,8 +155,7 @@ def _grouped_mm_functions() -> tuple[Callable[..., Any], ...]:
 # no meta kernel that decomposes: counted from their tensors' shapes, in the order they take them.
 SHAPE_COUNTED: dict[Callable[..., Any], Callable[..., int]] = {
     **dict.fromkeys(_grouped_mm_functions(), grouped_mm_flop),
-    getattr(torch, "_native_multi_head_attention"): native_mha_flop,  # noqa: B009  # not in torch's stubs
-    getattr(torch, "_transformer_encoder_layer_fwd"): encoder_layer_flop,  # noqa: B009
+    **{getattr(torch, name): formula for name, formula in _FUSED.items() if hasattr(torch, name)},
 }
 
 
