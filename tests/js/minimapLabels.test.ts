@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { miniFit } from "../../js/src/render/minimap";
 import { minimapLabels } from "../../js/src/render/minimapLabels";
-import { gpt, nested, wide } from "./builders";
+import { gpt, nested, rng, wide } from "./builders";
 import { allGroups, laidOut } from "./geometry";
 
 const measure = (t: string): number => 5.5 * t.length; // a 9 px monospace
@@ -24,18 +24,6 @@ describe("minimap names", () => {
     }
   });
 });
-
-/** A seeded PRNG (mulberry32): the same layouts on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("minimap names over many layouts", () => {
   it("are pairwise disjoint and inside the minimap, whatever the model, expansion, size and font", () => {

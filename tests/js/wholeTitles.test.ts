@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Rect } from "../../js/src/layout/scenePlan";
 import type { Camera } from "../../js/src/render/camera";
 import { isCut, wholeTitles } from "../../js/src/render/wholeTitles";
-import { wide } from "./builders";
+import { rng, wide } from "./builders";
 import { allGroups, laidOut } from "./geometry";
 
 const W = 600;
@@ -24,18 +24,6 @@ const share = (cam: Camera, r: Rect): number => {
   const x1 = x0 + r.w * cam.scale;
   return Math.max(0, Math.min(x1, W) - Math.max(x0, 0)) / (x1 - x0);
 };
-
-/** A seeded PRNG (mulberry32): the same cases on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("wholeTitles", () => {
   it("leaves a camera that cuts no title as it is", () => {
