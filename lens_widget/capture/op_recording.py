@@ -18,7 +18,7 @@ import torch
 from lens_widget.capture.arguments import slots_of
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.features import Steps
-from lens_widget.capture.func_facts import FuncFacts
+from lens_widget.capture.func_facts import FACTS, FuncFacts
 from lens_widget.capture.input_resolution import Inputs
 from lens_widget.capture.module_tracker import ModuleTracker
 from lens_widget.capture.nested_values import Records, is_jagged, record_nested
@@ -32,6 +32,7 @@ Tensor = torch.Tensor
 # parents and parent_args of a record until fill_details makes its lists (read only)
 _UNLINKED: Any = ()
 _new_record = object.__new__
+_SCATTER_FACTS = FACTS[torch.as_strided_scatter]
 
 
 class OpRecording:
@@ -46,6 +47,11 @@ class OpRecording:
     in_transform: bool
     _steps: Steps
     _note_outputs: Callable[[OpRecord, tuple[Tensor, ...], str, int], None]
+
+    def resolve_inputs(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> Inputs:
+        raise NotImplementedError  # the recorder's
 
     def _record_failure(
         self, facts: FuncFacts, inputs: Any, writes: Any, err: BaseException, frame: Any
@@ -112,7 +118,25 @@ class OpRecording:
                 book.aliases[id(out)] = (weakref.ref(out), weakref.ref(args[0]))
             elif writes and book.aliases:
                 book.note_alias_writes(node, outputs, writes)
+            if writes:
+                for written in writes:
+                    if written._base is not None:
+                        self._note_base_written(written, frame)
         return out
+
+    def _note_base_written(self, view: Tensor, frame: Any) -> None:
+        """A write into a view changed its base (``cache[i].copy_(x)``), which no call
+        returns: the base's new value gets an op of its own, ``as_strided_scatter`` of the
+        written view into the base's value before, so later reads of the base (and a module
+        returning it) link to the write, and replaying that op gives the value they read."""
+        base = view._base
+        book = self.book
+        if base is None or book.producer_of(base) is None or not base.is_contiguous():
+            return  # unknown to the trace, or a layout a contiguous replay would not match
+        args = (base, view, tuple(view.shape), view.stride(), view.storage_offset())
+        args = (*args[:4], args[4] - base.storage_offset())
+        inputs = self.resolve_inputs(torch.as_strided_scatter, args, None)
+        self.record(_SCATTER_FACTS, inputs, (base,), (), frame)
 
     def record(
         self,

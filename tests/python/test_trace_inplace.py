@@ -183,3 +183,34 @@ def test_a_write_through_data_is_what_later_reads_of_the_tensor_see() -> None:
     assert log["add_2_7"].parents == ["add_1_6"]
     assert torch.equal(log["l.weight"].activation, before)  # as it was when first read
     assert log.validate().checked == len(log.ops) == 7
+
+
+def test_a_write_through_a_view_is_what_later_reads_of_its_base_see() -> None:
+    """A cache written a slice at a time (transformers 4's MambaCache:
+    ``ssm_states[i].copy_(x)``) and then returned: the base's new value is an
+    ``as_strided_scatter`` op of the written view into the value before, so the output links
+    to the write, holds what the model returned, and replays."""
+
+    class SliceCache(nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            cache = torch.zeros(3, 2, 4)
+            for i in range(3):
+                cache[i].copy_(x * (i + 1))
+            cache[:, 1].mul_(2)  # a strided view of the base
+            return x.sum() + 0, cache
+
+    x = torch.randn(2, 4)
+    log = lw.trace(SliceCache(), x)
+    _, want = SliceCache()(x)
+    cache_sink = log.outputs[1]
+    producer = log[cache_sink.parents[0]]
+    assert producer.func == "as_strided_scatter"
+    assert torch.equal(producer.activation, want)
+    assert torch.equal(log["zeros_1_1"].activation, torch.zeros(3, 2, 4))  # kept as it was
+    # Each write's scatter reads the base's value before it and the view just written.
+    scatters = [op for op in log.ops if op.func == "as_strided_scatter"]
+    assert len(scatters) == 4
+    assert scatters[0].parents[0] == "zeros_1_1"
+    assert [log[s.parents[1]].func for s in scatters] == ["copy_"] * 3 + ["mul_"]
+    assert scatters[1].parents[0] == scatters[0].label
+    assert log.validate().checked == len(log.ops)
