@@ -83,8 +83,14 @@ def test_a_detector_head_names_classes_and_leaves_proposals_unnamed() -> None:
 
 def test_a_router_names_tokens_experts_and_its_top_k() -> None:
     moe = traced(mixtral)
-    gate = next(a for a, m in moe.log.modules.items() if m.class_name == "MixtralTopKRouter")
-    logits, weights, chosen = (moe.module(gate, i) for i in range(3))
+    gate = next((a for a, m in moe.log.modules.items() if m.class_name == "MixtralTopKRouter"), "")
+    if gate:  # transformers 5: a router module returns the logits and its top-k
+        logits, weights, chosen = (moe.module(gate, i) for i in range(3))
+    else:  # transformers 4: the gate is a Linear, and the block takes the top-k
+        block = "model.layers.0.block_sparse_moe"
+        logits = moe.module(f"{block}.gate")
+        topk = next(n for n in moe.log.ops if n.func == "topk" and n.module == block)
+        weights, chosen = (moe.node(topk.label, i) for i in range(2))
     assert logits == ["token", "expert"]  # its 4 experts read "feature"
     assert weights == chosen == ["token", "top-k"]
     # the decoder's stream, before and after the experts

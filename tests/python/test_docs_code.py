@@ -54,12 +54,30 @@ def code_blocks(path: Path) -> list[Block]:
     return blocks
 
 
+# A block that names the ops of transformers 5's models (GPT-2's `embedding_1_2`) says so in its
+# fence, ```python transformers-5: under transformers 4 it and the blocks after it (which may use
+# its names) are only compiled.
+FLAGS = {"no-run", "transformers-5"}
+
+
+def transformers_major() -> int | None:
+    try:
+        import transformers
+    except ImportError:
+        return None
+    return int(transformers.__version__.split(".")[0])
+
+
 def python_blocks(path: Path) -> tuple[list[Block], list[Block]]:
     """(blocks to run, blocks only compiled) of one file."""
     python = [b for b in code_blocks(path) if b.info[:1] == ("python",)]
-    unknown = [b for b in python if set(b.info[1:]) - {"no-run"}]
+    unknown = [b for b in python if set(b.info[1:]) - FLAGS]
     assert not unknown, f"{path.name}: unknown fence flags at lines {[b.line for b in unknown]}"
-    return [b for b in python if "no-run" not in b.info], [b for b in python if "no-run" in b.info]
+    to_run = [b for b in python if "no-run" not in b.info]
+    if (transformers_major() or 5) < 5:
+        first = next((i for i, b in enumerate(to_run) if "transformers-5" in b.info), len(to_run))
+        to_run = to_run[:first]
+    return to_run, [b for b in python if b not in to_run]
 
 
 def heading_anchors(path: Path) -> set[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
@@ -38,7 +39,9 @@ def test_a_detector_names_each_output_by_its_path() -> None:
 def test_a_router_returns_topk_indices_as_output_1_of_their_node() -> None:
     case = mixtral()
     log = lw.trace(case.model, case.args, case.kwargs)
-    gate = next(a for a, m in log.modules.items() if m.class_name == "MixtralTopKRouter")
+    gate = next((a for a, m in log.modules.items() if m.class_name == "MixtralTopKRouter"), "")
+    if not gate:
+        pytest.skip("this transformers' Mixtral has no router module (4.x: the gate is a Linear)")
     labels = log.modules[gate].outputs[1]
     assert leaves(log, gate) == [("0", 0), ("1", 0), ("2", 1)]
     topk = log.by_label[labels[2]]

@@ -35,9 +35,11 @@ def test_heads_split_from_tokens_plot_as_tokens_by_head_features() -> None:
     zoo = gpt2()
     log = lw.trace(zoo.model, zoo.args, zoo.kwargs)
     sdpa = next(op for op in log.ops if op.func == "scaled_dot_product_attention")
-    # transformers' SDPA path: reshape, then transpose(1, 2) to (batch, token, head, feature)
-    (reshaped,) = [log[c] for c in sdpa.children]
-    moved = next(log[c] for c in reshaped.children if log[c].func == "transpose")
+    # transformers' SDPA path: transpose(1, 2) to (batch, token, head, feature), after a
+    # reshape (transformers 5) or straight after SDPA (4.x)
+    near = [log[c] for c in sdpa.children]
+    near += [log[g] for n in near for g in n.children]
+    moved = next(n for n in near if n.func == "transpose")
     result, data = _activation(log, moved.label, batch=1)
     assert result["shape"] == [2, 12, 2, 16]
     assert result["dims"] == ["batch", "token", "head", "feature"]

@@ -28,7 +28,8 @@ def test_lora_layers_show_their_wrappers_class_in_the_payload(log):
     assert classes[f"{ATTN}.q_proj"] == classes[f"{ATTN}.v_proj"] == "lora.Linear"
     assert classes[f"{ATTN}.k_proj"] == classes[f"{ATTN}.o_proj"] == "Linear"
     assert classes[f"{ATTN}.q_proj.base_layer"] == "Linear"  # the plain layer it wraps
-    assert classes[ATTN] == "LlamaAttention"
+    # transformers' own class, unqualified (4.x: LlamaSdpaAttention)
+    assert classes[ATTN] in ("LlamaAttention", "LlamaSdpaAttention")
     assert log.modules[f"{ATTN}.q_proj"].class_name == "lora.Linear"
 
 
