@@ -142,7 +142,9 @@ def test_dispatched_model_traces_as_the_model(kind: str, how: str, tmp_path: Pat
     _assert_same_model(log, base, plain)
     assert torch.equal(log.output.logits, expected)
     # accelerate's own calls are in log.dispatch: each hook, before and after each call
-    assert len(log.dispatch) == 2 * sum(log.modules[a].n_passes for a in hooks)
+    # (a module that never runs calls no hook: transformers 4.45's per-attention rotary_emb)
+    ran = [a for a in hooks if a in log.modules]
+    assert len(log.dispatch) == 2 * sum(log.modules[a].n_passes for a in ran)
     loaded = {name for call in log.dispatch for name in call.loaded}
     offloaded = {name for call in log.dispatch for name in call.offloaded}
     assert loaded == offloaded  # what was loaded for a call was put back after it

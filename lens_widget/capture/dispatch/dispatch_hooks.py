@@ -112,12 +112,29 @@ def _tied(roots: torch.nn.Module | Mapping[str, torch.nn.Module]) -> dict[str, s
     for root_name, root in named.items():
         keys = getattr(root, "all_tied_weights_keys", None)
         if not isinstance(keys, Mapping):
-            continue
+            keys = _tied_embeddings(root)
         prefix = f"{root_name}." if root_name else ""
         for target, source in keys.items():
             if isinstance(target, str) and isinstance(source, str):
                 ties[prefix + target] = prefix + source
     return ties
+
+
+def _tied_embeddings(root: torch.nn.Module) -> dict[str, str]:
+    """transformers 4 declares no map of ties: its ``tie_weights`` ties the output
+    embeddings' weight to the input embeddings' when the config says
+    ``tie_word_embeddings`` ({"lm_head.weight": "transformer.wte.weight"} for GPT-2)."""
+    config = getattr(root, "config", None)
+    if not getattr(config, "tie_word_embeddings", False):
+        return {}
+    try:
+        given, made = root.get_input_embeddings(), root.get_output_embeddings()  # pyright: ignore[reportCallIssue]
+    except (AttributeError, NotImplementedError):
+        return {}
+    address = {id(module): name for name, module in root.named_modules()}
+    if id(given) not in address or id(made) not in address:
+        return {}
+    return {f"{address[id(made)]}.weight": f"{address[id(given)]}.weight"}
 
 
 class DispatchHooks:
