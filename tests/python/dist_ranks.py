@@ -19,6 +19,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+def fsdp2_runs_on_cpu() -> bool:
+    """torch 2.6's FSDP2 cannot run on a CPU, traced or not: its all-gather records an event
+    on torch.cpu.Stream, which has no record_event before torch 2.7."""
+    import torch
+
+    return hasattr(torch.cpu.Stream, "record_event")
+
+
+NO_FSDP2_ON_CPU = "this torch's FSDP2 does not run on a CPU (torch.cpu.Stream.record_event)"
+
+
 @dataclass
 class RankRun:
     rank: int

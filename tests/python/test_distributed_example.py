@@ -22,7 +22,10 @@ torch_dist = pytest.importorskip("torch.distributed")
 if not torch_dist.is_available() or not torch_dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is not available", allow_module_level=True)
 
-from dist_ranks import REPO, free_port, rank_env  # noqa: E402
+from dist_ranks import NO_FSDP2_ON_CPU, REPO, free_port, fsdp2_runs_on_cpu, rank_env  # noqa: E402
+
+if not fsdp2_runs_on_cpu():
+    pytest.skip(NO_FSDP2_ON_CPU, allow_module_level=True)
 
 TIMEOUT_S = 180
 
