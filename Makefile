@@ -105,8 +105,10 @@ install: $(STAMP_PY) $(WIDGET_JS) chromium
 
 # ---------------------------------------------------------------- test
 
-# Every suite runs even when an earlier one fails; the target fails if any did.
-SUITES := test-lint test-format test-types test-js test-py
+# Every suite runs even when an earlier one fails; the target fails if any did. CI (CI=true)
+# also runs the Python suite on the oldest supported pair, torch 2.6 + transformers 4.45
+# (a ~6 GB venv built once per machine: docs/compat.md).
+SUITES := test-lint test-format test-types test-js test-py $(if $(filter true,$(CI)),test-compat-oldest)
 
 test: install
 	@failed=""; \

@@ -314,3 +314,15 @@ def test_a_disk_dispatched_model_traced_with_offload_keeps_no_weight_in_memory(
         for x, y in zip(a.activations or (), b.activations or (), strict=True):
             assert torch.equal(x, y), a.label
     assert log.validate().checked == len(log.ops)
+
+
+def test_transformers_4_ties_are_read_from_the_embeddings() -> None:
+    """transformers 4 has no ``all_tied_weights_keys``: the output embeddings' weight is tied
+    to the input embeddings' when the config ties word embeddings (and nothing when not)."""
+    from lens_widget.capture.dispatch.dispatch_hooks import _tied_embeddings
+
+    model = _gpt2()
+    assert _tied_embeddings(model) == {"lm_head.weight": "transformer.wte.weight"}
+    model.config.tie_word_embeddings = False
+    assert _tied_embeddings(model) == {}
+    assert _tied_embeddings(torch.nn.Linear(2, 2)) == {}
