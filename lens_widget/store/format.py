@@ -17,10 +17,13 @@ FORMAT_NAME = "lens_widget.log"
 # ran in), written only where an op has one: a log without any is written as before. Version 6
 # each op's `nested_shapes` (outputs that were nested tensors, saved padded) and the log's
 # `notes` (what the trace could not run as an untraced forward), written only where present.
-FORMAT_VERSION = 6
+# Version 7 `in_transform` beside `unavailable` in a replay (an op inside a torch.func
+# transform that a loaded log cannot call), written only where present.
+FORMAT_VERSION = 7
 DISTRIBUTED_VERSION = 4
 FUNCTION_VERSION = 5
 NESTED_VERSION = 6
+TRANSFORM_NOTE_VERSION = 7
 JSON_FILE = "log.json"
 TENSOR_FILE = "tensors.safetensors"
 

@@ -350,7 +350,9 @@ def _replay(
     if data is None:
         return (_unavailable("no call was saved for it"), refs)
     if "unavailable" in data:
-        return (_unavailable(data["unavailable"]), refs)
+        call = _unavailable(data["unavailable"])
+        call.in_transform = data.get("in_transform", False)  # why it has no values
+        return (call, refs)
     func = resolve_function(data["func"])
     if func is None:
         reason = f"calls {data['func'][:120]!r}, which is not one of torch's functions (not called)"

@@ -18,6 +18,7 @@ from safetensors.torch import save_file
 from lens_widget.log.disk_values import DiskValues, ShardFile
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
 from lens_widget.log.records import ModuleInfo, OpRecord
+from lens_widget.log.replay import ReplayCall
 from lens_widget.store.distributed import HasDistributed, encode_distributed
 from lens_widget.store.format import (
     DISTRIBUTED_VERSION,
@@ -26,6 +27,7 @@ from lens_widget.store.format import (
     JSON_FILE,
     NESTED_VERSION,
     TENSOR_FILE,
+    TRANSFORM_NOTE_VERSION,
 )
 from lens_widget.store.tensor_table import TensorTable
 from lens_widget.store.torch_functions import describe_function, function_name
@@ -65,7 +67,9 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     distributed = encode_distributed(log)
     # a log made outside torch.distributed stays readable by readers of version 3, one
     # without function groups by those of version 4
-    if log.notes or any(node.nested_shapes is not None for node in log.nodes):
+    if any(_unreplayable_in_transform(node) for node in log.nodes):
+        version = TRANSFORM_NOTE_VERSION
+    elif log.notes or any(node.nested_shapes is not None for node in log.nodes):
         version = NESTED_VERSION
     elif any(node.function for node in log.nodes):
         version = FUNCTION_VERSION
@@ -244,10 +248,26 @@ def _node(node: OpRecord, table: TensorTable, weights: bool) -> dict[str, Any]:
 
 
 def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
-    """The op's call as data: function name, argument templates, tensors no node holds."""
+    """The op's call as data: function name, argument templates, tensors no node holds; and
+    whether it ran inside a torch.func transform, also where it cannot be replayed (what
+    `no_values` says after loading)."""
     if node.replay is None or node.replay[0] is None:
         return None
     call = node.replay[0]
+    data = _call_data(node, call, table)
+    if call.in_transform:  # its values were batched or traced: none kept, none to ask for
+        data["in_transform"] = True
+    return data
+
+
+def _unreplayable_in_transform(node: OpRecord) -> bool:
+    """An op inside a torch.func transform whose call a loaded log cannot replay: its
+    `in_transform` sits beside `unavailable` (version 7)."""
+    call = node.replay[0] if node.replay is not None else None
+    return call is not None and call.in_transform and function_name(call.func) is None
+
+
+def _call_data(node: OpRecord, call: ReplayCall, table: TensorTable) -> dict[str, Any]:
     if call.unavailable is not None:  # a loaded log's op that could not be resolved
         return {"unavailable": call.unavailable}
     name = function_name(call.func)
@@ -284,6 +304,4 @@ def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
         data["autocast"] = [[device, dtype_name(dtype)] for device, dtype in call.autocast]
     if call.written_slots:  # returned None; its outputs are these written arguments
         data["written_slots"] = list(call.written_slots)
-    if call.in_transform:  # its values were batched or traced: none kept, none to ask for
-        data["in_transform"] = True
     return data

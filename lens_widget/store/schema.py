@@ -55,7 +55,10 @@ _MODULE = record(
 _REPLAY = nullable(
     first_match(
         [
-            ("unavailable", record({"unavailable": TEXT}, {"func": TEXT})),
+            (
+                "unavailable",
+                record({"unavailable": TEXT}, {"func": TEXT, "in_transform": boolean}),
+            ),
             (
                 "func",
                 record(

@@ -40,8 +40,11 @@ def test_a_log_compared_with_itself_and_with_a_rerun_is_zero_everywhere(gpt2_cas
     rerun = lw.trace(case.model, case.args, case.kwargs)
     for cmp in (lw.compare(log, log), lw.compare(log, rerun)):
         assert len(cmp) == len(log.ops) and not cmp.only_a and not cmp.only_b
-        assert all(d.comparable for d in cmp)
-        assert all((d.max_abs, d.rel_l2, d.cosine) == (0.0, 0.0, 1.0) for d in cmp)
+        # ops inside torch.vmap (transformers 4.5x builds masks there) keep no values
+        valued = [d for d in cmp if d.a.no_values is None]
+        assert all(d.comparable for d in valued)
+        assert not any(d.comparable for d in cmp if d.a.no_values is not None)
+        assert all((d.max_abs, d.rel_l2, d.cosine) == (0.0, 0.0, 1.0) for d in valued)
         assert cmp.first_divergence(atol=0, rtol=0) is None
         assert "have equal values" in repr(cmp)
 
@@ -70,6 +73,8 @@ def test_metrics_equal_a_direct_computation(gpt2_case):
     gpt2_a = lw.trace(case.model, case.args, case.kwargs)
     gpt2_b = lw.trace(case.model, ((case.args[0] * 7) % 96,), case.kwargs)
     for diff in [*lw.compare(a, b), *lw.compare(gpt2_a, gpt2_b)]:
+        if diff.a.no_values is not None:  # inside torch.vmap: no values (transformers 4.5x)
+            continue
         x, y = diff.a.activation.double(), diff.b.activation.double()
         if len(diff.a.activations) > 1:
             x = torch.cat([t.double().reshape(-1) for t in diff.a.activations])

@@ -143,10 +143,12 @@ def test_a_call_with_matrix_work_counts_it_only():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("func", [torch._grouped_mm, F.grouped_mm], ids=["_grouped_mm", "F"])
-def test_grouped_mm_counts_two_per_multiply_add(func, dtype):
+@pytest.mark.skipif(not hasattr(torch, "_grouped_mm"), reason="this torch has no _grouped_mm")
+@pytest.mark.parametrize("name", ["_grouped_mm", "F"])
+def test_grouped_mm_counts_two_per_multiply_add(name, dtype):
     """(M, K) rows through G experts of (K, N): every row meets one expert, 2*M*K*N; float32
     is counted from shapes (its meta kernel refuses it), bfloat16 through the fake replay."""
+    func = torch._grouped_mm if name == "_grouped_mm" else F.grouped_mm
     a, b = r(10, 8).to(dtype), r(3, 8, 16).to(dtype)
     offs = torch.tensor([3, 7, 10], dtype=torch.int32)
     log = lw.trace(FunctionModule(lambda a, b: func(a, b, offs=offs)), (a, b))
@@ -158,6 +160,8 @@ def test_mixtral_experts_count_their_grouped_matrix_multiplies():
     """The experts' compute was zero: each _grouped_mm now counts 2 * rows * K * N, and the
     experts are most of an MoE block's FLOPs."""
     case = mixtral()
+    if not hasattr(case.model.model.layers[0], "mlp"):
+        pytest.skip("transformers 4's Mixtral runs each expert as Linear layers (no grouped mm)")
     with torch.no_grad():
         log = lw.trace(case.model, case.args, case.kwargs)
     grouped = [op for op in log.ops if op.func == "_grouped_mm"]

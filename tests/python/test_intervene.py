@@ -162,7 +162,9 @@ def test_a_module_intervention_on_gpt2_equals_a_forward_hook_ablation(gpt2_case)
 
     cmp = lw.compare(clean, patched)
     downstream = nx.descendants(clean.graph, produced) | {produced}
-    assert all(d.max_abs == 0 for d in cmp if d.label not in downstream)
+    # (ops inside torch.vmap keep no values to compare: transformers 4.5x's masks)
+    valued = [d for d in cmp if d.a.no_values is None]
+    assert all(d.max_abs == 0 for d in valued if d.label not in downstream)
     assert cmp["lm_head"].max_abs > 0
     assert cmp.first_divergence(atol=0, rtol=0).label == produced
 

@@ -4,6 +4,8 @@ prints, validates, saves and answers the widget like any other."""
 
 from __future__ import annotations
 
+import json
+
 import torch
 import torch.autograd.forward_ad as fwAD
 from log_equality import assert_same_log
@@ -92,6 +94,40 @@ def test_ops_inside_a_transform_say_why_they_have_no_values(tmp_path):
     payload = lw.LensWidget.from_log(loaded)._payload
     reasons = {n["id"]: n["noValues"] for n in payload["unrolled"]["nodes"]}
     assert {k for k, v in reasons.items() if v} == set(_INSIDE_VMAP)
+
+
+class _Double(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def setup_context(ctx: object, inputs: object, output: object) -> None:
+        pass
+
+    @staticmethod
+    def backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 2
+
+
+class _VmappedFunction(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.vmap(_Double.apply)(x) + 1
+
+
+def test_an_op_a_loaded_log_cannot_call_still_says_it_ran_in_a_transform(tmp_path):
+    """An autograd.Function under vmap (transformers 4.57's masks) records as
+    custom_function_call, which no loaded log calls: loading keeps why it has no values
+    (format version 7), so validate's report is the same before and after."""
+    log = lw.trace(_VmappedFunction(), torch.randn(3, 4))
+    inside = [n.label for n in log.nodes if n.no_values]
+    assert [log[label].func for label in inside] == ["custom_function_call"]
+    loaded = lw.load(log.save(tmp_path / "fn"))
+    assert [n.label for n in loaded.nodes if n.no_values] == inside
+    assert loaded.validate().skipped == log.validate().skipped
+    assert json.loads((tmp_path / "fn" / "log.json").read_text())["version"] == 7
 
 
 def test_the_widget_answers_for_every_node_of_a_vmap_trace():

@@ -59,7 +59,8 @@ def test_gpt2_forward_and_loss_outside_the_model(gpt2):
     assert targets.func == "__getitem__" and targets.parents == ["input.0"]
     assert log.modules[""].n_ops == len(log.ops)
     assert all(o.feeds_output for o in log.ops)  # a section has no output: nothing faded
-    assert log.validate().checked == len(log.ops)
+    # every op replays but those inside torch.vmap (transformers 4.5x's masks: no values)
+    assert log.validate().checked == len([o for o in log.ops if o.no_values is None])
 
 
 def test_a_section_that_only_calls_the_model_matches_trace(gpt2):
