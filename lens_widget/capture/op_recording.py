@@ -80,7 +80,7 @@ class OpRecording:
             out = self._record_result(facts, inputs, writes, args, kwargs, out, frame)
         finally:
             steps.in_call = False
-        node = ops[-1] if len(ops) > n_ops else None
+        node = ops[n_ops] if len(ops) > n_ops else None  # (a write into a view adds a second)
         for hook in steps.results:
             out = hook(node, out)
         return out
@@ -133,8 +133,8 @@ class OpRecording:
         book = self.book
         if base is None or book.producer_of(base) is None or not base.is_contiguous():
             return  # unknown to the trace, or a layout a contiguous replay would not match
-        args = (base, view, tuple(view.shape), view.stride(), view.storage_offset())
-        args = (*args[:4], args[4] - base.storage_offset())
+        offset = view.storage_offset() - base.storage_offset()
+        args = (base, view, tuple(view.shape), view.stride(), offset)
         inputs = self.resolve_inputs(torch.as_strided_scatter, args, None)
         self.record(_SCATTER_FACTS, inputs, (base,), (), frame)
 
