@@ -214,3 +214,6 @@ def test_a_write_through_a_view_is_what_later_reads_of_its_base_see() -> None:
     assert [log[s.parents[1]].func for s in scatters] == ["copy_"] * 3 + ["mul_"]
     assert scatters[1].parents[0] == scatters[0].label
     assert log.validate().checked == len(log.ops)
+    # the features that see each call's result see the write's record, not the scatter's
+    timed = lw.trace(SliceCache(), x, timing=True)
+    assert all(op.time_ms is not None for op in timed.ops if op.func in ("copy_", "mul_"))
