@@ -49,7 +49,8 @@ def assert_round_trip(log, tmp_path):
 def test_zoo_model_round_trip(name, mode, tmp_path):
     log = trace_case(name, mode)
     loaded = assert_round_trip(log, tmp_path)
-    assert loaded.validate().checked == len(log.ops)  # every op replays after loading
+    # every op replays after loading, but those inside torch.vmap (transformers 4.5x's masks)
+    assert loaded.validate().checked == len([op for op in log.ops if op.no_values is None])
 
 
 def test_output_tree_comes_back_with_its_fields(tmp_path):
