@@ -160,8 +160,10 @@ def test_mixtral_experts_count_their_grouped_matrix_multiplies():
     """The experts' compute was zero: each _grouped_mm now counts 2 * rows * K * N, and the
     experts are most of an MoE block's FLOPs."""
     case = mixtral()
-    if not hasattr(case.model.model.layers[0], "mlp"):
-        pytest.skip("transformers 4's Mixtral runs each expert as Linear layers (no grouped mm)")
+    if not hasattr(case.model.model.layers[0], "mlp") or not hasattr(torch, "_grouped_mm"):
+        # transformers 4 runs each expert as Linear layers; 5 on a torch without grouped mm
+        # another experts implementation
+        pytest.skip("this stack's Mixtral experts run no grouped matrix multiply")
     with torch.no_grad():
         log = lw.trace(case.model, case.args, case.kwargs)
     grouped = [op for op in log.ops if op.func == "_grouped_mm"]
