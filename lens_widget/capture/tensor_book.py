@@ -31,6 +31,7 @@ from lens_widget.capture.op_details import (
 )
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.saved_values import SavedValues
+from lens_widget.capture.source_records import new_source_record
 from lens_widget.capture.transforms import (
     inner_tensors,
     is_wrapped,
@@ -115,18 +116,8 @@ class TensorBook(InputResolution):
         later = self.labels_later
         if not later and name in self.by_label:
             name = self.unique_label(name)
-        stack = self.tracker.stack
-        # Fields left out keep OpRecord's defaults (shape and source: filled with the ops')
-        node = OpRecord(
-            label=name,
-            kind=kind,
-            func=name,
-            index=len(self.nodes),
-            layer=name,
-            module=stack[-1][0] if stack else "",
-            module_stack=stack,
-            requires_grad=tensor.requires_grad,
-            from_input=kind == "input",
+        node = new_source_record(
+            name, kind, len(self.nodes), self.tracker.stack, tensor.requires_grad
         )
         entry = (node, source, tensor.shape, tensor.dtype, tensor.device, SOURCE if later else None)
         if self.pending is None:
