@@ -19,6 +19,7 @@ from torch.nn.parameter import is_lazy
 
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.input_resolution import InputResolution
+from lens_widget.capture.labels_on_read import unique_label
 from lens_widget.capture.links import Layers
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
@@ -104,11 +105,7 @@ class TensorBook(InputResolution):
 
     def unique_label(self, name: str) -> str:
         """`name`, or `name#2`, `name#3`... when a node already has it (a param named "output")."""
-        label, n = name, 1
-        while label in self.by_label:
-            n += 1
-            label = f"{name}#{n}"
-        return label
+        return unique_label(self.by_label, name)
 
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
         """A source node; its source line and metadata are filled with the ops' (op_details),
