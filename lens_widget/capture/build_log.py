@@ -3,27 +3,28 @@
 What is known only at the end is done here: output sinks, the ``:1`` label of first passes of
 layers that repeated, and feeds_output, propagated backwards from the outputs in one pass; and
 what the pass left to fill after it (op_details.py): the ops' links, source lines and output
-metadata.
+metadata. A plain trace leaves the labelling and that fill to the log's first read
+(labels_on_read.py, log/filled_on_read.py).
 """
 
 from __future__ import annotations
 
 import warnings
 from itertools import chain
-from operator import attrgetter
 from types import GeneratorType
 from typing import Any, NamedTuple
 
 import torch
 
 from lens_widget.capture.helper_calls import name_helper_calls
+from lens_widget.capture.labels_on_read import LabelsOnRead, module_output_labels
 from lens_widget.capture.links import link_parents, relabel_first_passes
 from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.old_generation import (
     collect_young_generations,
     promote_to_old_generation,
 )
-from lens_widget.capture.op_details import fill_details, place_labels
+from lens_widget.capture.op_details import fill_details
 from lens_widget.capture.recorder import Recorder
 from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.filled_on_read import fill_later
@@ -31,8 +32,6 @@ from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.nested import padded, sample_shapes
 from lens_widget.log.records import ModuleInfo, OpRecord
-
-_label_of = attrgetter("label")
 
 
 class SectionTop(NamedTuple):
@@ -60,42 +59,44 @@ def build_log(
     book = recorder.book
     nodes = book.nodes
     # A plain whole trace: nothing read the records during the pass, and nothing here reads
-    # more than their labels, so the rest of their details is filled on the first read
-    # (log/filled_on_read.py).
+    # their labels or details, so those are given on the first read (log/filled_on_read.py,
+    # labels_on_read.py). A saved value written where the trace could not see (warned now,
+    # by label) needs the labels now.
     whole = error is None and section is None  # a whole forward: it has outputs
-    later = book.labels_later and whole
+    unseen = book.values.overwritten_unseen()
+    later = book.labels_later and whole and not unseen
     pending = book.pending
-    if pending and later:
-        place_labels(book.place, pending)  # the links, made later, name final labels
-    elif pending:
+    if pending and not later:
         fill_details(book.details, pending, book.place)  # before any link names the labels
-    book.labels_later = False  # sources made from here on are labelled at once
-    sinks = _add_output_sinks(recorder, output, link=not later) if whole else []
+    # Sources made from here on (outputs no op made) are labelled at once, or with the rest.
+    book.labels_later = later
+    sinks = _add_output_sinks(recorder, output, later=later) if whole else []
+    book.labels_later = False
     if book.pending and not later:  # sources of outputs no op made
         fill_details(book.details, book.pending, book.place)
     if book.details.saw_meta:
         _drop_meta_values(nodes)
     by_label = book.by_label  # for the relabelling and the log
-    relabel_first_passes(recorder.repeated, by_label)
-    name_helper_calls(
-        book.layers.by_key,
-        recorder.ops,
-        {address: info.class_name for address, info in recorder.tracker.modules.items()},
-    )
+    modules = recorder.tracker.modules
+    if not later:
+        relabel_first_passes(recorder.repeated, by_label)
+        name_helper_calls(
+            book.layers.by_key,
+            recorder.ops,
+            {address: info.class_name for address, info in modules.items()},
+        )
     partial = error is not None or section is not None
     # An op that raised inside a call that caught it does not end the pass.
     failed = recorder.failed if error is not None else None
     _mark_feeds_output(nodes, recorder.ops, sinks, partial=partial, failed=failed)
-    modules = recorder.tracker.modules
     if section is not None and "" not in modules:
         top = ModuleInfo("", section.class_name, None, n_passes=1)
         modules = recorder.tracker.modules = {"": top, **modules}
-    for address, pass_index, producers, leaves in recorder.module_outputs.calls:
-        modules[address].outputs[pass_index] = list(map(_label_of, producers))
-        modules[address].output_leaves[pass_index] = leaves
+    if not later:
+        module_output_labels(modules, recorder.module_outputs.calls)
     if "" in modules:
         modules[""].n_ops = len(recorder.ops)
-    _warn_on_unseen_writes(recorder, stacklevel + 2)
+    _warn_on_unseen_writes(unseen, stacklevel + 2)
     if isinstance(output, GeneratorType):
         warnings.warn(
             "lens_widget: the forward returned a generator: its ops run when it is consumed, "
@@ -117,7 +118,11 @@ def build_log(
         label_index=by_label,
     )
     if later:
-        fill_later(log, _DetailsOnRead(book, sinks))
+        labels = LabelsOnRead(
+            book.layers, by_label, book.pending or [], recorder.ops, sinks, modules,
+            recorder.module_outputs.calls,
+        )  # fmt: skip
+        fill_later(log, _DetailsOnRead(book, sinks, labels))
     return log
 
 
@@ -126,15 +131,19 @@ class _DetailsOnRead:
     (op_details.py), then the output sinks' links, as build_log does them at once otherwise.
     Holds what the fill reads, not the book or the log (no cycle, and not the model)."""
 
-    def __init__(self, book: TensorBook, sinks: list[OpRecord]) -> None:
+    def __init__(self, book: TensorBook, sinks: list[OpRecord], labels: LabelsOnRead) -> None:
         self._details = book.details
         self._pending = book.pending or []
         self._nodes = book.nodes
         self._sinks = sinks
+        self._labels: LabelsOnRead | None = labels
 
     def __call__(self) -> None:
         collect_young_generations()  # as a trace does: see old_generation.py
         with torch._C.DisableTorchFunction(), gc_paused():  # nothing reaches a user's mode
+            if self._labels is not None:  # the links, made next, name final labels
+                self._labels()
+                self._labels = None
             fill_details(self._details, self._pending, None)
             for sink in self._sinks:
                 refs = sink.replay[1]  # pyright: ignore[reportOptionalSubscript]  # sinks have a replay
@@ -145,9 +154,10 @@ class _DetailsOnRead:
         promote_to_old_generation()
 
 
-def _add_output_sinks(recorder: Recorder, output: Any, *, link: bool) -> list[OpRecord]:
-    """A node per tensor of the output; `link`: linked to its producer now (else when the
-    records are filled, after their producers' own links)."""
+def _add_output_sinks(recorder: Recorder, output: Any, *, later: bool) -> list[OpRecord]:
+    """A node per tensor of the output; `later`: its unique label and its link to its
+    producer are given when the records are filled (labels_on_read.py), else now."""
+    link = not later
     nodes = recorder.book.nodes
     sinks = []
     for name, tensor in named_tensor_leaves(output, "output"):
@@ -155,7 +165,7 @@ def _add_output_sinks(recorder: Recorder, output: Any, *, link: bool) -> list[Op
         parent = (
             produced[0] if produced is not None else recorder.book.add_source(tensor, "const", name)
         )
-        label = recorder.book.unique_label(name)
+        label = name if later else recorder.book.unique_label(name)
         parent_refs = [("0", parent, produced[1] if produced else 0)]
         parents, parent_args, from_input = (
             link_parents(label, parent_refs) if link else ([], [], False)
@@ -174,7 +184,8 @@ def _add_output_sinks(recorder: Recorder, output: Any, *, link: bool) -> list[Op
             nested_shapes=nested, replay=(None, parent_refs),
         )  # fmt: skip
         nodes.append(sink)
-        recorder.book.by_label[label] = sink
+        if not later:
+            recorder.book.by_label[label] = sink
         sinks.append(sink)
     return sinks
 
@@ -215,9 +226,9 @@ def _drop_meta_values(nodes: list[OpRecord]) -> None:
             node.activations = None
 
 
-def _warn_on_unseen_writes(recorder: Recorder, stacklevel: int) -> None:
+def _warn_on_unseen_writes(unseen: list[OpRecord], stacklevel: int) -> None:
     """A saved reference whose version moved was overwritten by a call we could not see."""
-    changed = sorted({n.label for n in recorder.book.values.overwritten_unseen()})
+    changed = sorted({n.label for n in unseen})
     if changed:
         warnings.warn(
             f"lens_widget: saved activations of {', '.join(changed[:5])}"

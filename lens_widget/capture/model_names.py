@@ -34,24 +34,33 @@ class ModelNames:
         else:
             pending = list(roots.items())[::-1]
         modules, tensors, params = self.modules, self.tensors, self.params
+        # Read from each module's __dict__ (where nn.Module keeps them): an attribute read
+        # first looks through the class's MRO (ten classes for a transformers model), and
+        # this walk runs on every trace (ResNet-50: 282 modules, ~0.5 ms before).
         while pending:
             address, module = pending.pop()
             if id(module) in modules:  # shared: keep its first address
                 continue
             modules[id(module)] = address
-            if module._compiled_call_impl is not None:
+            own = module.__dict__
+            if own.get("_compiled_call_impl") is not None:  # set by module.compile()
                 self.compiled.append(module)
-            if "_hf_hook" in module.__dict__:
+            if "_hf_hook" in own:
                 self.dispatched.append(module)
             prefix = f"{address}." if address else ""
-            for name, tensor in module._parameters.items():
+            try:
+                parameters, buffers = own["_parameters"], own["_buffers"]
+                children = own["_modules"]
+            except KeyError:  # a module keeping them elsewhere
+                parameters, buffers = module._parameters, module._buffers
+                children = module._modules
+            for name, tensor in parameters.items():
                 if tensor is not None and id(tensor) not in tensors:
                     tensors[id(tensor)] = (prefix + name, "param")
                     params.append(tensor)
-            for name, tensor in module._buffers.items():
+            for name, tensor in buffers.items():
                 if tensor is not None and id(tensor) not in tensors:
                     tensors[id(tensor)] = (prefix + name, "buffer")
-            children = module._modules
             if children:
                 pending.extend(
                     reversed([(prefix + n, c) for n, c in children.items() if c is not None])

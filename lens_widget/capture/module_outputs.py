@@ -24,6 +24,10 @@ Tensor = torch.Tensor
 # What a feature may do with a module call's output: (address, pass, output) -> the output
 # the module's caller gets (features.py)
 ModuleOutputHook = Callable[[str, int, Any], Any]
+# The leaf of a lone tensor returned, per output index of its node: made once (immutable),
+# not once per module call
+_N_LONE = 8
+_LONE = tuple(OutputLeaf("", i) for i in range(_N_LONE))
 
 
 class OpRecorder(Protocol):
@@ -85,7 +89,9 @@ class ModuleOutputs:
                 depth = len(self._book.tracker.stack)
                 stack = node.module_stack
                 if len(stack) >= depth and stack[depth - 1] is entry:
-                    self.calls.append((address, pass_index, [node], [OutputLeaf("", produced[2])]))
+                    index = produced[2]
+                    leaf = _LONE[index] if index < _N_LONE else OutputLeaf("", index)
+                    self.calls.append((address, pass_index, [node], [leaf]))
                     return output
             named = [("", output)]
         else:

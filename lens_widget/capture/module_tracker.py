@@ -260,8 +260,8 @@ class ModuleTracker:
         entry = (address, n_passes)
         path = self.path
         self._open.append((stack, path, info, n_passes, entry, len(self._ops)))
-        self.stack = (*stack, entry)
-        self.path = (*path, address)
+        self.stack = stack + (entry,)  # faster than (*stack, entry)
+        self.path = path + (address,)
 
     def _new_info(self, module: torch.nn.Module, address: str) -> ModuleInfo:
         parent = self.stack[-1][0] if self.stack else ("" if module is not self._root else None)

@@ -70,17 +70,9 @@ class DetailNames:
 Place = Callable[[OpRecord, Any], None]
 
 
-def place_labels(place: Place, pending: list[Pending]) -> None:
-    """Give the pending records whose labels were left for later their labels, in the order
-    the nodes were made (the rest is filled later: `fill_details(..., place=None)`)."""
-    for node, _, _, _, _, key in pending:
-        if key is not None:
-            place(node, key)
-
-
 def fill_details(names: DetailNames, pending: list[Pending], place: Place | None) -> None:
     """Fill each pending record, in the order the nodes were made: its label if left for
-    later (by `place`; None when place_labels gave them); an op's parents, parent_args,
+    later (by `place`; None when labels_on_read.py gave them); an op's parents, parent_args,
     from_input, params and its parents' children; any node's source, source_code, shape,
     dtype, device, and (one output) shapes and nbytes.
     Empties `pending`.

@@ -19,6 +19,7 @@ from torch.nn.parameter import is_lazy
 
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.input_resolution import InputResolution
+from lens_widget.capture.labels_on_read import unique_label
 from lens_widget.capture.links import Layers
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
@@ -31,6 +32,7 @@ from lens_widget.capture.op_details import (
 )
 from lens_widget.capture.save_policy import SavePolicy
 from lens_widget.capture.saved_values import SavedValues
+from lens_widget.capture.source_records import new_source_record
 from lens_widget.capture.transforms import (
     inner_tensors,
     is_wrapped,
@@ -103,11 +105,7 @@ class TensorBook(InputResolution):
 
     def unique_label(self, name: str) -> str:
         """`name`, or `name#2`, `name#3`... when a node already has it (a param named "output")."""
-        label, n = name, 1
-        while label in self.by_label:
-            n += 1
-            label = f"{name}#{n}"
-        return label
+        return unique_label(self.by_label, name)
 
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
         """A source node; its source line and metadata are filled with the ops' (op_details),
@@ -115,18 +113,8 @@ class TensorBook(InputResolution):
         later = self.labels_later
         if not later and name in self.by_label:
             name = self.unique_label(name)
-        stack = self.tracker.stack
-        # Fields left out keep OpRecord's defaults (shape and source: filled with the ops')
-        node = OpRecord(
-            label=name,
-            kind=kind,
-            func=name,
-            index=len(self.nodes),
-            layer=name,
-            module=stack[-1][0] if stack else "",
-            module_stack=stack,
-            requires_grad=tensor.requires_grad,
-            from_input=kind == "input",
+        node = new_source_record(
+            name, kind, len(self.nodes), self.tracker.stack, tensor.requires_grad
         )
         entry = (node, source, tensor.shape, tensor.dtype, tensor.device, SOURCE if later else None)
         if self.pending is None:

@@ -1,11 +1,13 @@
-"""`ModelLog.nodes`, whose records' details a trace may leave to be filled on the first read.
+"""`ModelLog.nodes` and `ModelLog.modules`, whose details a trace may leave to be filled on
+the first read.
 
-A plain trace gives each record its label during the pass (or right after it), but its links
-to its parents, source line and output metadata, which nothing of the trace itself reads,
-are filled the first time anything reads the records: `ModelLog.nodes`, or the label index
-behind ``log[...]`` and ``log.by_label``. Those are the only ways to a record, so no one
-sees a record half-filled; the trace returns sooner, and reading the log pays for the fill
-once (issue #27: work moved out of the trace, the log a user reads the same).
+A plain trace leaves its records' labels, their links to their parents, source lines and
+output metadata, and the labels of each module call's outputs, which nothing of the trace
+itself reads, to the first time anything reads the records or the modules: `ModelLog.nodes`,
+`ModelLog.modules`, or the label index behind ``log[...]`` and ``log.by_label``. Those are
+the only ways to a record, so no one sees a record half-filled; the trace returns sooner,
+and reading the log pays for the fill once (issues #27 and #37: work moved out of the trace,
+the log a user reads the same).
 
 Filling runs once: a second thread reading meanwhile waits for it.
 """

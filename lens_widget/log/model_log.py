@@ -68,7 +68,8 @@ class ModelLog:
     # A descriptor (filled_on_read.py): a trace may leave the records' links, source lines and
     # output metadata to be filled when they are first read.
     nodes: list[OpRecord] = FilledOnRead()  # pyright: ignore[reportAssignmentType]
-    modules: dict[str, ModuleInfo]
+    # The same: a plain trace labels the outputs of each module call on the first read.
+    modules: dict[str, ModuleInfo] = FilledOnRead()  # pyright: ignore[reportAssignmentType]
     output: Any
     # A descriptor (held_error.py) holding the exception weakly; its __get__ gives this type.
     error: BaseException | None = HeldError()  # pyright: ignore[reportAssignmentType]
