@@ -65,19 +65,9 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
     _prepare(directory, {f.path.name for f in disk.shards} if disk is not None else set())
     table = TensorTable(log.disk_values)
     distributed = encode_distributed(log)
-    # a log made outside torch.distributed stays readable by readers of version 3, one
-    # without function groups by those of version 4
-    if any(_unreplayable_in_transform(node) for node in log.nodes):
-        version = TRANSFORM_NOTE_VERSION
-    elif log.notes or any(node.nested_shapes is not None for node in log.nodes):
-        version = NESTED_VERSION
-    elif any(node.function for node in log.nodes):
-        version = FUNCTION_VERSION
-    else:
-        version = DISTRIBUTED_VERSION if distributed is not None else DISTRIBUTED_VERSION - 1
     document: dict[str, Any] = {
         "format": FORMAT_NAME,
-        "version": version,
+        "version": 0,  # the oldest that reads what is written: set below
         "save_id": uuid.uuid4().hex,
         "created_by": f"lens_widget (torch {torch.__version__})",
         "tensor_file": TENSOR_FILE,
@@ -110,6 +100,7 @@ def save_log(log: SavableLog, path: str | os.PathLike[str], *, weights: bool = T
         ],
         "nodes": [_node(node, table, weights) for node in log.nodes],
     }
+    document["version"] = version = _version(log, document["nodes"], distributed is not None)
     backward = encode_training_step(log, table)
     if backward is not None:
         document["backward"] = backward
@@ -247,6 +238,20 @@ def _node(node: OpRecord, table: TensorTable, weights: bool) -> dict[str, Any]:
     }
 
 
+def _version(log: SavableLog, nodes: list[dict[str, Any]], distributed: bool) -> int:
+    """The oldest format version whose readers read what was written: a log made outside
+    torch.distributed stays readable by readers of version 3, one without function groups by
+    those of version 4, and so on."""
+    replays = [n["replay"] for n in nodes if n.get("replay")]
+    if any("unavailable" in r and "in_transform" in r for r in replays):
+        return TRANSFORM_NOTE_VERSION
+    if log.notes or any(node.nested_shapes is not None for node in log.nodes):
+        return NESTED_VERSION
+    if any(node.function for node in log.nodes):
+        return FUNCTION_VERSION
+    return DISTRIBUTED_VERSION if distributed else DISTRIBUTED_VERSION - 1
+
+
 def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
     """The op's call as data: function name, argument templates, tensors no node holds; and
     whether it ran inside a torch.func transform, also where it cannot be replayed (what
@@ -258,13 +263,6 @@ def _replay(node: OpRecord, table: TensorTable) -> dict[str, Any] | None:
     if call.in_transform:  # its values were batched or traced: none kept, none to ask for
         data["in_transform"] = True
     return data
-
-
-def _unreplayable_in_transform(node: OpRecord) -> bool:
-    """An op inside a torch.func transform whose call a loaded log cannot replay: its
-    `in_transform` sits beside `unavailable` (version 7)."""
-    call = node.replay[0] if node.replay is not None else None
-    return call is not None and call.in_transform and function_name(call.func) is None
 
 
 def _call_data(node: OpRecord, call: ReplayCall, table: TensorTable) -> dict[str, Any]:
