@@ -19,7 +19,7 @@ from torch.nn.parameter import is_lazy
 
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.input_resolution import InputResolution
-from lens_widget.capture.labels_on_read import unique_label
+from lens_widget.capture.labels_on_read import source_placer, unique_label
 from lens_widget.capture.links import Layers
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
@@ -90,6 +90,9 @@ class TensorBook(InputResolution):
         # Layers and labels (links.py); given after the pass when nothing reads them during
         # it (labels_later, set by the recorder; build_log ends it), else as nodes are made.
         self.layers = Layers(self.by_label)
+        # Gives a node whose label was left for later its label, as if given when it was made
+        # (fill_details calls it in the order the nodes were made)
+        self.place = source_placer(self.layers, self.by_label)
         self.labels_later = False
         # What add_source tells the features that watch sources (the recorder sets them)
         self.source_hooks: tuple[SourceHook, ...] = ()
@@ -133,17 +136,6 @@ class TensorBook(InputResolution):
         for hook in self.source_hooks:
             hook(tensor, node)
         return node
-
-    def place(self, node: OpRecord, key: Any) -> None:
-        """Give a node whose label was left for later its label, as if given when it was made
-        (fill_details calls this in the order the nodes were made)."""
-        if key is not SOURCE:
-            self.layers.place(node, key)
-            return
-        name = node.label
-        if name in self.by_label:  # a parameter named like a node before it
-            name = node.label = node.func = node.layer = self.unique_label(name)
-        self.by_label[name] = node
 
     def alias(self, tensor: Tensor, of: Tensor) -> None:
         """`tensor` wraps `of`'s memory and version counter, made where no mode sees it
