@@ -17,12 +17,13 @@ it, and to the composed one here when some does. Features today:
   among the sources (`source_added`).
 - ``Offload`` (offload.py): the saved values past a memory budget, written to disk by a
   writer thread and replaced by views of the files (`outputs_noted`, `source_added`).
+- ``DistributedCapture`` (distributed_capture.py): engine calls, collectives and sharded
+  parameters inside torch.distributed (`outputs_noted`, `source_added`; every call careful).
+- ``BackgroundStats`` (monitor/background_stats.py, given by lw.Monitor through
+  ``Tracing(features=...)``): each saved first output (`outputs_noted`) and op gradient
+  (`grad_noted`) summarised on a worker thread while the step runs.
 
-Where the coming features plug in: a per-op monitor (statistics of each output) hooks
-`outputs_noted` (the record's ``activations`` are set by then: summarise them there, as
-the offload moves them); a distributed run's rank
-goes on the records in `outputs_noted` and `source_added` (or in `result`, careful path
-only). Each is one more Feature attached in session.py, not a recorder subclass.
+Each is one more Feature attached in session.py, not a recorder subclass.
 
 A feature holds the recorder and its book weakly (``weakref.proxy``): they hold its
 hooks, and a cycle would keep a trace's saved values alive until the cyclic collector runs.
@@ -70,8 +71,10 @@ class Feature:
     5. `result` after the record, with the value the user's code gets (careful path).
 
     `source_added` runs when a source node is made (a parameter, an input, a constant),
-    `module_output` when a module call returns. `careful`: every call of the trace takes
-    the careful path (the torch call can be wrapped and its result replaced there).
+    `module_output` when a module call returns, `grad_noted` when a backward pass hands
+    over a gradient the log keeps (a trace keeping gradients). `careful`: every
+    call of the trace takes the careful path (the torch call can be wrapped and its result
+    replaced there).
     """
 
     careful: ClassVar[bool] = False
@@ -104,6 +107,10 @@ class Feature:
     def module_output(self, address: str, pass_index: int, output: Any) -> Any:
         """What the module call's caller gets (the call did not raise)."""
         return output
+
+    def grad_noted(self, grad: Tensor) -> None:
+        """A gradient the log keeps, as a backward pass hands it over: of an op's first
+        output, or of an autograd leaf (a parameter's)."""
 
 
 class BackwardRunner(Protocol):
@@ -162,6 +169,7 @@ class Steps:
         self.results = _hooks(features, "result")
         self.source_added = _hooks(features, "source_added")
         self.module_output = _hooks(features, "module_output")
+        self.grad_noted = _hooks(features, "grad_noted")
         calls = _hooks(features, "call")
         if len(calls) > 1:
             raise ValueError("lens_widget: two features make the torch call")

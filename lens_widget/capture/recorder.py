@@ -171,6 +171,7 @@ class Recorder(OpRecording, TorchFunctionMode):
         # Every call careful: a feature asks it, or a transform runs (see _call_quietly)
         self.careful = steps.careful or self.in_transform
         book.source_hooks = steps.source_added
+        self.grad_hooks = steps.grad_noted  # the backward capture calls them
         outputs = self.module_outputs
         outputs.hooks = steps.module_output
         hooked = outputs.on_output_with_hooks if steps.module_output else outputs.on_output

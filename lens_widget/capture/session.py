@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from types import FrameType
 from typing import Any
@@ -26,6 +26,7 @@ from lens_widget.capture.distributed.distributed_capture import (
     distributed_active,
 )
 from lens_widget.capture.fast_paths import FastPaths, unkept_fast_paths
+from lens_widget.capture.features import Feature
 from lens_widget.capture.interventions.intervening import Intervening
 from lens_widget.capture.interventions.interventions import InterventionFn, Interventions
 from lens_widget.capture.model_names import ModelNames
@@ -73,6 +74,7 @@ class Session:
         grads: bool = False,
         offload: OffloadSpec | None = None,
         wrappers: list[torch.nn.Module] | None = None,
+        features: Sequence[Feature] = (),
     ) -> None:
         self.model_class = model_class
         self.section = section
@@ -118,6 +120,8 @@ class Session:
                 recorder.attach(self.distributed)
                 recorder.distributed = self.distributed
                 recorder.tracker.see_through = frozenset(map(id, wrappers or []))
+            for feature in features:  # the caller's own (lw.Monitor's), last
+                recorder.attach(feature)
 
     def add_inputs(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """The traced call's arguments: sources ``input.0``, ``input.attention_mask``..."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -12,6 +12,7 @@ import torch
 
 from lens_widget.capture.build_log import SectionTop
 from lens_widget.capture.distributed.distributed_capture import unwrap_data_parallel
+from lens_widget.capture.features import Feature
 from lens_widget.capture.interventions.interventions import InterventionFn
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.offload.offload import offload_spec
@@ -79,11 +80,16 @@ class Tracing:
         intervene: Mapping[str, InterventionFn] | None,
         offload: str | os.PathLike[str] | None = None,
         memory_budget: int | str | None = None,
+        features: Sequence[Feature] = (),
     ) -> None:
+        """`features`: attached to the recorder after lens_widget's own (features.py)."""
         self._roots, self.model_class = _named_roots(modules, named_modules)
         SavePolicy(save)  # a bad spec raises here, at the call, not at the with statement
         spec = offload_spec(offload, memory_budget)  # so does a bad offload
-        self._options = {"save": save, "timing": timing, "intervene": intervene, "offload": spec}
+        self._options = {
+            "save": save, "timing": timing, "intervene": intervene, "offload": spec,
+            "features": features,
+        }  # fmt: skip
         self.grads = grads
         # DDP wrappers of the given modules: their calls are no module call (see _eager)
         given = (*modules, *named_modules.values())

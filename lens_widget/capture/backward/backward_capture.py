@@ -272,6 +272,8 @@ class BackwardCapture(Feature):
                 # summed in the order .grad accumulates them.
                 earlier = grads.get(index)
                 grads[index] = grad if earlier is None else earlier + grad
+                for hook in self._recorder.grad_hooks:
+                    hook(grads[index])
                 existing = node.variable.grad  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
                 if existing is not None:
                     # The engine adds into it in place (zero_grad(set_to_none=False)): saved
@@ -291,6 +293,7 @@ class BackwardCapture(Feature):
         if pass_state is None or pass_state.in_transform:
             return
         op_grads, keep = self.state.op_grads, self.keep_grad
+        hooks = self._recorder.grad_hooks
         for output_nr, op in entries:
             grad = grad_outputs[output_nr] if output_nr < len(grad_outputs) else None
             if grad is not None:
@@ -298,6 +301,8 @@ class BackwardCapture(Feature):
                 held[pass_state.index] = grad
                 if keep is not None:
                     keep(held, pass_state.index)
+                for hook in hooks:
+                    hook(held[pass_state.index])
 
     def _note_returned(self, call: BackwardCall, result: Any) -> None:
         """autograd.grad hands back the gradients of its inputs instead of accumulating."""

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from lens_widget.capture.monitor.background_stats import BackgroundStats, Summaries, stats_of
 from lens_widget.capture.partial_log import partial_log
-from lens_widget.capture.tracing import tracing
+from lens_widget.capture.tracing import Tracing, tracing
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.monitor.step_history import (
     STAT_NAMES,
@@ -35,7 +36,6 @@ from lens_widget.log.monitor.step_history import (
     stats_row,
 )
 from lens_widget.log.nonfinite import NotSavedError
-from lens_widget.log.stats import activation_stats
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,16 +115,23 @@ class Monitor:
         if index % self.every:
             yield
             return
-        section = tracing(*self._modules, grads=self.grads, save="all", **self._named)
+        # Each saved value is summarised on a worker thread while the step runs
+        background = BackgroundStats()
+        section = Tracing(
+            self._modules, self._named, save="all", grads=self.grads, timing=False,
+            intervene=None, features=(background,),
+        )  # fmt: skip
         try:
             with section:
                 yield
         except BaseException as err:
             log = partial_log(err)
             if log is not None:  # the failing step, whole: its statistics and its log
-                self._record(index, log, failed=True)
+                self._record(index, log, background.finish(), failed=True)
             raise
-        self._record(index, section.log)
+        finally:
+            background.finish()  # the worker ends with the step, also when it raised
+        self._record(index, section.log, background.finish())
 
     def on_step(self, listener: Listener) -> Callable[[], None]:
         """Call `listener(step_stats)` after each traced step (on the training thread); the
@@ -137,9 +144,12 @@ class Monitor:
 
         return remove
 
-    def _record(self, index: int, log: ModelLog, failed: bool = False) -> None:
-        """The step's statistics; its log kept when it failed or `keep` asks for it."""
-        stats = step_stats(index, log, self.grads)
+    def _record(
+        self, index: int, log: ModelLog, summaries: Summaries, failed: bool = False
+    ) -> None:
+        """The step's statistics (those `summaries` has made already taken from it); its log
+        kept when it failed or `keep` asks for it."""
+        stats = step_stats(index, log, self.grads, summaries)
         self.history.add(stats)
         if self.history.structure is None:
             self.history.structure = without_values(log)
@@ -234,15 +244,18 @@ def own_values(log: ModelLog) -> ModelLog:
     return log
 
 
-def step_stats(index: int, log: ModelLog, grads: bool) -> StepStats:
-    """The statistics of every op of `log` (its first output and its gradient)."""
+def step_stats(
+    index: int, log: ModelLog, grads: bool, summaries: Summaries | None = None
+) -> StepStats:
+    """The statistics of every op of `log` (its first output and its gradient); those a
+    worker made while the step ran taken from `summaries` (background_stats.py)."""
     ops = log.ops
     shape = (len(ops), len(STAT_NAMES))
     # One batch over the first outputs (what a row describes) and the gradients
     firsts = [op for op in ops if op.activations]
     with_grad = [op for op in ops if op.grad is not None] if grads else []
     tensors = [op.activations[0] for op in firsts] + [op.grad for op in with_grad]  # pyright: ignore[reportOptionalSubscript]  # filtered just above
-    computed = activation_stats(tensors)
+    computed = stats_of(tensors, summaries or {})
     of_output = dict(zip(map(id, firsts), computed[: len(firsts)], strict=True))
     of_grad = dict(zip(map(id, with_grad), computed[len(firsts) :], strict=True))
     rows = [stats_row(of_output.get(id(op))) for op in ops]

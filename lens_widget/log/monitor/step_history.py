@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -67,11 +68,14 @@ class StepStats:
         )
 
 
-def stats_row(stats: ActivationStats | None) -> list[float]:
-    """One row of STAT_NAMES values (NaN for an op without the value)."""
-    if stats is None:
-        return [float("nan")] * len(STAT_NAMES)
-    return [float(stats[name]) for name in STAT_NAMES]
+_NO_ROW = (float("nan"),) * len(STAT_NAMES)
+_ROW_OF = attrgetter(*STAT_NAMES)  # the fields by attribute: a row per op and step
+
+
+def stats_row(stats: ActivationStats | None) -> tuple[float, ...]:
+    """One row of STAT_NAMES values (NaN for an op without the value; counts as ints, which
+    the history's float64 array takes exactly)."""
+    return _NO_ROW if stats is None else _ROW_OF(stats)
 
 
 @dataclass(eq=False)

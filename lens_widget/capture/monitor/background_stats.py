@@ -1,0 +1,114 @@
+"""A traced step's statistics computed on a second thread while the step runs.
+
+Summarising every op's output and gradient after the step (one batch, log/stats.py) reads
+every saved byte once more on the training thread: on a narrow model that is a third of a
+plain step. `BackgroundStats` is a Feature (features.py) of the step's trace: each value the
+trace keeps (an op's first output as it is saved, an op's or a parameter's gradient as the
+backward hands it over) is queued to a worker thread, which summarises it while the
+training thread goes on (torch's and numpy's reductions release the GIL).
+
+After the step, `stats_of` takes a worker's result only where the log still holds that very
+tensor and its version counter has not moved since the worker read it; anything else (a
+value the trace copied before a write, one the worker does not take, a gradient summed over
+passes) is summarised then, in one batch, as before. The statistics are therefore those of
+the values the log holds after the step, equal to the batch's.
+
+The worker takes only what `HostMoments` summarises (float32/float64 CPU tensors), whose
+statistics do not depend on the batch they are computed in.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Sequence
+
+import torch
+
+from lens_widget.capture.features import Feature
+from lens_widget.log.host_moments import HostMoments
+from lens_widget.log.records import OpRecord
+from lens_widget.log.stats import ActivationStats, activation_stats, values_key
+
+Tensor = torch.Tensor
+# id(tensor) -> (the tensor, its version when the worker read it, its statistics); the
+# tensor is held so that no other tensor takes its id or memory before the step ends
+Summaries = dict[int, tuple[Tensor, int, ActivationStats]]
+_STOP = None
+
+
+def _version(tensor: Tensor) -> int | None:
+    """The write counter, None for a tensor without one (an inference tensor)."""
+    try:
+        return tensor._version
+    except RuntimeError:
+        return None
+
+
+class BackgroundStats(Feature):
+    """Queues each saved first output and each op gradient to a worker thread (module doc).
+    The hooks only queue: on the fast path they run where the trace's mode is active, so
+    every check that reads the tensor is the worker's."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Tensor | None] = queue.SimpleQueue()
+        self._done: Summaries = {}
+        self._thread = threading.Thread(
+            target=_summarise, args=(self._queue, self._done), name="lens_widget stats", daemon=True
+        )
+        self._thread.start()
+
+    def outputs_noted(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
+        saved = node.activations
+        if saved:
+            self._queue.put(saved[0])
+
+    def grad_noted(self, grad: Tensor) -> None:
+        self._queue.put(grad)
+
+    def finish(self) -> Summaries:
+        """Wait for the worker to summarise what was queued; its summaries."""
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join()
+        return self._done
+
+
+def _summarise(work: queue.SimpleQueue[Tensor | None], done: Summaries) -> None:
+    """The worker: summarise each queued tensor HostMoments takes, until _STOP. A view
+    holding the same values as one summarised before (same memory and layout, same
+    version) takes its summary, as the batch's values_key does."""
+    by_values: dict[tuple[object, ...], tuple[int, ActivationStats]] = {}
+    while (tensor := work.get()) is not None:  # None: _STOP
+        if id(tensor) in done or not HostMoments.accepts(tensor):
+            continue
+        version = _version(tensor)
+        if version is None:
+            continue
+        key = values_key(tensor)
+        same = by_values.get(key)
+        if same is not None and same[0] == version:
+            done[id(tensor)] = (tensor, version, same[1])
+            continue
+        try:
+            stats = activation_stats([tensor])[0]
+        except Exception:  # noqa: BLE001  # left to the batch after the step, which reports it
+            continue
+        by_values[key] = (version, stats)
+        done[id(tensor)] = (tensor, version, stats)
+
+
+def stats_of(tensors: Sequence[Tensor], done: Summaries) -> list[ActivationStats]:
+    """activation_stats(tensors), taking the worker's summary of a tensor the log still
+    holds unwritten since the worker read it; the rest in one batch."""
+    found: list[ActivationStats | None] = []
+    missing: list[Tensor] = []
+    for tensor in tensors:
+        entry = done.get(id(tensor))
+        if entry is not None and entry[0] is tensor and _version(tensor) == entry[1]:
+            found.append(entry[2])
+        else:
+            found.append(None)
+            missing.append(tensor)
+    rest = iter(activation_stats(missing))
+    return [stats if stats is not None else next(rest) for stats in found]

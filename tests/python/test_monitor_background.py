@@ -1,0 +1,124 @@
+"""lw.Monitor's statistics made on a worker thread while the step runs
+(capture/monitor/background_stats.py): equal to the batch after the step, the worker's
+summary taken only for a value the log still holds unwritten since it was read, and the
+worker gone with the step, also when the step raised."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import lens_widget as lw
+from lens_widget.capture.monitor.background_stats import BackgroundStats, Summaries, stats_of
+from lens_widget.capture.monitor.monitor import step_stats
+from lens_widget.capture.tracing import Tracing
+from lens_widget.log.model_log import ModelLog
+from lens_widget.log.stats import activation_stats
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+class Block(nn.Module):
+    """Views of saved outputs (same values, another shape or order), zeros (ReLU), and a
+    saved output written in place after it was used (the trace copies it first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(64, 256)
+        self.fc2 = nn.Linear(256, 64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc1(x)
+        wide = h.view(-1, 512).t()  # views of h: the same values
+        r = torch.relu(h)
+        s = r * 2
+        out = self.fc2(r) + wide.sum() + s.sum()
+        s.mul_(0.5)  # written after sum read it: the log keeps its value from before
+        return out + s.mean()
+
+
+def _worker_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "lens_widget stats"]
+
+
+def _traced_step(model: nn.Module, x: torch.Tensor) -> tuple[ModelLog, Summaries]:
+    background = BackgroundStats()
+    section = Tracing(
+        (model,), {}, save="all", grads=True, timing=False, intervene=None,
+        features=(background,),
+    )  # fmt: skip
+    with section:
+        model(x).square().mean().backward()
+    return section.log, background.finish()
+
+
+def _taken(tensors: list[torch.Tensor], summaries: Summaries) -> int:
+    """How many of `tensors` stats_of answers from the worker's summaries."""
+    answers = stats_of(tensors, summaries)
+    return sum(
+        1
+        for tensor, stats in zip(tensors, answers, strict=True)
+        if (entry := summaries.get(id(tensor))) is not None and entry[2] is stats
+    )
+
+
+def test_the_workers_statistics_equal_the_batch_after_the_step() -> None:
+    torch.manual_seed(0)
+    log, summaries = _traced_step(Block(), torch.randn(32, 64))
+    from_worker = step_stats(0, log, True, summaries)
+    batch = step_stats(0, log, True)
+    np.testing.assert_array_equal(from_worker.activation, batch.activation)
+    assert from_worker.gradient is not None and batch.gradient is not None
+    np.testing.assert_array_equal(from_worker.gradient, batch.gradient)
+    # ...and the worker did make them: every float output and gradient but the value the
+    # trace copied before the write (the log holds the copy, which the worker never read)
+    outputs = [op.activations[0] for op in log.ops if op.activations]
+    grads = [g for op in log.ops if (g := op.grad) is not None]
+    written = next(op for op in log.ops if op.func == "mul")
+    assert written.activations is not None and id(written.activations[0]) not in summaries
+    assert _taken(outputs, summaries) == len(outputs) - 1
+    assert _taken(grads, summaries) == len(grads)
+    assert not _worker_threads()
+
+
+def test_a_value_written_after_the_worker_read_it_is_summarised_again() -> None:
+    tensor = torch.randn(4096)
+    background = BackgroundStats()
+    background.grad_noted(tensor)
+    summaries = background.finish()
+    read = summaries[id(tensor)][2]
+    assert stats_of([tensor], summaries) == [read] and _taken([tensor], summaries) == 1
+    tensor.add_(5.0)  # its version moves: the summary is of the value before
+    again = stats_of([tensor], summaries)
+    assert _taken([tensor], summaries) == 0
+    assert again == activation_stats([tensor]) and again[0].mean == pytest.approx(read.mean + 5)
+    copy = tensor.clone()  # the same values in another tensor: not the one the worker read
+    assert _taken([copy], summaries) == 0 and stats_of([copy], summaries) == again
+
+
+def test_the_worker_leaves_what_it_does_not_summarise_to_the_batch() -> None:
+    ints, half = torch.arange(100), torch.randn(100).half()
+    background = BackgroundStats()
+    background.grad_noted(ints)
+    background.grad_noted(half)
+    summaries = background.finish()
+    assert summaries == {}
+    assert stats_of([ints, half], summaries) == activation_stats([ints, half])
+
+
+def test_the_worker_ends_with_each_step_also_when_it_raises() -> None:
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+    mon = lw.Monitor(model, every=1)
+    for _ in range(3):
+        with mon.step():
+            model(torch.randn(4, 8)).sum().backward()
+    assert not _worker_threads()
+    with pytest.raises(RuntimeError), mon.step():
+        model(torch.randn(4, 3))  # wrong width: raises in the first Linear
+    assert not _worker_threads()
+    assert mon.steps == [0, 1, 2, 3]
+    assert not np.isnan(mon.history.steps[0].activation[:, 0]).all()
