@@ -5,6 +5,8 @@ worker gone with the step, also when the step raised."""
 
 from __future__ import annotations
 
+import copy
+import os
 import threading
 
 import numpy as np
@@ -13,6 +15,7 @@ import torch
 from torch import nn
 
 import lens_widget as lw
+from lens_widget.capture.monitor import monitor as monitor_module
 from lens_widget.capture.monitor.background_stats import BackgroundStats, Summaries, stats_of
 from lens_widget.capture.monitor.monitor import step_stats
 from lens_widget.capture.tracing import Tracing
@@ -122,3 +125,52 @@ def test_the_worker_ends_with_each_step_also_when_it_raises() -> None:
     assert not _worker_threads()
     assert mon.steps == [0, 1, 2, 3]
     assert not np.isnan(mon.history.steps[0].activation[:, 0]).all()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_a_worker_runs_only_with_a_core_that_torchs_threads_leave_free() -> None:
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+    mon = lw.Monitor(model, every=1)
+    threads = torch.get_num_threads()
+    seen: dict[int, int] = {}
+    try:
+        for n in (1, len(os.sched_getaffinity(0))):
+            torch.set_num_threads(n)
+            with mon.step():
+                model(torch.randn(4, 8)).sum().backward()
+                seen[n] = len(_worker_threads())
+    finally:
+        torch.set_num_threads(threads)
+    assert list(seen.values()) == [1, 0]
+    # the step without a worker has its statistics all the same, from the batch
+    first, second = mon.history.steps
+    assert first.activation.shape == second.activation.shape
+    assert not np.isnan(second.activation[:, 0]).all()
+
+
+def _monitored_training(model: nn.Module, steps: int) -> lw.Monitor:
+    torch.manual_seed(3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    mon = lw.Monitor(model, every=1)
+    for _ in range(steps):
+        with mon.step():
+            model(torch.randn(32, 64)).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+    return mon
+
+
+@pytest.mark.parametrize("spare", [True, False], ids=["worker", "batch"])
+def test_a_monitored_training_has_the_same_history_with_or_without_the_worker(
+    monkeypatch: pytest.MonkeyPatch, spare: bool
+) -> None:
+    torch.manual_seed(0)
+    start = Block()
+    monkeypatch.setattr(monitor_module, "core_to_spare", lambda: False)
+    batch = _monitored_training(copy.deepcopy(start), 3)
+    monkeypatch.setattr(monitor_module, "core_to_spare", lambda: spare)
+    other = _monitored_training(copy.deepcopy(start), 3)
+    for a, b in zip(batch.history.steps, other.history.steps, strict=True):
+        np.testing.assert_array_equal(a.activation, b.activation)
+        assert a.gradient is not None and b.gradient is not None
+        np.testing.assert_array_equal(a.gradient, b.gradient)

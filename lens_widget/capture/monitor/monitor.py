@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from lens_widget.capture.monitor.background_stats import BackgroundStats, Summaries, stats_of
+from lens_widget.capture.monitor.background_stats import (
+    BackgroundStats,
+    Summaries,
+    core_to_spare,
+    stats_of,
+)
 from lens_widget.capture.partial_log import partial_log
 from lens_widget.capture.tracing import Tracing, tracing
 from lens_widget.log.model_log import ModelLog
@@ -115,11 +120,12 @@ class Monitor:
         if index % self.every:
             yield
             return
-        # Each saved value is summarised on a worker thread while the step runs
-        background = BackgroundStats()
+        # With a core to spare, each saved value is summarised on a worker thread while the
+        # step runs (background_stats.py); else all of them after it, in one batch.
+        background = BackgroundStats() if core_to_spare() else None
         section = Tracing(
             self._modules, self._named, save="all", grads=self.grads, timing=False,
-            intervene=None, features=(background,),
+            intervene=None, features=(background,) if background is not None else (),
         )  # fmt: skip
         try:
             with section:
@@ -127,11 +133,11 @@ class Monitor:
         except BaseException as err:
             log = partial_log(err)
             if log is not None:  # the failing step, whole: its statistics and its log
-                self._record(index, log, background.finish(), failed=True)
+                self._record(index, log, _summaries(background), failed=True)
             raise
         finally:
-            background.finish()  # the worker ends with the step, also when it raised
-        self._record(index, section.log, background.finish())
+            _summaries(background)  # the worker ends with the step, also when it raised
+        self._record(index, section.log, _summaries(background))
 
     def on_step(self, listener: Listener) -> Callable[[], None]:
         """Call `listener(step_stats)` after each traced step (on the training thread); the
@@ -200,6 +206,11 @@ class Monitor:
         from lens_widget.widget.monitor.monitor_widget import monitor_widget
 
         return monitor_widget(self)
+
+
+def _summaries(background: BackgroundStats | None) -> Summaries:
+    """What the step's worker summarised (waiting for it to finish); none without one."""
+    return background.finish() if background is not None else {}
 
 
 def without_values(log: ModelLog) -> ModelLog:
