@@ -4,7 +4,7 @@
   clock): their cost against plain steps (target: within 5%);
 - ``every=1``: every step of a small GPT-2 training loop (2 layers, d=256, 8 x 128 tokens;
   and at GPT-2 small's width, d=768, 4 x 128 tokens) traced, with gradients, and every
-  op's activation and gradient statistics (target: <= 1.5x plain; TorchLens' every-op
+  op's activation and gradient statistics (target: <= 1.3x plain, issue #37; TorchLens' every-op
   every-step history is 2.28x);
 - ``module hooks``: what wandb.watch-style tools do, the same statistics per module output
   from forward hooks, every step, for comparison.
