@@ -209,6 +209,24 @@ PATCHES: list[tuple[str, str, str]] = [
         return output
     for""",
     ),
+    ("capture/module_outputs.py", "import sys\n", "import sys\n<clock>"),
+    (
+        "capture/module_outputs.py",
+        """                with torch._C.DisableTorchFunction():
+                    recorder = self._recorder""",
+        """                _i0 = _ns()
+                PH["#identity ops"] += 1
+                with torch._C.DisableTorchFunction():
+                    recorder = self._recorder""",
+    ),
+    (
+        "capture/module_outputs.py",
+        """                    index = 0
+            if node is not None:""",
+        """                    index = 0
+                PH["(of which: identity ops, their record phases too)"] += _ns() - _i0
+            if node is not None:""",
+    ),
     # ---- once per trace (trace.py, session.py)
     ("capture/trace.py", "from typing import Any\n", "from typing import Any\n<clock>"),
     (

@@ -148,7 +148,7 @@ def measure(case: Any, save: str | None, rounds: int, read_cost: float) -> list[
     reads = (
         counts.get("#handler", 0) * 9 + counts.get("#metadata", 0) * 2
         + counts.get("#careful", 0) * 3 + counts.get("#modules", 0) * 4
-        + counts.get("#sources", 0) * 2 + 8
+        + counts.get("#sources", 0) * 2 + counts.get("#identity ops", 0) * 2 + 8
     )  # fmt: skip
     timers = reads * read_cost * per_op
     dispatch = (med["bare"] - med["plain"]) * per_op

@@ -52,7 +52,6 @@ class ModuleOutputs:
 
     def __init__(self, book: TensorBook, recorder: OpRecorder) -> None:
         self._producers = book._producers
-        self._book = book
         self._recorder = weakref.proxy(recorder)
         # (module address, pass, the nodes that produced that module call's output tensors,
         # and per tensor its path in the value returned and which output of its node it is)
@@ -61,11 +60,16 @@ class ModuleOutputs:
         self.hooks: tuple[ModuleOutputHook, ...] = ()
 
     def on_output_with_hooks(
-        self, address: str, pass_index: int, output: Any, entry: tuple[str, int] | None
+        self,
+        address: str,
+        pass_index: int,
+        output: Any,
+        entry: tuple[str, int] | None,
+        depth: int,
     ) -> Any:
         """`on_output`, then the features' hooks (the tracker calls this instead when a
         feature has one): the output the module's caller gets, which a hook may replace."""
-        output = self.on_output(address, pass_index, output, entry)
+        output = self.on_output(address, pass_index, output, entry, depth)
         if output is RAISED:
             return output
         for hook in self.hooks:
@@ -73,20 +77,26 @@ class ModuleOutputs:
         return output
 
     def on_output(
-        self, address: str, pass_index: int, output: Any, entry: tuple[str, int] | None
+        self,
+        address: str,
+        pass_index: int,
+        output: Any,
+        entry: tuple[str, int] | None,
+        depth: int,
     ) -> Any:
         """Note which nodes a module call returned. A tensor it returns untouched (an
         nn.Identity, a skipped branch) gets an "identity" op inside the module, so the
         module is a node of the graph and the value visibly flows through it.
 
         `entry` is the module's (address, pass) on the tracker's stack, None for the root:
-        the ops that ran inside this call are those whose module_stack holds that tuple."""
+        the ops that ran inside this call are those whose module_stack holds that tuple, at
+        index `depth` - 1 (the tracker's stack depth while the module ran: passed in, as
+        reading it here takes three attribute lookups that are cold between kernels)."""
         if type(output) is Tensor:  # the common case: nothing here reads the tensor
             produced = self._producers.get(id(output))
             if entry is not None and produced is not None and produced[0]() is output:
                 # Made by an op inside this very call (its stack holds `entry`): no loop.
                 node = produced[1]
-                depth = len(self._book.tracker.stack)
                 stack = node.module_stack
                 if len(stack) >= depth and stack[depth - 1] is entry:
                     index = produced[2]
@@ -99,16 +109,15 @@ class ModuleOutputs:
             # here: one entered twice would not restore the state it found.)
             with torch._C.DisableTorchFunction():
                 named = named_output_leaves(output)
-        nodes, leaves = self._nodes(named, entry)
+        nodes, leaves = self._nodes(named, entry, depth)
         self.calls.append((address, pass_index, nodes, leaves))
         return output
 
     def _nodes(
-        self, named: list[tuple[str, Tensor]], entry: tuple[str, int] | None
+        self, named: list[tuple[str, Tensor]], entry: tuple[str, int] | None, depth: int
     ) -> tuple[list[OpRecord], list[OutputLeaf]]:
         nodes: list[OpRecord] = []
         leaves: list[OutputLeaf] = []
-        depth = len(self._book.tracker.stack)
         for path, tensor in named:
             produced = self._producers.get(id(tensor))
             known = produced is not None and produced[0]() is tensor
