@@ -73,6 +73,29 @@ def timed(fn: Callable[[], Any], sync: Callable[[], None] = lambda: None) -> tup
     return time.perf_counter() - t0, result
 
 
+def interleaved_cpu_times(
+    runs: dict[str, Callable[[], Any]],
+    rounds: int,
+    before_each: Callable[[], None] = lambda: None,
+) -> dict[str, list[float]]:
+    """CPU seconds of each of `runs` per round, after one warm-up call each; the order
+    alternates between rounds (the first run stays first) so that drifts hit every run
+    alike; `before_each` and `gc.collect()` before each call, the result dropped after."""
+    for run in runs.values():
+        run()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    order = list(runs)
+    for i in range(rounds):
+        for name in order if i % 2 == 0 else [order[0], *reversed(order[1:])]:
+            before_each()
+            gc.collect()
+            start = time.process_time()
+            result = runs[name]()
+            times[name].append(time.process_time() - start)
+            del result
+    return times
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 

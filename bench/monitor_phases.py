@@ -30,7 +30,7 @@ PHASES = ("step", "enter", "forward", "backward", "optimizer", "exit")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=8)
     opts = parser.parse_args(argv)

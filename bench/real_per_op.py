@@ -33,13 +33,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path
@@ -54,6 +52,7 @@ import lens_widget as lw
 from model_zoo import BENCH_MODELS
 from model_zoo.case import ZooCase, build, generator
 
+from .measure import interleaved_cpu_times
 from .tracers import KeepOutputs, KeepRows
 
 SEQ = 128
@@ -227,7 +226,6 @@ def measure(
         )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    times: dict[str, list[float]] = {name: [] for name in runs}
     try:
         with torch.no_grad():
             n_ops = len(lw.trace(model, args, kwargs, save=None).ops)
@@ -235,16 +233,7 @@ def measure(
                 for save in (None, "all"):
                     same_log(lw.trace(model, args, kwargs, save=save),
                              baseline.trace(model, args, kwargs, save=save))  # fmt: skip
-            for run in runs.values():  # warm up
-                run()
-            order = list(runs)
-            for i in range(rounds):  # alternate the order: drifts hit every variant alike
-                for name in order if i % 2 == 0 else [order[0], *reversed(order[1:])]:
-                    gc.collect()
-                    start = time.process_time()
-                    result = runs[name]()
-                    times[name].append(time.process_time() - start)
-                    del result
+            times = interleaved_cpu_times(runs, rounds)
     finally:
         torch.set_num_threads(threads)
     plain_med, plain_min = statistics.median(times["plain"]), min(times["plain"])

@@ -22,11 +22,9 @@ re-executes itself with glibc's allocator thresholds fixed (`_ALLOCATOR`).
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +34,7 @@ from torch.utils._pytree import tree_leaves
 import lens_widget as lw
 from model_zoo import ZooCase
 
+from .measure import interleaved_cpu_times
 from .real_per_op import model_case
 from .tracers import KeepRows
 
@@ -93,22 +92,14 @@ def measure(case: ZooCase, rounds: int) -> tuple[int, float, dict[str, tuple[flo
     }
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    times: dict[str, list[float]] = {name: [] for name in runs}
+
+    def clear_grads() -> None:
+        for p in model.parameters():
+            p.grad = None
+
     try:
-        _lw_step(case)
         n_ops = len(lw.trace(model, case.args, case.kwargs, save=None).ops)  # the forward's
-        for run in runs.values():  # warm up
-            run()
-        order = list(runs)
-        for i in range(rounds):
-            for name in order if i % 2 == 0 else [order[0], *reversed(order[1:])]:
-                for p in model.parameters():
-                    p.grad = None
-                gc.collect()
-                start = time.process_time()
-                result = runs[name]()
-                times[name].append(time.process_time() - start)
-                del result
+        times = interleaved_cpu_times(runs, rounds, clear_grads)
     finally:
         torch.set_num_threads(threads)
         for p in model.parameters():
@@ -134,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     if any(os.environ.get(k) != v for k, v in _ALLOCATOR.items()):
         args = [sys.executable, "-m", "bench.training_step", *(argv or sys.argv[1:])]
         os.execve(sys.executable, args, {**os.environ, **_ALLOCATOR})
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--models", default="gpt2,bert,llama,resnet")
     parser.add_argument("--rounds", type=int, default=15)
     opts = parser.parse_args(argv)
