@@ -20,8 +20,8 @@ it, and to the composed one here when some does. Features today:
 - ``DistributedCapture`` (distributed_capture.py): engine calls, collectives and sharded
   parameters inside torch.distributed (`outputs_noted`, `source_added`; every call careful).
 - ``BackgroundStats`` (monitor/background_stats.py, given by lw.Monitor through
-  ``Tracing(features=...)``): each saved first output (`outputs_noted`) and op gradient
-  (`grad_noted`) summarised on a worker thread while the step runs.
+  ``Tracing(features=...)``): each saved first output (`outputs_noted`) and each op or
+  parameter gradient (`grad_noted`) summarised on a worker thread while the step runs.
 
 Each is one more Feature attached in session.py, not a recorder subclass.
 
