@@ -53,7 +53,7 @@ from model_zoo import BENCH_MODELS
 from model_zoo.case import ZooCase, build, generator
 
 from .measure import interleaved_cpu_times
-from .tracers import KeepOutputs, KeepRows
+from .tracers import KeepLogRows, KeepOutputs, KeepRows
 
 SEQ = 128
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,6 +213,8 @@ def measure(
         "floor (bare mode)": in_mode(Forwarding),
         "floor keeping outputs": in_mode(KeepOutputs),
         "rows floor (a row per op, kept)": in_mode(lambda: KeepRows(keep_outputs=True)),
+        "log-rows floor, save=None": in_mode(lambda: KeepLogRows(keep_outputs=False)),
+        "log-rows floor, save=all": in_mode(lambda: KeepLogRows(keep_outputs=True)),
     }
     versions = {"": lw} if baseline is None else {"baseline ": baseline, "": lw}
     for prefix, package in versions.items():

@@ -15,6 +15,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
+from lens_widget.capture.call_site import find_call_site, mark_module_call
 from model_zoo import ZooCase
 
 
@@ -123,6 +124,97 @@ class KeepRows(TorchFunctionMode):
                  out.dtype, out.device, out.requires_grad, out if self.keep_outputs else None)
             )  # fmt: skip
         return out
+
+
+class KeepLogRows(KeepRows):
+    """The rows floor plus what a log of lens_widget's content cannot rebuild after the pass,
+    each done the cheapest way known: the module stack (``nn.Module._call_impl`` replaced by a
+    push and pop around ``forward``, a row per module call with its output's producer), the
+    call path up to the module call (lens_widget's own frame walk, `find_call_site`), a source
+    row for each tensor first read, a replay template (the arguments with a slot per tensor,
+    keywords included) and, when saving, the version of each input (a write since it was
+    produced). No records, labels, links or features: the floor of a rows-then-records
+    design of this log (docs/tracing-cost.md)."""
+
+    def __init__(self, keep_outputs: bool) -> None:
+        super().__init__(keep_outputs)
+        self.modules: list[tuple[Any, ...]] = []  # (module, pass row, output's producer)
+        self.stack: tuple[int, ...] = ()
+
+    def __enter__(self) -> KeepLogRows:
+        mode = self
+        original = torch.nn.Module._call_impl
+
+        def call_impl(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+            stack = mode.stack
+            mode.stack = (*stack, id(module))
+            try:
+                out = module.forward(*args, **kwargs)
+            finally:
+                mode.stack = stack
+            entry = mode._producers.get(id(out)) if type(out) is torch.Tensor else None
+            mode.modules.append((id(module), len(mode.rows), entry[1] if entry else -1))
+            return out
+
+        mark_module_call(call_impl.__code__)
+        self._original = original
+        torch.nn.Module._call_impl = call_impl  # type: ignore[method-assign]
+        super().__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        torch.nn.Module._call_impl = self._original  # type: ignore[method-assign]
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        passed = self._passed.get(func)
+        if passed is None:
+            passed = self._passed[func] = getattr(func, "__name__", "") in self._METADATA
+        if passed:
+            return func(*args, **kwargs) if kwargs else func(*args)
+        frame = sys._getframe(1)
+        producers = self._producers
+        rows = self.rows
+        keep = self.keep_outputs
+        inputs: list[Any] = []
+        template = list(args)
+        for i, value in enumerate(args):
+            kind = type(value)
+            if kind is torch.Tensor or kind is torch.nn.Parameter:
+                template[i] = _SLOT
+                inputs.append(self._producer(value, producers, rows, keep))
+        kwargs_template = None
+        if kwargs:
+            kwargs_template = dict(kwargs)
+            for key, value in kwargs.items():
+                kind = type(value)
+                if kind is torch.Tensor or kind is torch.nn.Parameter:
+                    kwargs_template[key] = _SLOT
+                    inputs.append(self._producer(value, producers, rows, keep))
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if type(out) is torch.Tensor:
+            path, source = find_call_site(frame)
+            producers[id(out)] = (weakref.ref(out), len(rows), out._version)
+            rows.append(
+                (func, path, source, self.stack, inputs, tuple(template), kwargs_template,
+                 tuple(out.shape), out.dtype, out.device, out.requires_grad,
+                 out if keep else None)
+            )  # fmt: skip
+        return out
+
+    @staticmethod
+    def _producer(value: Any, producers: dict[int, Any], rows: list[Any], keep: bool) -> Any:
+        entry = producers.get(id(value))
+        if entry is not None and entry[0]() is value:
+            if keep and value._version != entry[2]:
+                return (entry[1], value.detach().clone())  # written since: its value now
+            return entry[1]
+        producers[id(value)] = (weakref.ref(value), len(rows), value._version)
+        rows.append(("source", value.shape, value.dtype, value.device, value.requires_grad))
+        return len(rows) - 1
+
+
+_SLOT = object()  # where a tensor was in a replay template
 
 
 class Floor(Mode):
