@@ -14,7 +14,10 @@ machine wall time counts the waits for a core), median and min of interleaved ro
 after `gc.collect()`: the bare floor (a TorchFunctionMode that only forwards each call), the
 floor keeping every output, the rows floor (a mode keeping one row per op of what a record
 is made of and the output: `bench.tracers.KeepRows`, below which no tracer recording each op
-in Python goes), `trace(save=None)`, `trace(save="all")`, and `trace(save=None)` with the
+in Python goes), the log-rows floor for `save=None` and `save="all"` (the rows floor plus
+what this log cannot rebuild after the pass, each the cheapest way: module stack, call paths,
+source rows, replay templates, input versions; `bench.tracers.KeepLogRows`: the floor of the
+rows-then-records design), `trace(save=None)`, `trace(save="all")`, and `trace(save=None)` with the
 first read of its records (`log.nodes`), which fills their links, source lines and output
 metadata (lens_widget/log/filled_on_read.py).
 
@@ -26,7 +29,8 @@ saved values and modules): the before/after figures of a change, measured alike.
 Kernels push the tracer's Python objects out of the CPU caches between ops, so the per-op
 figure of a real model is two to three times that of `bench.per_op`'s tiny-op loop. The
 allocator adds noise to `save="all"` (keeping outputs alive changes which memory later
-allocations get): compare the mins too.
+allocations get): the run re-executes itself with glibc's thresholds fixed
+(`bench.measure.with_fixed_allocator`), and the mins are printed too.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ import lens_widget as lw
 from model_zoo import BENCH_MODELS
 from model_zoo.case import ZooCase, build, generator
 
-from .measure import interleaved_cpu_times
+from .measure import interleaved_cpu_times, with_fixed_allocator
 from .tracers import KeepLogRows, KeepOutputs, KeepRows
 
 SEQ = 128
@@ -251,6 +255,7 @@ def measure(
 
 
 def main(argv: list[str] | None = None) -> None:
+    with_fixed_allocator("bench.real_per_op", argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--rounds", type=int, default=15)
