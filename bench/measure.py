@@ -98,6 +98,21 @@ def interleaved_cpu_times(
     return times
 
 
+def per_op_above(
+    times: dict[str, list[float]], n_ops: int, base: str = "plain"
+) -> dict[str, tuple[float, float]]:
+    """Per run but `base`: (median, min) over rounds of its time above the same round's
+    `base` run, in µs per op. Pairs by round cancel the drifts between rounds (allocations,
+    the host's other load), which moved a plain forward by 2x on a quiet 2-core VM."""
+    reference = times[base]
+    per_op = {}
+    for name, values in times.items():
+        if name != base:
+            above = [(t - b) / n_ops * 1e6 for t, b in zip(values, reference, strict=True)]
+            per_op[name] = (statistics.median(above), min(above))
+    return per_op
+
+
 # glibc's thresholds fixed: freed big blocks (GPT-2's 25 MB logits) stay in the heap instead
 # of going back to the OS between runs, which otherwise moves a plain step by 2x.
 ALLOCATOR_ENV = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "4294967296"}

@@ -185,27 +185,35 @@ PATCHES: list[tuple[str, str, str]] = [
         PH["(of which: source nodes of params and inputs)"] += _ns() - _a0
         return node""",
     ),
-    # ---- module calls (module_tracker.py)
-    ("capture/module_tracker.py", "import threading\n", "import threading\n<clock>"),
+    # ---- module calls (module_calls.py): the stand-in runs with torch's module's globals,
+    # so it reaches the clock through its state class
+    ("capture/module_calls.py", "import threading\n", "import threading\n<clock>"),
     (
-        "capture/module_tracker.py",
+        "capture/module_calls.py",
+        """    swapped = False""",
+        """    ns = staticmethod(_ns)
+    ph = PH
+    swapped = False""",
+    ),
+    (
+        "capture/module_calls.py",
         """        tracker = trackers[0]
         tracker.enter(module, args, kwargs)
         try:""",
         """        tracker = trackers[0]
-        _m0 = _ns()
+        _m0 = calls.ns()
         tracker.enter(module, args, kwargs)
-        PH["module calls: enter"] += _ns() - _m0
-        PH["#modules"] += 1
+        calls.ph["module calls: enter"] += calls.ns() - _m0
+        calls.ph["#modules"] += 1
         try:""",
     ),
     (
-        "capture/module_tracker.py",
+        "capture/module_calls.py",
         """        return tracker.exit(output)  # the same object unless an intervention replaced it
     for""",
-        """        _m0 = _ns()
+        """        _m0 = calls.ns()
         output = tracker.exit(output)  # the same object unless an intervention replaced it
-        PH["module calls: exit (outputs, identity ops)"] += _ns() - _m0
+        calls.ph["module calls: exit (outputs, identity ops)"] += calls.ns() - _m0
         return output
     for""",
     ),

@@ -56,10 +56,11 @@ import lens_widget as lw
 from model_zoo import BENCH_MODELS
 from model_zoo.case import ZooCase, build, generator
 
-from .measure import interleaved_cpu_times, with_fixed_allocator
+from .measure import interleaved_cpu_times, per_op_above, with_fixed_allocator
 from .tracers import KeepLogRows, KeepOutputs, KeepRows
 
 SEQ = 128
+ROWS_FLOOR = "rows floor (a row per op, kept)"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -201,7 +202,8 @@ def same_log(a: Any, b: Any) -> None:
 def measure(
     case: ZooCase, rounds: int, baseline: ModuleType | None = None
 ) -> tuple[int, float, dict[str, tuple[float, float]]]:
-    """(ops, plain ms, {variant: (median, min) µs/op above plain}); one thread, CPU time."""
+    """(ops, plain ms, {variant: (median, min) over rounds of µs/op above the same round's
+    plain forward}); one thread, CPU time."""
     model, args, kwargs = case.model, case.args, case.kwargs
 
     def in_mode(make: Callable[[], TorchFunctionMode]) -> Callable[[], Any]:
@@ -216,7 +218,7 @@ def measure(
         "plain": lambda: model(*args, **kwargs),
         "floor (bare mode)": in_mode(Forwarding),
         "floor keeping outputs": in_mode(KeepOutputs),
-        "rows floor (a row per op, kept)": in_mode(lambda: KeepRows(keep_outputs=True)),
+        ROWS_FLOOR: in_mode(lambda: KeepRows(keep_outputs=True)),
         "log-rows floor, save=None": in_mode(lambda: KeepLogRows(keep_outputs=False)),
         "log-rows floor, save=all": in_mode(lambda: KeepLogRows(keep_outputs=True)),
     }
@@ -242,16 +244,7 @@ def measure(
             times = interleaved_cpu_times(runs, rounds)
     finally:
         torch.set_num_threads(threads)
-    plain_med, plain_min = statistics.median(times["plain"]), min(times["plain"])
-    per_op = {
-        name: (
-            (statistics.median(values) - plain_med) / n_ops * 1e6,
-            (min(values) - plain_min) / n_ops * 1e6,
-        )
-        for name, values in times.items()
-        if name != "plain"
-    }
-    return n_ops, plain_med * 1e3, per_op
+    return n_ops, statistics.median(times["plain"]) * 1e3, per_op_above(times, n_ops)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -266,14 +259,15 @@ def main(argv: list[str] | None = None) -> None:
         baseline = baseline_package(args.baseline, Path(tmp)) if args.baseline else None
         print(
             f"1 thread, CPU time, median (min) of {args.rounds} interleaved rounds; "
-            "µs per recorded op above a plain forward"
+            "µs per recorded op above the same round's plain forward; x: ÷ the rows floor"
         )
         for name in args.models.split(","):
             case = model_case(name, args.size)
             n_ops, plain_ms, per_op = measure(case, args.rounds, baseline)
             print(f"{name}: {n_ops} ops, plain forward {plain_ms:.1f} ms")
+            floor = per_op[ROWS_FLOOR][0]
             for variant, (med, low) in per_op.items():
-                print(f"  {variant:32s} {med:7.1f} ({low:.1f})")
+                print(f"  {variant:32s} {med:7.1f} ({low:.1f})  {med / floor:.2f}x")
 
 
 if __name__ == "__main__":

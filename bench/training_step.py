@@ -32,7 +32,7 @@ from torch.utils._pytree import tree_leaves
 import lens_widget as lw
 from model_zoo import ZooCase
 
-from .measure import interleaved_cpu_times, with_fixed_allocator
+from .measure import interleaved_cpu_times, per_op_above, with_fixed_allocator
 from .real_per_op import model_case
 from .tracers import KeepRows
 
@@ -102,15 +102,7 @@ def measure(case: ZooCase, rounds: int) -> tuple[int, float, dict[str, tuple[flo
         torch.set_num_threads(threads)
         for p in model.parameters():
             p.grad = None
-    # Each round's time above that round's plain step: a training step's time drifts more
-    # between rounds (allocations, dropout) than a forward's, and pairs cancel the drift.
-    plain = times["plain"]
-    per_op = {}
-    for name, values in times.items():
-        if name != "plain":
-            above = [(t - p) / n_ops * 1e6 for t, p in zip(values, plain, strict=True)]
-            per_op[name] = (statistics.median(above), min(above))
-    return n_ops, statistics.median(plain) * 1e3, per_op
+    return n_ops, statistics.median(times["plain"]) * 1e3, per_op_above(times, n_ops)
 
 
 # glibc's allocator, left to itself, hands a training step's large buffers back to the OS and

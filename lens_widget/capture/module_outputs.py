@@ -15,7 +15,7 @@ import torch
 
 from lens_widget.capture.func_facts import IDENTITY_FACTS, FuncFacts, identity
 from lens_widget.capture.input_resolution import Inputs
-from lens_widget.capture.module_tracker import RAISED
+from lens_widget.capture.module_calls import RAISED
 from lens_widget.capture.output_paths import named_output_leaves
 from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.records import OpRecord, OutputLeaf

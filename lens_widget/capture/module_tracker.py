@@ -1,23 +1,10 @@
-"""Which module (and which call of it) is running.
-
-While a trace runs, ``nn.Module._call_impl`` is replaced by `_tracked_call_impl`, which
-does what torch's ``_call_impl`` does for a module without hooks (call ``forward``) and tells
-the tracing thread's trackers where each module call begins and ends; a module with hooks, or
-a call under ``torch.jit.trace``, goes through torch's own ``_call_impl`` (one more frame).
-Unlike global forward hooks this keeps module calls on torch's fast path and adds no Python
-frame per module level, so a traced forward nests as deep as a plain one. The original is
-put back when the last trace ends; other threads' calls go straight to it and are not
-recorded.
-
-``_call_impl`` rather than ``__call__``: setting a dunder on ``nn.Module`` makes Python
-update the call slot of every subclass (~0.4 ms each way with transformers imported, more
-than a small model's whole bookkeeping); a plain attribute costs a tenth of that.
+"""Which module (and which call of it) is running: the stack of (address, pass) the ops
+of a trace are filed under, kept by `ModuleTracker` as module_calls.py tells it of each
+module call on the tracing thread.
 """
 
 from __future__ import annotations
 
-import sys
-import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -25,9 +12,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from lens_widget.capture.call_site import mark_module_call
 from lens_widget.capture.class_names import class_label
 from lens_widget.capture.model_names import ModelNames
+from lens_widget.capture.module_calls import add_tracker, install, remove_tracker, uninstall
 from lens_widget.log.records import ModuleInfo
 
 ModuleStack = tuple[tuple[str, int], ...]
@@ -37,113 +24,6 @@ _new_object = object.__new__
 def _ignore_output(address: str, pass_index: int, output: Any, entry: Any, depth: int) -> Any:
     """The output callback once tracing is over."""
     return output
-
-
-# What exit() gets when the module call raised (a module may return None itself).
-RAISED: Any = object()
-
-
-class _ThreadTrackers(threading.local):
-    trackers: tuple[ModuleTracker, ...] = ()
-
-
-_THREAD = _ThreadTrackers()
-_PATCH_LOCK = threading.Lock()
-_TORCH_CALL_IMPL = nn.Module._call_impl
-_torch_module = sys.modules[nn.Module.__module__]
-# torch's module-wide hook registries (filled in place, never rebound), as its _call_impl
-# reads them before going straight to forward...
-_global_backward_pre_hooks = _torch_module._global_backward_pre_hooks
-_global_backward_hooks = _torch_module._global_backward_hooks
-_global_forward_hooks = _torch_module._global_forward_hooks
-_global_forward_pre_hooks = _torch_module._global_forward_pre_hooks
-_tracing_state = torch._C._get_tracing_state
-# ...and the names its fast path reads, in order: with any other torch (a new kind of
-# hook), every call goes through torch's _call_impl.
-_FAST_PATH_NAMES = (
-    "torch", "_C", "_get_tracing_state", "_slow_forward", "forward", "_backward_hooks",
-    "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks",
-    "_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks",
-    "_global_forward_pre_hooks",
-)  # fmt: skip
-_KNOWN_FAST_PATH = _TORCH_CALL_IMPL.__code__.co_names[: len(_FAST_PATH_NAMES)] == _FAST_PATH_NAMES
-
-
-class _Patch:
-    """nn.Module._call_impl as it was before the first active trace, and how many traces
-    are active."""
-
-    original: Callable[..., Any] = _TORCH_CALL_IMPL
-    # The original is torch's, whose fast path is known: a call without hooks may go
-    # straight to forward.
-    fast = _KNOWN_FAST_PATH
-    active = 0
-
-
-def _tracked_call_impl(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
-    trackers = _THREAD.trackers
-    call = _Patch.original
-    if not trackers:
-        return call(module, *args, **kwargs)
-    # torch's _call_impl without hooks calls forward: done here, so no frame is added.
-    direct = (
-        _Patch.fast
-        and not (
-            module._backward_hooks or module._backward_pre_hooks or module._forward_hooks
-            or module._forward_pre_hooks or _global_backward_pre_hooks or _global_backward_hooks
-            or _global_forward_hooks or _global_forward_pre_hooks
-        )
-        and not _tracing_state()
-    )  # fmt: skip
-    if len(trackers) == 1:  # one trace: the common case, without loops
-        tracker = trackers[0]
-        tracker.enter(module, args, kwargs)
-        try:
-            output = module.forward(*args, **kwargs) if direct else call(module, *args, **kwargs)
-        except BaseException:
-            tracker.exit(RAISED)
-            raise
-        return tracker.exit(output)  # the same object unless an intervention replaced it
-    for tracker in trackers:
-        tracker.enter(module, args, kwargs)
-    try:
-        output = module.forward(*args, **kwargs) if direct else call(module, *args, **kwargs)
-    except BaseException:
-        for tracker in reversed(trackers):
-            tracker.exit(RAISED)
-        raise
-    for tracker in reversed(trackers):
-        output = tracker.exit(output)
-    return output
-
-
-mark_module_call(_tracked_call_impl.__code__)
-
-
-def _install() -> None:
-    with _PATCH_LOCK:
-        if _Patch.active == 0:
-            _Patch.original = nn.Module.__dict__["_call_impl"]
-            _Patch.fast = _Patch.original is _TORCH_CALL_IMPL and _KNOWN_FAST_PATH
-            nn.Module._call_impl = _tracked_call_impl  # pyright: ignore[reportAttributeAccessIssue]  # the patch of Module._call_impl (module_tracker docstring)
-        _Patch.active += 1
-
-
-def _uninstall() -> None:
-    with _PATCH_LOCK:
-        _Patch.active -= 1
-        if _Patch.active == 0:
-            if nn.Module.__dict__["_call_impl"] is _tracked_call_impl:
-                nn.Module._call_impl = _Patch.original
-            _Patch.original = _TORCH_CALL_IMPL
-            _Patch.fast = _KNOWN_FAST_PATH
-
-
-def swap_tracker(tracker: Any, stand_in: Any) -> None:
-    """Let `stand_in` (an object with enter(module) and exit(output)) take `tracker`'s place
-    on this thread: a backward call keeps module calls it runs (checkpoint recomputation)
-    out of the module records."""
-    _THREAD.trackers = tuple(stand_in if t is tracker else t for t in _THREAD.trackers)
 
 
 # Told of each outermost module call (one that no other module call encloses) before it
@@ -194,9 +74,9 @@ class ModuleTracker:
         self._through: list[int] = []
 
     def __enter__(self) -> ModuleTracker:
-        _install()
+        install()
         self._entered = True
-        _THREAD.trackers = (*_THREAD.trackers, self)
+        add_tracker(self)
         # torch calls a module compiled in place without its _call_impl: it runs eagerly
         # while traced, so its calls are tracked (put back in __exit__).
         for module in self._compiled:
@@ -213,8 +93,8 @@ class ModuleTracker:
         for module, compiled in self._eager:
             module._compiled_call_impl = compiled
         self._eager.clear()
-        _THREAD.trackers = tuple(t for t in _THREAD.trackers if t is not self)
-        _uninstall()
+        remove_tracker(self)
+        uninstall()
         # The callbacks are bound methods of the recorder's parts, which the recorder holds
         # with this tracker: drop them, so the log's tensors are freed as soon as the log
         # is, not at the next gc run.

@@ -166,6 +166,15 @@ def _callables(namespace: Any) -> dict[str, Any]:
     }
 
 
+def _codes(namespace: Any) -> dict[str, Any]:
+    """(code, defaults, keyword defaults) of each Python function in `namespace`."""
+    return {
+        name: (f.__code__, f.__defaults__, f.__kwdefaults__)
+        for name, f in _callables(namespace).items()
+        if isinstance(f, types.FunctionType)
+    }
+
+
 # Namespaces a tracer might patch; every callable in them must be the same object afterwards.
 _PATCHABLE = {
     "torch": torch,
@@ -177,6 +186,7 @@ _PATCHABLE = {
     "torch._C.TensorBase": torch._C.TensorBase,
     "torch._C._VariableFunctions": torch._C._VariableFunctions,
     "torch.nn.Module": nn.Module,
+    "torch.nn.modules.module": sys.modules["torch.nn.modules.module"],
     "torch.nn.Parameter": nn.Parameter,
 }
 
@@ -185,6 +195,11 @@ _PATCHABLE = {
 class GlobalSnapshot:
     hooks: dict[str, list[Any]]
     functions: dict[str, dict[str, Any]]
+    # each Python function's code and defaults: a tracer may give a function object other
+    # code while it runs (module_calls.py does, to nn.Module._call_impl)
+    codes: dict[str, dict[str, Any]]
+    # the names in torch's modules (a tracer may add one for the time it runs)
+    module_names: dict[str, set[str]]
     grad_enabled: bool
     profile: Any
     trace: Any
@@ -195,6 +210,12 @@ def global_snapshot() -> GlobalSnapshot:
     return GlobalSnapshot(
         hooks=hooks,
         functions={name: _callables(ns) for name, ns in _PATCHABLE.items()},
+        codes={name: _codes(ns) for name, ns in _PATCHABLE.items()},
+        module_names={
+            name: set(vars(ns))
+            for name, ns in _PATCHABLE.items()
+            if isinstance(ns, types.ModuleType)
+        },
         grad_enabled=torch.is_grad_enabled(),
         profile=sys.getprofile(),
         trace=sys.gettrace(),
@@ -210,6 +231,13 @@ def assert_globals_unchanged(before: GlobalSnapshot) -> None:
         now = after.functions[ns]
         changed = [n for n, f in funcs.items() if now.get(n) is not f]
         assert not changed, f"{ns}: functions replaced or removed: {changed[:10]}"
+    for ns, codes in before.codes.items():
+        now_codes = after.codes[ns]
+        changed = [n for n, c in codes.items() if now_codes.get(n) != c]
+        assert not changed, f"{ns}: functions given other code or defaults: {changed[:10]}"
+    for ns, names in before.module_names.items():
+        added = sorted(after.module_names[ns] - names)
+        assert not added, f"{ns}: names left in the module: {added[:10]}"
     assert torch._C._len_torch_function_stack() == 0, "a TorchFunctionMode is still active"
     assert not _get_current_dispatch_mode_stack(), "a TorchDispatchMode is still active"
     assert torch.is_grad_enabled() == before.grad_enabled, "grad mode changed"

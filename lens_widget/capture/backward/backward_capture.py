@@ -45,7 +45,7 @@ from lens_widget.capture.backward.backward_log import CaptureState, LeafState, P
 from lens_widget.capture.backward.recompute import PathTracker, RecomputeMatcher, RecomputeWatcher
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.features import Feature
-from lens_widget.capture.module_tracker import swap_tracker
+from lens_widget.capture.module_calls import swap_tracker
 from lens_widget.capture.transforms import transform_running
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord
