@@ -88,7 +88,8 @@ def build_log(
     partial = error is not None or section is not None
     # An op that raised inside a call that caught it does not end the pass.
     failed = recorder.failed if error is not None else None
-    _mark_feeds_output(nodes, recorder.ops, sinks, partial=partial, failed=failed)
+    if not later:  # else on the first read, with the rest of the fill
+        _mark_feeds_output(nodes, recorder.ops, sinks, partial=partial, failed=failed)
     if section is not None and "" not in modules:
         top = ModuleInfo("", section.class_name, None, n_passes=1)
         modules = recorder.tracker.modules = {"": top, **modules}
@@ -122,7 +123,7 @@ def build_log(
             book.layers, by_label, book.pending or [], recorder.ops, sinks, modules,
             recorder.module_outputs.calls,
         )  # fmt: skip
-        fill_later(log, _DetailsOnRead(book, sinks, labels))
+        fill_later(log, _DetailsOnRead(book, recorder.ops, sinks, labels))
     return log
 
 
@@ -131,10 +132,13 @@ class _DetailsOnRead:
     (op_details.py), then the output sinks' links, as build_log does them at once otherwise.
     Holds what the fill reads, not the book or the log (no cycle, and not the model)."""
 
-    def __init__(self, book: TensorBook, sinks: list[OpRecord], labels: LabelsOnRead) -> None:
+    def __init__(
+        self, book: TensorBook, ops: list[OpRecord], sinks: list[OpRecord], labels: LabelsOnRead
+    ) -> None:
         self._details = book.details
         self._pending = book.pending or []
         self._nodes = book.nodes
+        self._ops = ops
         self._sinks = sinks
         self._labels: LabelsOnRead | None = labels
 
@@ -148,9 +152,11 @@ class _DetailsOnRead:
             for sink in self._sinks:
                 refs = sink.replay[1]  # pyright: ignore[reportOptionalSubscript]  # sinks have a replay
                 sink.parents, sink.parent_args, sink.from_input = link_parents(sink.label, refs)
+            # a whole trace's: it has outputs, and no op raised
+            _mark_feeds_output(self._nodes, self._ops, self._sinks, partial=False, failed=None)
             if self._details.saw_meta:  # known once the fill has named each node's device
                 _drop_meta_values(self._nodes)
-        self._sinks = self._nodes = []
+        self._sinks = self._nodes = self._ops = []
         promote_to_old_generation()
 
 

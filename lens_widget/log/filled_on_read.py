@@ -2,9 +2,10 @@
 the first read.
 
 A plain trace leaves its records' labels, their links to their parents, source lines and
-output metadata, and the labels of each module call's outputs, which nothing of the trace
-itself reads, to the first time anything reads the records or the modules: `ModelLog.nodes`,
-`ModelLog.modules`, or the label index behind ``log[...]`` and ``log.by_label``. Those are
+output metadata, which ops feed the output, and the labels of each module call's outputs,
+which nothing of the trace itself reads, to the first time anything reads the records or
+the modules: `ModelLog.nodes`, `ModelLog.modules`, or the label index behind ``log[...]``
+and ``log.by_label``. Those are
 the only ways to a record, so no one sees a record half-filled; the trace returns sooner,
 and reading the log pays for the fill once (issues #27 and #37: work moved out of the trace,
 the log a user reads the same).

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 import torch
+from cleanup_checks import assert_globals_unchanged, global_snapshot
 from torch import nn
 
 import lens_widget as lw
-from cleanup_checks import assert_globals_unchanged, global_snapshot
 
 _TORCH_MODULE = vars(sys.modules["torch.nn.modules.module"])
 _NAME = "_lens_widget_module_calls"
