@@ -1,7 +1,7 @@
 """Per-op cost of `lens_widget.trace` on real models, the sizes of issue #27.
 
     python -m bench.real_per_op [--models gpt2,bert,llama,resnet] [--rounds 15]
-                                [--baseline REV] [--size issue|bench]
+                                [--baseline REV] [--size issue|bench] [--floors]
 
 Models (random weights, eval, `torch.no_grad()`, one thread): GPT-2 of 6 layers, d=384, seq
 128; BERT (bare encoder) of 4 layers, d=256, seq 128 with an attention mask; Llama of 4
@@ -200,10 +200,11 @@ def same_log(a: Any, b: Any) -> None:
 
 
 def measure(
-    case: ZooCase, rounds: int, baseline: ModuleType | None = None
+    case: ZooCase, rounds: int, baseline: ModuleType | None = None, floors: bool = False
 ) -> tuple[int, float, dict[str, tuple[float, float]]]:
     """(ops, plain ms, {variant: (median, min) over rounds of µs/op above the same round's
-    plain forward}); one thread, CPU time."""
+    plain forward}); one thread, CPU time. `floors`: only the rows and log-rows floors and
+    the two traces (more rounds in the same time)."""
     model, args, kwargs = case.model, case.args, case.kwargs
 
     def in_mode(make: Callable[[], TorchFunctionMode]) -> Callable[[], Any]:
@@ -229,9 +230,12 @@ def measure(
                 model, args, kwargs, save=s
             )
         # A plain trace fills its records on their first read: the trace and that read
-        runs[f"{prefix}trace(save=None), records read"] = lambda p=package: (
-            p.trace(model, args, kwargs, save=None).nodes
-        )
+        if not floors:
+            runs[f"{prefix}trace(save=None), records read"] = lambda p=package: (
+                p.trace(model, args, kwargs, save=None).nodes
+            )
+    if floors:
+        del runs["floor (bare mode)"], runs["floor keeping outputs"]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -254,6 +258,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--size", choices=("issue", "bench"), default="issue")
     parser.add_argument("--baseline", metavar="REV", help="also time lens_widget at this rev")
+    parser.add_argument(
+        "--floors", action="store_true", help="only the rows floors and the two traces"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         baseline = baseline_package(args.baseline, Path(tmp)) if args.baseline else None
@@ -263,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         for name in args.models.split(","):
             case = model_case(name, args.size)
-            n_ops, plain_ms, per_op = measure(case, args.rounds, baseline)
+            n_ops, plain_ms, per_op = measure(case, args.rounds, baseline, args.floors)
             print(f"{name}: {n_ops} ops, plain forward {plain_ms:.1f} ms")
             floor = per_op[ROWS_FLOOR][0]
             for variant, (med, low) in per_op.items():

@@ -129,6 +129,46 @@ def test_rows_floor_keeps_one_row_per_recorded_op_with_its_producers():
     assert mode.rows[-1][3] == tuple(out.shape) and mode.rows[-1][7] is out
 
 
+def test_log_rows_floor_sees_the_ops_sources_and_module_calls_a_trace_records():
+    """bench.tracers.KeepLogRows, the floor of this log's content: a row per recorded op and
+    per source the trace makes, a row per module call, and nn.Module as it was afterwards."""
+    import torch
+    from torch import nn
+
+    import lens_widget as lw
+    from bench.tracers import KeepLogRows
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2))).eval()
+    x = torch.randn(3, 4)
+    call_impl = nn.Module.__dict__["_call_impl"]
+    mode = KeepLogRows(keep_outputs=True)
+    with torch.no_grad(), mode:
+        model(x)
+    log = lw.trace(model, x)
+    ops = [row for row in mode.rows if row[0] != "source"]
+    assert [row[0].__name__ for row in ops] == [op.func for op in log.ops]
+    assert len(mode.rows) - len(ops) == sum(1 for n in log.nodes if n.kind != "op") - 1
+    assert len(mode.modules) == sum(info.n_passes for info in log.modules.values())
+    assert nn.Module.__dict__["_call_impl"] is call_impl
+
+
+def test_trace_parts_times_every_part(monkeypatch):
+    """bench.trace_parts takes lw.trace apart: every part is timed, on a real trace."""
+    from types import SimpleNamespace
+
+    import torch
+    from torch import nn
+
+    import bench.trace_parts as parts
+
+    case = SimpleNamespace(
+        model=nn.Sequential(nn.Linear(4, 4), nn.ReLU()), args=(torch.randn(2, 4),), kwargs={}
+    )
+    monkeypatch.setattr(parts, "model_case", lambda name: case)
+    medians = parts.measure("tiny", rounds=2)
+    assert set(medians) == set(parts.PARTS) and all(t > 0 for t in medians.values())
+
+
 def test_trace_phases_anchors_match_the_recorder(tmp_path):
     """bench.trace_phases patches a copy of lens_widget at anchors in its source: each must
     still occur once, or the phase table silently stops adding up."""
