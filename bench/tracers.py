@@ -142,31 +142,21 @@ class KeepLogRows(KeepRows):
         self.stack: tuple[int, ...] = ()
 
     def __enter__(self) -> KeepLogRows:
-        mode = self
-        original = torch.nn.Module._call_impl
-
-        def call_impl(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
-            stack = mode.stack
-            mode.stack = (*stack, id(module))
-            try:
-                out = module.forward(*args, **kwargs)
-            finally:
-                mode.stack = stack
-            entry = mode._producers.get(id(out)) if type(out) is torch.Tensor else None
-            mode.modules.append((id(module), len(mode.rows), entry[1] if entry else -1))
-            return out
-
-        mark_module_call(call_impl.__code__)
-        self._original = original
-        torch.nn.Module._call_impl = call_impl  # type: ignore[method-assign]
+        # as lens_widget does (capture/module_calls.py): torch's function runs the stand-in's
+        # code, which finds this mode under a name in torch's module; setting the class
+        # attribute instead would reset every nn.Module subclass's attribute caches
+        _TORCH_GLOBALS[_LOG_ROWS] = self
+        _TORCH_CALL_IMPL.__code__ = _log_rows_call_impl.__code__
         super().__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         super().__exit__(*exc)
-        torch.nn.Module._call_impl = self._original  # type: ignore[method-assign]
+        _TORCH_CALL_IMPL.__code__ = _TORCH_CODE
+        del _TORCH_GLOBALS[_LOG_ROWS]
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        # (KeepRows's first lines inlined: a call would cost the floor)
         passed = self._passed.get(func)
         if passed is None:
             passed = self._passed[func] = getattr(func, "__name__", "") in self._METADATA
@@ -215,6 +205,27 @@ class KeepLogRows(KeepRows):
 
 
 _SLOT = object()  # where a tensor was in a replay template
+_TORCH_CALL_IMPL: Any = torch.nn.Module.__dict__["_call_impl"]
+_TORCH_CODE = _TORCH_CALL_IMPL.__code__
+_TORCH_GLOBALS = _TORCH_CALL_IMPL.__globals__
+_LOG_ROWS = "_lens_widget_log_rows"  # the KeepLogRows running, in torch's module meanwhile
+
+
+def _log_rows_call_impl(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    # runs as torch's _call_impl, with its globals: finds the mode by the name set there
+    mode = _lens_widget_log_rows  # noqa: F821 # pyright: ignore[reportUndefinedVariable]
+    stack = mode.stack
+    mode.stack = (*stack, id(module))
+    try:
+        out = module.forward(*args, **kwargs)
+    finally:
+        mode.stack = stack
+    entry = mode._producers.get(id(out)) if type(out) is torch.Tensor else None
+    mode.modules.append((id(module), len(mode.rows), entry[1] if entry else -1))
+    return out
+
+
+mark_module_call(_log_rows_call_impl.__code__)
 
 
 class Floor(Mode):

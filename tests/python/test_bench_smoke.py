@@ -141,6 +141,7 @@ def test_log_rows_floor_sees_the_ops_sources_and_module_calls_a_trace_records():
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2))).eval()
     x = torch.randn(3, 4)
     call_impl = nn.Module.__dict__["_call_impl"]
+    code = call_impl.__code__
     mode = KeepLogRows(keep_outputs=True)
     with torch.no_grad(), mode:
         model(x)
@@ -149,7 +150,7 @@ def test_log_rows_floor_sees_the_ops_sources_and_module_calls_a_trace_records():
     assert [row[0].__name__ for row in ops] == [op.func for op in log.ops]
     assert len(mode.rows) - len(ops) == sum(1 for n in log.nodes if n.kind != "op") - 1
     assert len(mode.modules) == sum(info.n_passes for info in log.modules.values())
-    assert nn.Module.__dict__["_call_impl"] is call_impl
+    assert nn.Module.__dict__["_call_impl"] is call_impl and call_impl.__code__ is code
 
 
 def test_trace_parts_times_every_part(monkeypatch):
