@@ -88,7 +88,7 @@ class _lens_widget_module_calls:  # noqa: N801 - named as the stand-in reads it 
     thread = _ThreadTrackers()
     original: Callable[..., Any] = _TORCH_COPY
     fast = _KNOWN_FAST_PATH
-    tracing_state = torch._C._get_tracing_state
+    tracing_state = staticmethod(torch._C._get_tracing_state)
     raised = RAISED
     active = 0
     swapped = False  # torch's function runs the stand-in's code (else the class attribute)
