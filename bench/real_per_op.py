@@ -17,8 +17,8 @@ is made of and the output: `bench.tracers.KeepRows`, below which no tracer recor
 in Python goes), the log-rows floor for `save=None` and `save="all"` (the rows floor plus
 what this log cannot rebuild after the pass, each the cheapest way: module stack, call paths,
 source rows, replay templates, input versions; `bench.tracers.KeepLogRows`: the floor of the
-rows-then-records design), `trace(save=None)`, `trace(save="all")`, and `trace(save=None)` with the
-first read of its records (`log.nodes`), which fills their links, source lines and output
+rows-then-records design), `trace(save=None)`, `trace(save="all")`, and `trace(save=None)`
+with the first read of its records (`log.nodes`), which fills their links, source lines and output
 metadata (lens_widget/log/filled_on_read.py).
 
 `--baseline REV` also times the lens_widget of git revision REV in the same process (its
@@ -215,10 +215,11 @@ def measure(
 
         return run
 
-    runs: dict[str, Callable[[], Any]] = {
-        "plain": lambda: model(*args, **kwargs),
-        "floor (bare mode)": in_mode(Forwarding),
-        "floor keeping outputs": in_mode(KeepOutputs),
+    runs: dict[str, Callable[[], Any]] = {"plain": lambda: model(*args, **kwargs)}
+    if not floors:
+        runs["floor (bare mode)"] = in_mode(Forwarding)
+        runs["floor keeping outputs"] = in_mode(KeepOutputs)
+    runs |= {
         ROWS_FLOOR: in_mode(lambda: KeepRows(keep_outputs=True)),
         "log-rows floor, save=None": in_mode(lambda: KeepLogRows(keep_outputs=False)),
         "log-rows floor, save=all": in_mode(lambda: KeepLogRows(keep_outputs=True)),
@@ -234,8 +235,6 @@ def measure(
             runs[f"{prefix}trace(save=None), records read"] = lambda p=package: (
                 p.trace(model, args, kwargs, save=None).nodes
             )
-    if floors:
-        del runs["floor (bare mode)"], runs["floor keeping outputs"]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -128,8 +128,9 @@ class KeepRows(TorchFunctionMode):
 
 class KeepLogRows(KeepRows):
     """The rows floor plus what a log of lens_widget's content cannot rebuild after the pass,
-    each done the cheapest way known: the module stack (``nn.Module._call_impl`` replaced by a
-    push and pop around ``forward``, a row per module call with its output's producer), the
+    each done the cheapest way known: the module stack (torch's ``nn.Module._call_impl``
+    given the code of a push and pop around ``forward``, as lens_widget's module calls are,
+    and a row per module call with its output's producer), the
     call path up to the module call (lens_widget's own frame walk, `find_call_site`), a source
     row for each tensor first read, a replay template (the arguments with a slot per tensor,
     keywords included) and, when saving, the version of each input (a write since it was

@@ -105,9 +105,6 @@ def measure(case: ZooCase, rounds: int) -> tuple[int, float, dict[str, tuple[flo
     return n_ops, statistics.median(times["plain"]) * 1e3, per_op_above(times, n_ops)
 
 
-# glibc's allocator, left to itself, hands a training step's large buffers back to the OS and
-# faults them in again on the next step: a plain BERT step's CPU time then varies 58-122 ms
-# here, against 53-70 ms with these thresholds fixed (read when the process starts).
 def main(argv: list[str] | None = None) -> None:
     with_fixed_allocator("bench.training_step", argv)
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])

@@ -146,8 +146,7 @@ def install() -> None:
         if _Calls.active == 0:
             current = nn.Module.__dict__["_call_impl"]
             if _SWAPPABLE and current is _TORCH_CALL_IMPL and current.__code__ is _TORCH_CODE:
-                _Calls.original = _TORCH_COPY
-                _Calls.fast = _KNOWN_FAST_PATH
+                # (original and fast are torch's already: set so at import and by uninstall)
                 _TORCH_GLOBALS[_NAME] = _Calls
                 current.__code__ = _tracked_call_impl.__code__
                 _Calls.swapped = True
