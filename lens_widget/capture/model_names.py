@@ -61,7 +61,7 @@ class ModelNames:
             for name, tensor in buffers.items():
                 if tensor is not None and id(tensor) not in tensors:
                     tensors[id(tensor)] = (prefix + name, "buffer")
-            if children:
-                pending.extend(
-                    reversed([(prefix + n, c) for n, c in children.items() if c is not None])
-                )
+            for name in reversed(children):  # (no comprehension: its frame, per module)
+                child = children[name]
+                if child is not None:
+                    pending.append((prefix + name, child))
