@@ -13,6 +13,7 @@ import ctypes
 import gc
 import json
 import os
+import random
 import re
 import statistics
 import sys
@@ -111,6 +112,20 @@ def per_op_above(
             above = [(t - b) / n_ops * 1e6 for t, b in zip(values, reference, strict=True)]
             per_op[name] = (statistics.median(above), min(above))
     return per_op
+
+
+def paired_change(
+    times: dict[str, list[float]], n_ops: int, name: str, before: str, resamples: int = 2000
+) -> tuple[float, float, float]:
+    """How much `name` changed against `before`, timed in the same rounds: the median over
+    rounds of their difference in µs per op, and its 95% bootstrap interval (rounds drawn
+    with replacement, a fixed seed). An interval that holds 0 is a change this run cannot
+    tell from the noise; on this 2-core VM a whole trace moves by 10-20% between rounds."""
+    diffs = [(t - b) / n_ops * 1e6 for t, b in zip(times[name], times[before], strict=True)]
+    draw = random.Random(0).choices
+    medians = sorted(statistics.median(draw(diffs, k=len(diffs))) for _ in range(resamples))
+    low, high = medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
+    return statistics.median(diffs), low, high
 
 
 # glibc's thresholds fixed: freed big blocks (GPT-2's 25 MB logits, a training step's

@@ -24,7 +24,10 @@ metadata (lens_widget/log/filled_on_read.py).
 `--baseline REV` also times the lens_widget of git revision REV in the same process (its
 package is extracted to a temporary directory and imported as `lens_widget_baseline`), in
 the same rounds, and checks first that both versions make the same log (every record field,
-saved values and modules): the before/after figures of a change, measured alike.
+saved values and modules): the before/after figures of a change, measured alike. Each
+trace's change against the baseline's is printed as the median of their difference by round
+with a 95% bootstrap interval (`bench.measure.paired_change`): an interval holding 0 is a
+change this run cannot tell from the noise.
 
 Kernels push the tracer's Python objects out of the CPU caches between ops, so the per-op
 figure of a real model is two to three times that of `bench.per_op`'s tiny-op loop. The
@@ -56,7 +59,7 @@ import lens_widget as lw
 from model_zoo import BENCH_MODELS
 from model_zoo.case import ZooCase, build, generator
 
-from .measure import interleaved_cpu_times, per_op_above, with_fixed_allocator
+from .measure import interleaved_cpu_times, paired_change, per_op_above, with_fixed_allocator
 from .tracers import KeepLogRows, KeepOutputs, KeepRows
 
 SEQ = 128
@@ -201,10 +204,11 @@ def same_log(a: Any, b: Any) -> None:
 
 def measure(
     case: ZooCase, rounds: int, baseline: ModuleType | None = None, floors: bool = False
-) -> tuple[int, float, dict[str, tuple[float, float]]]:
+) -> tuple[int, float, dict[str, tuple[float, float]], dict[str, tuple[float, float, float]]]:
     """(ops, plain ms, {variant: (median, min) over rounds of µs/op above the same round's
-    plain forward}); one thread, CPU time. `floors`: only the rows and log-rows floors and
-    the two traces (more rounds in the same time)."""
+    plain forward}, {each trace against the baseline's: (median, 95% interval) of their
+    difference by round, µs/op}); one thread, CPU time. `floors`: only the rows and log-rows
+    floors and the two traces (more rounds in the same time)."""
     model, args, kwargs = case.model, case.args, case.kwargs
 
     def in_mode(make: Callable[[], TorchFunctionMode]) -> Callable[[], Any]:
@@ -247,7 +251,12 @@ def measure(
             times = interleaved_cpu_times(runs, rounds)
     finally:
         torch.set_num_threads(threads)
-    return n_ops, statistics.median(times["plain"]) * 1e3, per_op_above(times, n_ops)
+    changes = {}
+    if baseline is not None:  # this revision against the baseline, round by round
+        for save in (None, "all"):
+            name = f"trace(save={save!r})"
+            changes[f"{name} - baseline"] = paired_change(times, n_ops, name, f"baseline {name}")
+    return n_ops, statistics.median(times["plain"]) * 1e3, per_op_above(times, n_ops), changes
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -269,11 +278,13 @@ def main(argv: list[str] | None = None) -> None:
         )
         for name in args.models.split(","):
             case = model_case(name, args.size)
-            n_ops, plain_ms, per_op = measure(case, args.rounds, baseline, args.floors)
+            n_ops, plain_ms, per_op, changes = measure(case, args.rounds, baseline, args.floors)
             print(f"{name}: {n_ops} ops, plain forward {plain_ms:.1f} ms")
             floor = per_op[ROWS_FLOOR][0]
             for variant, (med, low) in per_op.items():
                 print(f"  {variant:32s} {med:7.1f} ({low:.1f})  {med / floor:.2f}x")
+            for variant, (med, low, high) in changes.items():
+                print(f"  {variant:32s} {med:+7.1f}  95% interval [{low:+.1f}, {high:+.1f}]")
 
 
 if __name__ == "__main__":

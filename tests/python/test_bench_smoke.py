@@ -204,3 +204,22 @@ def test_real_per_op_tells_two_logs_apart():
     changed.ops[0].replay[0].args = (changed.ops[0].replay[0].args[0], 7, 7)
     with pytest.raises(AssertionError, match="replay calls differ"):
         same_log(trace(), changed)
+
+
+def test_paired_change_tells_a_shift_from_noise():
+    """bench.measure.paired_change: a run slower by 2 µs/op in every round gets an interval
+    excluding 0; the same noise without the shift gets one holding 0."""
+    import random
+
+    from bench.measure import paired_change
+
+    noise = random.Random(1)
+    before = [0.020 + noise.uniform(0, 0.004) for _ in range(31)]  # s per run, 20-24 ms
+    jitter = [noise.gauss(0, 0.0002) for _ in before]
+    shifted = [b + 0.002 + j for b, j in zip(before, jitter, strict=True)]  # +2 ms = +2 µs/op
+    same = [b + j for b, j in zip(before, jitter, strict=True)]
+    times = {"before": before, "shifted": shifted, "same": same}
+    median, low, high = paired_change(times, 1000, "shifted", "before")
+    assert 1.8 < low <= median <= high < 2.2
+    median, low, high = paired_change(times, 1000, "same", "before")
+    assert low < 0 < high and abs(median) < 0.2
