@@ -62,6 +62,7 @@ def build_log(
     """
     book = recorder.book
     nodes = book.nodes
+    book.values.drop_written_sources()  # (a trace that does not copy them: saved_values.py)
     # A plain whole trace: nothing read the records during the pass, and nothing here reads
     # their labels or details, so those are given on the first read (log/filled_on_read.py,
     # labels_on_read.py). A saved value written where the trace could not see (warned now,

@@ -53,6 +53,11 @@ class SavedValues:
         self.write_guard: Callable[[list[Tensor]], None] | None = None
         # Values written to disk after a write no call showed had changed them
         self._changed_before_moved: list[OpRecord] = []
+        # False: the values of parameters, buffers and constants are not copied before a
+        # write (an optimizer step writes every parameter); one written since it was kept is
+        # dropped when the log is built (drop_written_sources), so no log shows a value the
+        # source did not have. lw.Monitor's choice when nothing reads them after the step.
+        self.copy_sources = True
 
     def version(self, tensor: Tensor) -> int:
         """The tensor's write counter (>= 0), or where torch keeps none (inference tensors)
@@ -90,7 +95,8 @@ class SavedValues:
 
     def _index_new(self) -> None:
         by_storage = self._by_storage
-        for which, entries in enumerate((self.saved, self.unreported)):
+        guarded = (self.saved, self.unreported) if self.copy_sources else (self.saved,)
+        for which, entries in enumerate(guarded):
             for k in range(self._n_indexed[which], len(entries)):
                 node, outputs, _ = entries[k]
                 for i, tensor in enumerate(outputs):
@@ -145,6 +151,17 @@ class SavedValues:
                     with torch.no_grad():
                         copy = copies[id(saved[i])] = saved[i].detach().clone()
                 node.activations = (*saved[:i], copy, *saved[i + 1 :])
+
+    def drop_written_sources(self) -> None:
+        """Without copy_sources: parameters, buffers and constants written since their value
+        was kept keep no value (the reference now holds another)."""
+        if self.copy_sources:
+            return
+        entries = self.unreported
+        for k, (node, outputs, version) in enumerate(entries):
+            if outputs and node.activations is outputs and self.version(outputs[0]) != version:
+                node.activations = None
+                entries[k] = (node, (), -1)
 
     def overwritten_unseen(self) -> list[OpRecord]:
         """Ops and inputs whose saved reference (not replaced by a copy) changed version

@@ -75,6 +75,7 @@ class Session:
         offload: OffloadSpec | None = None,
         wrappers: list[torch.nn.Module] | None = None,
         features: Sequence[Feature] = (),
+        copy_sources: bool = True,
     ) -> None:
         self.model_class = model_class
         self.section = section
@@ -93,6 +94,7 @@ class Session:
             self.recorder = recorder = Recorder(
                 names, root, policy, track_versions, section is not None
             )
+            recorder.book.values.copy_sources = copy_sources
             # The optional features, in the order their hooks run (features.py); a trace
             # without them pays nothing for them.
             if timing:

@@ -81,14 +81,17 @@ class Tracing:
         offload: str | os.PathLike[str] | None = None,
         memory_budget: int | str | None = None,
         features: Sequence[Feature] = (),
+        copy_sources: bool = True,
     ) -> None:
-        """`features`: attached to the recorder after lens_widget's own (features.py)."""
+        """`features`: attached to the recorder after lens_widget's own (features.py).
+        `copy_sources`: False leaves the values of parameters, buffers and constants
+        uncopied before a write, dropped if written (SavedValues.copy_sources)."""
         self._roots, self.model_class = _named_roots(modules, named_modules)
         SavePolicy(save)  # a bad spec raises here, at the call, not at the with statement
         spec = offload_spec(offload, memory_budget)  # so does a bad offload
         self._options = {
             "save": save, "timing": timing, "intervene": intervene, "offload": spec,
-            "features": features,
+            "features": features, "copy_sources": copy_sources,
         }  # fmt: skip
         self.grads = grads
         # DDP wrappers of the given modules: their calls are no module call (see _eager)

@@ -214,6 +214,25 @@ def test_a_step_that_raises_is_recorded_and_kept(tmp_path: Path) -> None:
     assert mon.steps == [0] and 0 in mon.kept and mon.kept[0].failed_op is not None
 
 
+def test_a_kept_step_shows_the_weights_before_the_optimizer_wrote_them() -> None:
+    """A monitor that keeps logs copies each parameter before the optimizer writes it; one
+    that keeps none does not, and its step's statistics are the same."""
+    runs = {}
+    for keep in (None, "all"):
+        torch.manual_seed(0)
+        model = Net()
+        before = model.fc1.weight.detach().clone()
+        runs[keep] = mon = lw.Monitor(model, every=1, keep=keep)
+        _train(model, 1, mon)
+        assert not torch.equal(model.fc1.weight, before)  # the optimizer wrote it
+    weight = runs["all"].kept[0]["fc1.weight"]
+    assert weight.activation is not None and torch.equal(weight.activation, before)
+    plain, kept = runs[None].history.steps[0], runs["all"].history.steps[0]
+    assert plain.ops == kept.ops
+    np.testing.assert_array_equal(plain.activation, kept.activation)
+    np.testing.assert_array_equal(plain.gradient, kept.gradient)
+
+
 # ---- keep and share -----------------------------------------------------------------------
 
 

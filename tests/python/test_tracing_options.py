@@ -145,3 +145,37 @@ def test_a_module_built_anew_on_each_call_folds_into_passes():
     log = lw.trace(Rebuilds(), torch.randn(2, 3))
     assert log.modules["<ReLU>"].n_passes == 3
     assert [op.label for op in log.ops if op.func == "relu"] == [f"relu_1_1:{k}" for k in (1, 2, 3)]
+
+
+def test_sources_left_uncopied_lose_only_the_values_written_since():
+    """Tracing(copy_sources=False) (lw.Monitor's when it keeps no log): a parameter the
+    optimizer writes in the block keeps no value rather than a wrong one; an unwritten
+    parameter keeps its value, and an input written in place is still copied first."""
+    from lens_widget.capture.tracing import Tracing
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
+    model[1].bias.requires_grad_(False)  # the optimizer leaves it as it is
+    x = torch.randn(5, 3)
+    x_before = x.clone()
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.5)
+    logs, weights_before = {}, {}
+    for copy_sources in (True, False):
+        weights_before[copy_sources] = model[0].weight.detach().clone()
+        with Tracing(
+            (model,), {}, save="all", grads=False, timing=False, intervene=None,
+            copy_sources=copy_sources,
+        ) as t:  # fmt: skip
+            model(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            x.mul_(2)
+        logs[copy_sources] = t.log
+        x.copy_(x_before)
+    copied, uncopied = logs[True], logs[False]
+    assert torch.equal(copied["0.weight"].activation, weights_before[True])
+    assert uncopied["0.weight"].activation is None  # written by the optimizer
+    assert torch.equal(uncopied["1.bias"].activation, model[1].bias)
+    for log in (copied, uncopied):
+        assert torch.equal(log["input.0"].activation, x_before)
+        assert [o.func for o in log.ops] == [o.func for o in copied.ops]
