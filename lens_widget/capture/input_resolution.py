@@ -75,8 +75,8 @@ class InputResolution:
         if len(args) + (len(kwargs) if kwargs else 0) > MAX_FAST_ARGS:
             return None
         producers = self._producers
-        # A known tensor unwritten since it was produced is resolved here, inline (a method
-        # call per tensor argument was ~0.3 µs); any other goes through _resolve_tensor.
+        # A known tensor unwritten since it was produced is resolved here, inline (no method
+        # call per tensor argument); any other goes through _resolve_tensor.
         unversioned = self.keeps_nothing  # a write matters only to saved values
         tracked = self.track_versions
         parent_refs: ParentRefs = []
