@@ -105,13 +105,19 @@ def per_op_above(
     """Per run but `base`: (median, min) over rounds of its time above the same round's
     `base` run, in µs per op. Pairs by round cancel the drifts between rounds (allocations,
     the host's other load), which moved a plain forward by 2x on a quiet 2-core VM."""
-    reference = times[base]
     per_op = {}
-    for name, values in times.items():
+    for name in times:
         if name != base:
-            above = [(t - b) / n_ops * 1e6 for t, b in zip(values, reference, strict=True)]
+            above = _per_op_differences(times, n_ops, name, base)
             per_op[name] = (statistics.median(above), min(above))
     return per_op
+
+
+def _per_op_differences(
+    times: dict[str, list[float]], n_ops: int, name: str, base: str
+) -> list[float]:
+    """Per round, `name`'s time minus `base`'s in the same round, in µs per op."""
+    return [(t - b) / n_ops * 1e6 for t, b in zip(times[name], times[base], strict=True)]
 
 
 def paired_change(
@@ -121,7 +127,7 @@ def paired_change(
     rounds of their difference in µs per op, and its 95% bootstrap interval (rounds drawn
     with replacement, a fixed seed). An interval that holds 0 is a change this run cannot
     tell from the noise; on this 2-core VM a whole trace moves by 10-20% between rounds."""
-    diffs = [(t - b) / n_ops * 1e6 for t, b in zip(times[name], times[before], strict=True)]
+    diffs = _per_op_differences(times, n_ops, name, before)
     draw = random.Random(0).choices
     medians = sorted(statistics.median(draw(diffs, k=len(diffs))) for _ in range(resamples))
     low, high = medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
