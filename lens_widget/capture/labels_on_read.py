@@ -14,7 +14,7 @@ never the book or the module tracker, which hold the model.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -25,7 +25,9 @@ from lens_widget.log.records import ModuleInfo, OpRecord, OutputLeaf
 
 _label_of = attrgetter("label")
 # (module address, pass, the nodes its call returned, their leaves): module_outputs.py
-ModuleCall = tuple[str, int, list[OpRecord], list[OutputLeaf]]
+# (address, pass, the nodes that produced its outputs, their leaves): a lone output's in
+# tuples, made with less than lists while the model runs
+ModuleCall = tuple[str, int, Sequence[OpRecord], Sequence[OutputLeaf]]
 
 
 def unique_label(by_label: dict[str, OpRecord], name: str) -> str:
@@ -59,7 +61,7 @@ def module_output_labels(modules: dict[str, ModuleInfo], calls: list[ModuleCall]
     for address, pass_index, producers, leaves in calls:
         info = modules[address]
         info.outputs[pass_index] = list(map(_label_of, producers))
-        info.output_leaves[pass_index] = leaves
+        info.output_leaves[pass_index] = list(leaves)
 
 
 class LabelsOnRead:

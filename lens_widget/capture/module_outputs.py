@@ -15,6 +15,7 @@ import torch
 
 from lens_widget.capture.func_facts import IDENTITY_FACTS, FuncFacts, identity
 from lens_widget.capture.input_resolution import Inputs
+from lens_widget.capture.labels_on_read import ModuleCall
 from lens_widget.capture.module_calls import RAISED
 from lens_widget.capture.output_paths import named_output_leaves
 from lens_widget.capture.tensor_book import TensorBook
@@ -55,7 +56,7 @@ class ModuleOutputs:
         self._recorder = weakref.proxy(recorder)
         # (module address, pass, the nodes that produced that module call's output tensors,
         # and per tensor its path in the value returned and which output of its node it is)
-        self.calls: list[tuple[str, int, list[OpRecord], list[OutputLeaf]]] = []
+        self.calls: list[ModuleCall] = []
         # The features' module-output hooks, in the order they were attached (features.py)
         self.hooks: tuple[ModuleOutputHook, ...] = ()
 
@@ -101,7 +102,7 @@ class ModuleOutputs:
                 if len(stack) >= depth and stack[depth - 1] is entry:
                     index = produced[2]
                     leaf = _LONE[index] if index < _N_LONE else OutputLeaf("", index)
-                    self.calls.append((address, pass_index, [node], [leaf]))
+                    self.calls.append((address, pass_index, (node,), (leaf,)))
                     return output
             named = [("", output)]
         else:

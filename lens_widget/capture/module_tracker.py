@@ -18,7 +18,6 @@ from lens_widget.capture.module_calls import add_tracker, install, remove_tracke
 from lens_widget.log.records import ModuleInfo
 
 ModuleStack = tuple[tuple[str, int], ...]
-_new_object = object.__new__
 
 
 def _ignore_output(address: str, pass_index: int, output: Any, entry: Any, depth: int) -> Any:
@@ -60,13 +59,19 @@ class ModuleTracker:
         # The recorder's module outputs (module_outputs.py); rebound when a feature hooks them
         self.on_module_output = on_module_output
         self._ops = ops  # the ops recorded so far: a module's n_ops is how many its calls add
-        self.modules: dict[str, ModuleInfo] = {}
+        # What each module's info is made of, counted as its calls run; the ModuleInfos are
+        # made from these once, when `modules` is first read (after the pass): a call then
+        # touches two dicts, not an object made per module on its first call
+        self._passes: dict[str, int] = {}  # address -> calls so far
+        self._n_ops: dict[str, int] = {}  # address -> ops its calls recorded
+        self._firsts: list[tuple[str, type, str | None]] = []  # (address, class, parent)
+        self._modules: dict[str, ModuleInfo] | None = None
         self.stack: ModuleStack = ()
         # The stack without pass numbers: part of the key that folds an op's passes.
         self.path: tuple[str, ...] = ()
-        # per open module call: (stack, path) to restore, its info, pass, stack entry, ops
-        # recorded before it
-        self._open: list[tuple[ModuleStack, tuple[str, ...], ModuleInfo, int, Any, int]] = []
+        # per open module call: (stack, path) to restore, its address, pass, stack entry,
+        # ops recorded before it
+        self._open: list[tuple[ModuleStack, tuple[str, ...], str, int, Any, int]] = []
         self._entered = False
         # Wrappers whose calls are no module call (DDP around the traced model: its model
         # keeps its own addresses), by id; per open one, how many calls were open under it
@@ -134,37 +139,43 @@ class ModuleTracker:
             address = self._address(module)
         if self._on_outer_call is not None and not self._open:
             self._on_outer_call(module, address, args, kwargs)
-        info = self.modules.get(address)
-        if info is None:
-            info = self._new_info(module, address)
-            n_passes = 1
-        else:
-            n_passes = info.n_passes = info.n_passes + 1
+        passes = self._passes
+        n_passes = passes.get(address, 0) + 1
+        passes[address] = n_passes
         stack = self.stack
+        if n_passes == 1:
+            parent = stack[-1][0] if stack else ("" if module is not self._root else None)
+            self._firsts.append((address, type(module), parent))
         if module is self._root:  # the root is the whole log, not a group inside it
-            self._open.append((stack, self.path, info, n_passes, None, len(self._ops)))
+            self._open.append((stack, self.path, address, n_passes, None, len(self._ops)))
             return
         entry = (address, n_passes)
         path = self.path
-        self._open.append((stack, path, info, n_passes, entry, len(self._ops)))
+        self._open.append((stack, path, address, n_passes, entry, len(self._ops)))
         self.stack = stack + (entry,)  # faster than (*stack, entry)
         self.path = path + (address,)
 
-    def _new_info(self, module: torch.nn.Module, address: str) -> ModuleInfo:
-        """The module's info at its first call (n_passes 1): made without the dataclass's
-        __init__ (~0.3 µs less warm, more between a real model's kernels), every field set
-        by name in ModuleInfo's order (the order its __init__ sets them)."""
-        stack = self.stack
-        info = _new_object(ModuleInfo)
-        info.address = address
-        info.class_name = class_label(type(module))  # "lora.Linear" for peft's, not "Linear"
-        info.parent = stack[-1][0] if stack else ("" if module is not self._root else None)
-        info.n_passes = 1
-        info.n_ops = 0
-        info.outputs = {}
-        info.output_leaves = {}
-        self.modules[address] = info
-        return info
+    def passes_of(self, address: str) -> int:
+        """How many calls of the module at `address` began so far."""
+        return self._passes.get(address, 0)
+
+    @property
+    def modules(self) -> dict[str, ModuleInfo]:
+        """The info of each module called, in the order of their first calls; made on the
+        first read (after the pass), its n_passes and n_ops as counted until then."""
+        if self._modules is None:
+            passes, n_ops = self._passes, self._n_ops
+            self._modules = {
+                address: ModuleInfo(
+                    address, class_label(cls), parent, passes[address], n_ops.get(address, 0)
+                )
+                for address, cls, parent in self._firsts
+            }
+        return self._modules
+
+    @modules.setter
+    def modules(self, modules: dict[str, ModuleInfo]) -> None:
+        self._modules = modules
 
     def exit(self, output: Any) -> Any:
         """The module call that entered last returned `output` (RAISED when it raised); what
@@ -174,12 +185,13 @@ class ModuleTracker:
             return output
         if not self._open:
             return output
-        stack, path, info, n_passes, entry, ops_before = self._open[-1]
+        stack, path, address, n_passes, entry, ops_before = self._open[-1]
         try:
             # `entry` is the stack's top while the module ran (None for the root): the ops
             # inside that call are those whose module_stack holds this very tuple.
-            return self.on_module_output(info.address, n_passes, output, entry, len(stack) + 1)
+            return self.on_module_output(address, n_passes, output, entry, len(stack) + 1)
         finally:
             self._open.pop()
             self.stack, self.path = stack, path
-            info.n_ops += len(self._ops) - ops_before
+            n_ops = self._n_ops
+            n_ops[address] = n_ops.get(address, 0) + len(self._ops) - ops_before

@@ -1,6 +1,6 @@
-"""A module's info is made at its first call without ModuleInfo's __init__ (the module
-tracker's per-call path): every field is set, in the order __init__ sets them, and a log's
-infos equal those __init__ would make."""
+"""A module's info is made after the pass from what the module tracker counted per call
+(its passes and ops): every field is set, in the order __init__ sets them, and a log's infos
+equal those __init__ would make."""
 
 import dataclasses
 

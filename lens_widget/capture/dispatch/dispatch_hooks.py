@@ -248,8 +248,7 @@ class DispatchHooks:
     ) -> None:
         with torch._C.DisableTorchFunction():  # bookkeeping: invisible to user modes
             address = self._names.modules.get(id(module), "")
-            info = self._recorder.tracker.modules.get(address)
-            call = DispatchCall(address, info.n_passes if info is not None else 0, phase)
+            call = DispatchCall(address, self._recorder.tracker.passes_of(address), phase)
             self._follow(call, given, got)
             self._weights(call, module, before)
             self.calls.append(call)
