@@ -18,6 +18,7 @@ from lens_widget.capture.module_calls import add_tracker, install, remove_tracke
 from lens_widget.log.records import ModuleInfo
 
 ModuleStack = tuple[tuple[str, int], ...]
+_new_object = object.__new__
 
 
 def _ignore_output(address: str, pass_index: int, output: Any, entry: Any, depth: int) -> Any:
@@ -165,12 +166,19 @@ class ModuleTracker:
         first read (after the pass), its n_passes and n_ops as counted until then."""
         if self._modules is None:
             passes, n_ops = self._passes, self._n_ops
-            self._modules = {
-                address: ModuleInfo(
-                    address, class_label(cls), parent, passes[address], n_ops.get(address, 0)
-                )
-                for address, cls, parent in self._firsts
-            }
+            modules = self._modules = {}
+            for address, cls, parent in self._firsts:
+                # without the dataclass's __init__ (its default factories cost more than
+                # the fields), every field set by name in the order __init__ sets them
+                info = _new_object(ModuleInfo)
+                info.address = address
+                info.class_name = class_label(cls)  # "lora.Linear" for peft's
+                info.parent = parent
+                info.n_passes = passes[address]
+                info.n_ops = n_ops.get(address, 0)
+                info.outputs = {}
+                info.output_leaves = {}
+                modules[address] = info
         return self._modules
 
     @modules.setter

@@ -1,6 +1,6 @@
-"""A module's info is made after the pass from what the module tracker counted per call
-(its passes and ops): every field is set, in the order __init__ sets them, and a log's infos
-equal those __init__ would make."""
+"""A module's info is made after the pass, without ModuleInfo's __init__, from what the
+module tracker counted per call (its passes and ops): every field is set, in the order
+__init__ sets them, and a log's infos equal those __init__ would make."""
 
 import dataclasses
 
