@@ -37,31 +37,37 @@ class ModelNames:
         # Read from each module's __dict__ (where nn.Module keeps them): an attribute read
         # first looks through the class's MRO (ten classes for a transformers model), and
         # this walk runs on every trace (ResNet-50: 282 modules, ~0.5 ms before).
+        pop, push, add_param = pending.pop, pending.append, params.append
         while pending:
-            address, module = pending.pop()
-            if id(module) in modules:  # shared: keep its first address
+            address, module = pop()
+            key = id(module)
+            if key in modules:  # shared: keep its first address
                 continue
-            modules[id(module)] = address
+            modules[key] = address
             own = module.__dict__
             if own.get("_compiled_call_impl") is not None:  # set by module.compile()
                 self.compiled.append(module)
             if "_hf_hook" in own:
                 self.dispatched.append(module)
-            prefix = f"{address}." if address else ""
+            prefix = address + "." if address else ""
             try:
                 parameters, buffers = own["_parameters"], own["_buffers"]
                 children = own["_modules"]
             except KeyError:  # a module keeping them elsewhere
                 parameters, buffers = module._parameters, module._buffers
                 children = module._modules
-            for name, tensor in parameters.items():
-                if tensor is not None and id(tensor) not in tensors:
-                    tensors[id(tensor)] = (prefix + name, "param")
-                    params.append(tensor)
-            for name, tensor in buffers.items():
-                if tensor is not None and id(tensor) not in tensors:
-                    tensors[id(tensor)] = (prefix + name, "buffer")
-            for name in reversed(children):  # (no comprehension: its frame, per module)
-                child = children[name]
-                if child is not None:
-                    pending.append((prefix + name, child))
+            # (most modules have no parameters, buffers or children: no loop begun for them)
+            if parameters:
+                for name, tensor in parameters.items():
+                    if tensor is not None and (key := id(tensor)) not in tensors:
+                        tensors[key] = (prefix + name, "param")
+                        add_param(tensor)
+            if buffers:
+                for name, tensor in buffers.items():
+                    if tensor is not None and (key := id(tensor)) not in tensors:
+                        tensors[key] = (prefix + name, "buffer")
+            if children:
+                for name in reversed(children):  # (no comprehension: its frame, per module)
+                    child = children[name]
+                    if child is not None:
+                        push((prefix + name, child))
