@@ -223,3 +223,37 @@ def test_paired_change_tells_a_shift_from_noise():
     assert 1.8 < low <= median <= high < 2.2
     median, low, high = paired_change(times, 1000, "same", "before")
     assert low < 0 < high and abs(median) < 0.2
+
+
+def test_trace_ablation_times_every_stand_in_and_puts_them_back(monkeypatch):
+    """bench.trace_ablation times a trace's forward with parts of the per-op path taken
+    away: every run is timed on a real model, and lens_widget's own code is back after."""
+    from types import SimpleNamespace
+
+    import torch
+    from torch import nn
+
+    import bench.trace_ablation as ablation
+    from lens_widget.capture import module_tracker, op_recording
+
+    record, enter = op_recording.OpRecording.record, module_tracker.ModuleTracker.enter
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Identity()).eval()
+    case = SimpleNamespace(model=model, args=(torch.randn(2, 4),), kwargs={})
+    monkeypatch.setattr(ablation, "model_case", lambda name: case)
+    n_ops, times = ablation.measure("tiny", rounds=2, save=None)
+    assert n_ops == 3  # linear, relu and the identity op of nn.Identity
+    assert set(times) == {"plain", "bare mode", "rows floor", "log-rows floor", *ablation.VARIANTS}
+    assert all(len(values) == 2 and min(values) > 0 for values in times.values())
+    assert op_recording.OpRecording.record is record
+    assert module_tracker.ModuleTracker.enter is enter
+    with ablation.ablated(("no module calls",)):
+        assert len(lw_trace_ops(model)) == 2  # no identity op without module outputs
+    assert len(lw_trace_ops(model)) == 3
+
+
+def lw_trace_ops(model):
+    import torch
+
+    import lens_widget as lw
+
+    return lw.trace(model, torch.randn(2, 4)).ops
