@@ -24,9 +24,8 @@ from lens_widget.capture.op_details import SOURCE, Pending
 from lens_widget.log.records import ModuleInfo, OpRecord, OutputLeaf
 
 _label_of = attrgetter("label")
-# (module address, pass, the nodes its call returned, their leaves): module_outputs.py
-# (address, pass, the nodes that produced its outputs, their leaves): a lone output's in
-# tuples, made with less than lists while the model runs
+# (module address, pass, the nodes its call returned, their leaves): module_outputs.py;
+# a lone output's in tuples, cheaper than lists to make while the model runs
 ModuleCall = tuple[str, int, Sequence[OpRecord], Sequence[OutputLeaf]]
 
 
