@@ -20,9 +20,10 @@ stand-in:
   records of sources, literals or version checks;
 - *all four*.
 
-Printed per model: each run's median CPU time above the plain forward in µs per op, and per
-stand-in the change against the whole trace, paired by round, with its 95% bootstrap
-interval (`bench.measure.paired_change`; negative: the stand-in is cheaper). The logs these
+Printed per model: each run's CPU time above the same round's plain forward, median over
+rounds in µs per op (`bench.measure.per_op_above`), and per stand-in the change against the
+whole trace, paired by round, with its 95% bootstrap interval (`bench.measure.paired_change`;
+negative: the stand-in is cheaper). The logs these
 stand-ins make are wrong: only the forward is timed, and whatever their finish raises is
 dropped. The stand-ins are put back after every run.
 """
@@ -46,7 +47,7 @@ from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.session import Session
 
-from .measure import paired_change, with_fixed_allocator
+from .measure import median, paired_change, per_op_above, with_fixed_allocator
 from .real_per_op import MODELS, Forwarding, model_case
 from .tracers import KeepLogRows, KeepRows
 
@@ -219,15 +220,12 @@ def main(argv: list[str] | None = None) -> None:
     save = None if opts.save == "none" else "all"
     for name in opts.models.split(","):
         n_ops, times = measure(name, opts.rounds, save)
-        plain = sorted(times["plain"])[len(times["plain"]) // 2]
         print(
-            f"{name} save={save}: {n_ops} ops, plain {plain * 1e3:.1f} ms; µs/op above plain, "
-            f"median of {opts.rounds} rounds; change against the trace, 95% interval"
+            f"{name} save={save}: {n_ops} ops, plain {median(times['plain']) * 1e3:.1f} ms; "
+            f"µs/op above plain, median of {opts.rounds} rounds; change against the trace, "
+            "95% interval"
         )
-        for run, values in times.items():
-            if run == "plain":
-                continue
-            above = (sorted(values)[len(values) // 2] - plain) * 1e6 / n_ops
+        for run, (above, _) in per_op_above(times, n_ops).items():
             line = f"  {run:24s} {above:7.1f}"
             if run in VARIANTS and run != "trace":
                 change, low, high = paired_change(times, n_ops, run, "trace")

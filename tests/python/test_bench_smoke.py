@@ -234,6 +234,7 @@ def test_trace_ablation_times_every_stand_in_and_puts_them_back(monkeypatch):
     from torch import nn
 
     import bench.trace_ablation as ablation
+    import lens_widget as lw
     from lens_widget.capture import module_tracker, op_recording
 
     record, enter = op_recording.OpRecording.record, module_tracker.ModuleTracker.enter
@@ -246,14 +247,10 @@ def test_trace_ablation_times_every_stand_in_and_puts_them_back(monkeypatch):
     assert all(len(values) == 2 and min(values) > 0 for values in times.values())
     assert op_recording.OpRecording.record is record
     assert module_tracker.ModuleTracker.enter is enter
+
+    def traced_ops() -> int:
+        return len(lw.trace(model, torch.randn(2, 4)).ops)
+
     with ablation.ablated(("no module calls",)):
-        assert len(lw_trace_ops(model)) == 2  # no identity op without module outputs
-    assert len(lw_trace_ops(model)) == 3
-
-
-def lw_trace_ops(model):
-    import torch
-
-    import lens_widget as lw
-
-    return lw.trace(model, torch.randn(2, 4)).ops
+        assert traced_ops() == 2  # no identity op without module outputs
+    assert traced_ops() == 3
