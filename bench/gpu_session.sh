@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything this project checks on a lent GPU machine, in one run (device time is scarce):
 # the CUDA tests, host syncs per pass, the CUDA tracing figures of bench/RESULTS.md, the
-# per-op tables on CUDA, and the per-op cost on real models on that machine's CPU (its
-# figures moved by tens of µs/op between rounds on 2026-11-27: read them as a smoke run).
+# per-op tables on CUDA, and what each part of a traced op costs on CUDA (bench.trace_ablation
+# on GPT-2 small and ResNet-50: where the time above plain goes when the kernels are the GPU's).
 # Results go under bench/results/cuda-<date>-<commit>/. Usage (device tool): carry .whl (TorchLens, graphviz and the widget's
 # pure-Python wheels), then `OUT=$OUT bash bench/gpu_session.sh`.
 set -uo pipefail
@@ -25,6 +25,9 @@ timeout 150 python3 -m pytest -p no:cacheprovider -q -rs tests/python/test_trace
 timeout 90 python3 -m bench.host_sync --models gpt2,resnet50 2>&1 | tee -a "$OUT/session.txt"
 timeout 200 python3 -m bench.run --device cuda --models gpt2,resnet50 --no-backward \
   --repeats 5 --out "$OUT/run" 2>&1 | tee -a "$OUT/session.txt"
+for save in all none; do
+  timeout 75 python3 -m bench.trace_ablation --device cuda --size bench --models gpt2,resnet \
+    --rounds 21 --save $save 2>&1 | tee -a "$OUT/session.txt"
+done
 timeout 120 python3 -m bench.per_op --device cuda --rounds 5 2>&1 | tee -a "$OUT/session.txt"
-timeout 120 python3 -m bench.real_per_op --rounds 9 2>&1 | tee -a "$OUT/session.txt"
 ls -R "$OUT"

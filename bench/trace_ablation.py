@@ -2,8 +2,11 @@
 part of lens_widget's per-op path replaced by the least a tracer could do there.
 
     python -m bench.trace_ablation [--models gpt2,bert,llama,resnet] [--rounds 41] [--save none|all]
+                                   [--size issue|bench] [--device cpu|cuda]
 
-The models of `bench.real_per_op` (issue sizes, one thread, `torch.no_grad()`). Per round,
+The models of `bench.real_per_op` (issue sizes unless `--size bench`, one thread,
+`torch.no_grad()`). Times are this process's CPU time; on `--device cuda` they are wall time
+with the device synchronised before each clock read (the GPU's work is no CPU time). Per round,
 in an order shuffled by round, after `gc.collect()`: a plain forward, the bare mode, the
 rows floor and the log-rows floor (`bench.tracers`), and the forward of a trace (its
 `Session` made and started before the clock, finished after it) whole and under each
@@ -47,11 +50,13 @@ from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.session import Session
 
+from .device import DEVICES, pick_device, synchronizer
 from .measure import median, paired_change, per_op_above, with_fixed_allocator
 from .real_per_op import MODELS, Forwarding, model_case
 from .tracers import KeepLogRows, KeepRows
 
 Tensor, Parameter = torch.Tensor, torch.nn.Parameter
+Clock = Callable[[], float]
 
 
 class _Row:
@@ -152,45 +157,57 @@ def ablated(names: tuple[str, ...]) -> Iterator[None]:
 
 
 def _traced_forward(
-    model: Any, args: Any, kwargs: Any, stand_ins: tuple[str, ...], save: Any
+    model: Any, args: Any, kwargs: Any, stand_ins: tuple[str, ...], save: Any, clock: Clock
 ) -> float:
     with ablated(stand_ins):
         names = ModelNames(model)
         session = Session(names, model, "model", save=save, timing=False, intervene=None)
         session.add_inputs(args, kwargs)
         session.start()
-        start = time.process_time()
+        start = clock()
         try:
             output = model(*args, **kwargs)
         except BaseException as err:
             session.finish(None, err)  # puts back what the trace put in place
             raise
-        elapsed = time.process_time() - start
+        elapsed = clock() - start
         with contextlib.suppress(Exception):  # a stand-in's log may not build (put back first)
             session.finish(output, None)
     return elapsed
 
 
-def _in_mode(model: Any, args: Any, kwargs: Any, mode: Any) -> float:
+def _in_mode(model: Any, args: Any, kwargs: Any, mode: Any, clock: Clock) -> float:
     with mode:
-        start = time.process_time()
+        start = clock()
         model(*args, **kwargs)
-        return time.process_time() - start
+        return clock() - start
 
 
-def measure(name: str, rounds: int, save: str | None) -> tuple[int, dict[str, list[float]]]:
-    """(ops of the trace, {run: CPU seconds per round})."""
-    case = model_case(name)
+def _clock(device: torch.device) -> Clock:
+    """CPU time on the CPU; on CUDA wall time read after the queued kernels are done."""
+    if device.type == "cpu":
+        return time.process_time
+    sync = synchronizer(device)
+    return lambda: (sync(), time.perf_counter())[1]
+
+
+def measure(
+    name: str, rounds: int, save: str | None, size: str = "issue", device: str = "cpu"
+) -> tuple[int, dict[str, list[float]]]:
+    """(ops of the trace, {run: seconds per round})."""
+    where = pick_device(device)
+    case = model_case(name, size).to(where)
     model, args, kwargs = case.model, case.args, case.kwargs
     keep = save == "all"
+    clock = _clock(where)
     runs: dict[str, Callable[[], float]] = {
-        "plain": lambda: _in_mode(model, args, kwargs, contextlib.nullcontext()),
-        "bare mode": lambda: _in_mode(model, args, kwargs, Forwarding()),
-        "rows floor": lambda: _in_mode(model, args, kwargs, KeepRows(keep)),
-        "log-rows floor": lambda: _in_mode(model, args, kwargs, KeepLogRows(keep)),
+        "plain": lambda: _in_mode(model, args, kwargs, contextlib.nullcontext(), clock),
+        "bare mode": lambda: _in_mode(model, args, kwargs, Forwarding(), clock),
+        "rows floor": lambda: _in_mode(model, args, kwargs, KeepRows(keep), clock),
+        "log-rows floor": lambda: _in_mode(model, args, kwargs, KeepLogRows(keep), clock),
     }
     for variant, names in VARIANTS.items():
-        runs[variant] = lambda names=names: _traced_forward(model, args, kwargs, names, save)
+        runs[variant] = lambda names=names: _traced_forward(model, args, kwargs, names, save, clock)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -216,12 +233,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--rounds", type=int, default=41)
     parser.add_argument("--save", choices=("none", "all"), default="none")
+    parser.add_argument("--size", choices=("issue", "bench"), default="issue")
+    parser.add_argument("--device", choices=DEVICES, default="cpu")
     opts = parser.parse_args(argv)
     save = None if opts.save == "none" else "all"
     for name in opts.models.split(","):
-        n_ops, times = measure(name, opts.rounds, save)
+        n_ops, times = measure(name, opts.rounds, save, opts.size, opts.device)
         print(
-            f"{name} save={save}: {n_ops} ops, plain {median(times['plain']) * 1e3:.1f} ms; "
+            f"{name} ({opts.size} size, {opts.device}) save={save}: {n_ops} ops, "
+            f"plain {median(times['plain']) * 1e3:.1f} ms; "
             f"µs/op above plain, median of {opts.rounds} rounds; change against the trace, "
             "95% interval"
         )
