@@ -228,19 +228,18 @@ def test_paired_change_tells_a_shift_from_noise():
 def test_trace_ablation_times_every_stand_in_and_puts_them_back(monkeypatch):
     """bench.trace_ablation times a trace's forward with parts of the per-op path taken
     away: every run is timed on a real model, and lens_widget's own code is back after."""
-    from types import SimpleNamespace
-
     import torch
     from torch import nn
 
     import bench.trace_ablation as ablation
     import lens_widget as lw
     from lens_widget.capture import module_tracker, op_recording
+    from model_zoo.case import ZooCase
 
     record, enter = op_recording.OpRecording.record, module_tracker.ModuleTracker.enter
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Identity()).eval()
-    case = SimpleNamespace(model=model, args=(torch.randn(2, 4),), kwargs={})
-    monkeypatch.setattr(ablation, "model_case", lambda name: case)
+    case = ZooCase("tiny", model, (torch.randn(2, 4),))
+    monkeypatch.setattr(ablation, "model_case", lambda name, size: case)
     n_ops, times = ablation.measure("tiny", rounds=2, save=None)
     assert n_ops == 3  # linear, relu and the identity op of nn.Identity
     assert set(times) == {"plain", "bare mode", "rows floor", "log-rows floor", *ablation.VARIANTS}
