@@ -22,7 +22,9 @@ with the first read of its records (`log.nodes`), which fills their links, sourc
 metadata (lens_widget/log/filled_on_read.py).
 
 `--baseline REV` also times the lens_widget of git revision REV in the same process (its
-package is extracted to a temporary directory and imported as `lens_widget_baseline`), in
+package is extracted to a temporary directory and imported as `lens_widget_baseline`; the
+working tree's is copied and imported as `lens_widget_current` the same way, so that the two
+sides differ in their code alone), in
 the same rounds, and checks first that both versions make the same log (every record field,
 saved values and modules): the before/after figures of a change, measured alike. Each
 trace's change against the baseline's is printed as the median of their difference by round
@@ -40,6 +42,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -120,29 +124,37 @@ class Forwarding(TorchFunctionMode):
         return func(*args, **kwargs) if kwargs else func(*args)
 
 
-def baseline_package(rev: str, into: Path) -> ModuleType:
-    """lens_widget as of git revision `rev`, imported as `lens_widget_baseline`."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "lens_widget"], check=True, capture_output=True
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    package = into / "lens_widget_baseline"
+def package_copy(name: str, into: Path, rev: str | None = None) -> ModuleType:
+    """lens_widget as of git revision `rev` (None: the working tree's files), copied into
+    `into` and imported as `name`. `--baseline` times two such copies, so that both sides
+    are imported the same way (from a fresh directory, by a name of their own)."""
+    if rev is None:
+        shutil.copytree(
+            ROOT / "lens_widget", into / "lens_widget",
+            ignore=shutil.ignore_patterns("__pycache__", "static"),
+        )  # fmt: skip
+    else:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev, "lens_widget"],
+            check=True, capture_output=True,
+        ).stdout  # fmt: skip
+        with tarfile.open(fileobj=BytesIO(archive)) as tar:
+            tar.extractall(into, filter="data")
+    package = into / name
     (into / "lens_widget").rename(package)
     for path in package.rglob("*.py"):
         text = path.read_text()
-        text = text.replace("from lens_widget.", "from lens_widget_baseline.")
-        text = text.replace("from lens_widget import", "from lens_widget_baseline import")
-        text = text.replace("import lens_widget\n", "import lens_widget_baseline\n")
+        text = text.replace("from lens_widget.", f"from {name}.")
+        text = text.replace("from lens_widget import", f"from {name} import")
+        text = text.replace("import lens_widget\n", f"import {name}\n")
         path.write_text(text)
     static = ROOT / "lens_widget" / "static"  # the built widget bundle: import needs it
     (package / "static").mkdir(exist_ok=True)
     for built in static.glob("*.js"):
         (package / "static" / built.name).write_bytes(built.read_bytes())
-    sys.path.insert(0, str(into))
-    import lens_widget_baseline  # type: ignore[import-not-found]
-
-    return lens_widget_baseline
+    if str(into) not in sys.path:
+        sys.path.insert(0, str(into))
+    return importlib.import_module(name)
 
 
 def _template(value: Any) -> Any:
@@ -157,13 +169,15 @@ def _template(value: Any) -> Any:
 
 
 def _same_func(f: Any, g: Any) -> bool:
-    """The same torch function, or the same function of the two lens_widget packages."""
+    """The same torch function, or the same function of two copies of lens_widget."""
     if f is g:
         return True
-    name = getattr(f, "__module__", "") or ""
-    return name.startswith("lens_widget") and (
-        name.replace("lens_widget_baseline", "lens_widget")
-        == (getattr(g, "__module__", "") or "").replace("lens_widget_baseline", "lens_widget")
+    name_f = getattr(f, "__module__", "") or ""
+    name_g = getattr(g, "__module__", "") or ""
+    return (
+        name_f.startswith("lens_widget")
+        and name_g.startswith("lens_widget")
+        and name_f.partition(".")[2] == name_g.partition(".")[2]
         and f.__qualname__ == g.__qualname__
     )
 
@@ -203,12 +217,17 @@ def same_log(a: Any, b: Any) -> None:
 
 
 def measure(
-    case: ZooCase, rounds: int, baseline: ModuleType | None = None, floors: bool = False
+    case: ZooCase,
+    rounds: int,
+    baseline: ModuleType | None = None,
+    floors: bool = False,
+    current: ModuleType = lw,
 ) -> tuple[int, float, dict[str, tuple[float, float]], dict[str, tuple[float, float, float]]]:
     """(ops, plain ms, {variant: (median, min) over rounds of µs/op above the same round's
     plain forward}, {each trace against the baseline's: (median, 95% interval) of their
     difference by round, µs/op}); one thread, CPU time. `floors`: only the rows and log-rows
-    floors and the two traces (more rounds in the same time)."""
+    floors and the two traces (more rounds in the same time). `current`: the lens_widget
+    timed as this revision (with a baseline, a copy imported as the baseline is)."""
     model, args, kwargs = case.model, case.args, case.kwargs
 
     def in_mode(make: Callable[[], TorchFunctionMode]) -> Callable[[], Any]:
@@ -228,7 +247,7 @@ def measure(
         "log-rows floor, save=None": in_mode(lambda: KeepLogRows(keep_outputs=False)),
         "log-rows floor, save=all": in_mode(lambda: KeepLogRows(keep_outputs=True)),
     }
-    versions = {"": lw} if baseline is None else {"baseline ": baseline, "": lw}
+    versions = {"": current} if baseline is None else {"baseline ": baseline, "": current}
     for prefix, package in versions.items():
         for save in (None, "all"):
             runs[f"{prefix}trace(save={save!r})"] = lambda p=package, s=save: p.trace(
@@ -243,10 +262,10 @@ def measure(
     torch.set_num_threads(1)
     try:
         with torch.no_grad():
-            n_ops = len(lw.trace(model, args, kwargs, save=None).ops)
+            n_ops = len(current.trace(model, args, kwargs, save=None).ops)
             if baseline is not None:
                 for save in (None, "all"):
-                    same_log(lw.trace(model, args, kwargs, save=save),
+                    same_log(current.trace(model, args, kwargs, save=save),
                              baseline.trace(model, args, kwargs, save=save))  # fmt: skip
             times = interleaved_cpu_times(runs, rounds)
     finally:
@@ -271,14 +290,19 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        baseline = baseline_package(args.baseline, Path(tmp)) if args.baseline else None
+        baseline = current = None
+        if args.baseline:  # both sides copies, imported alike
+            baseline = package_copy("lens_widget_baseline", Path(tmp) / "a", args.baseline)
+            current = package_copy("lens_widget_current", Path(tmp) / "b")
         print(
             f"1 thread, CPU time, median (min) of {args.rounds} interleaved rounds; "
             "µs per recorded op above the same round's plain forward; x: ÷ the rows floor"
         )
         for name in args.models.split(","):
             case = model_case(name, args.size)
-            n_ops, plain_ms, per_op, changes = measure(case, args.rounds, baseline, args.floors)
+            n_ops, plain_ms, per_op, changes = measure(
+                case, args.rounds, baseline, args.floors, current or lw
+            )
             print(f"{name}: {n_ops} ops, plain forward {plain_ms:.1f} ms")
             floor = per_op[ROWS_FLOOR][0]
             for variant, (med, low) in per_op.items():

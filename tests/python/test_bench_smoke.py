@@ -206,6 +206,34 @@ def test_real_per_op_tells_two_logs_apart():
         same_log(trace(), changed)
 
 
+def test_real_per_op_baseline_sides_are_copies_imported_alike(tmp_path, monkeypatch):
+    """--baseline times two copies of lens_widget, each imported from a directory of its own
+    under its own name: the revision's and the working tree's. Both trace, with their own
+    code, and the log check takes their functions for the same ones."""
+    import sys
+
+    import torch
+    from torch import nn
+
+    from bench.real_per_op import package_copy, same_log
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # package_copy puts its directory first
+    try:
+        base = package_copy("lens_widget_baseline", tmp_path / "a", "HEAD")
+        current = package_copy("lens_widget_current", tmp_path / "b")
+        assert base.__file__.startswith(str(tmp_path / "a" / "lens_widget_baseline"))
+        assert current.__file__.startswith(str(tmp_path / "b" / "lens_widget_current"))
+        model, x = nn.Sequential(nn.Linear(3, 3), nn.ReLU()).eval(), torch.randn(2, 3)
+        log_base, log_current = (p.trace(model, x, save="all") for p in (base, current))
+        assert type(log_current).__module__.startswith("lens_widget_current.")
+        assert [op.func for op in log_current.ops] == ["linear", "relu"]
+        same_log(log_current, log_base)
+    finally:  # the copies leave nothing for later tests
+        for name in list(sys.modules):
+            if name.startswith(("lens_widget_baseline", "lens_widget_current")):
+                del sys.modules[name]
+
+
 def test_paired_change_tells_a_shift_from_noise():
     """bench.measure.paired_change: a run slower by 2 µs/op in every round gets an interval
     excluding 0; the same noise without the shift gets one holding 0."""
