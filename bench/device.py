@@ -6,6 +6,7 @@ not the work, so every timed call on CUDA ends with `torch.cuda.synchronize`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import torch
@@ -29,6 +30,21 @@ def synchronizer(device: torch.device) -> Callable[[], None]:
     if device.type == "cuda":
         return lambda: torch.cuda.synchronize(device)
     return lambda: None
+
+
+def synced_clock(device: torch.device) -> Callable[[], float]:
+    """A clock for timing on `device`: this process's CPU time on the CPU (other processes on
+    a busy machine leave it alone); on CUDA wall time, read after the queued kernels are done
+    (the GPU's work is no CPU time)."""
+    if device.type != "cuda":
+        return time.process_time
+    sync = synchronizer(device)
+
+    def clock() -> float:
+        sync()
+        return time.perf_counter()
+
+    return clock
 
 
 def device_name(device: torch.device) -> str:

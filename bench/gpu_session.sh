@@ -2,9 +2,11 @@
 # Everything this project checks on a lent GPU machine, in one run (device time is scarce):
 # the CUDA tests, host syncs per pass, the CUDA tracing figures of bench/RESULTS.md, the
 # per-op tables on CUDA, and what each part of a traced op costs on CUDA (bench.trace_ablation
-# on GPT-2 small and ResNet-50: where the time above plain goes when the kernels are the GPU's).
-# Results go under bench/results/cuda-<date>-<commit>/. Usage (device tool): carry .whl (TorchLens, graphviz and the widget's
-# pure-Python wheels), then `OUT=$OUT bash bench/gpu_session.sh`.
+# on GPT-2 small: where the time above plain goes when the kernels are the GPU's. On
+# 2026-11-29 21 rounds with ResNet-50 too ran past 75 s a save mode; this took ~1 min each).
+# Results go under bench/results/cuda-<date>-<commit>/. Usage (device tool): carry .whl
+# (TorchLens, graphviz, the widget's pure-Python wheels, and diffusers with importlib_metadata,
+# which model_zoo imports) and lens_widget/static, then `OUT=$OUT bash bench/gpu_session.sh`.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-bench/out/gpu}
@@ -26,8 +28,8 @@ timeout 90 python3 -m bench.host_sync --models gpt2,resnet50 2>&1 | tee -a "$OUT
 timeout 200 python3 -m bench.run --device cuda --models gpt2,resnet50 --no-backward \
   --repeats 5 --out "$OUT/run" 2>&1 | tee -a "$OUT/session.txt"
 for save in all none; do
-  timeout 75 python3 -m bench.trace_ablation --device cuda --size bench --models gpt2,resnet \
-    --rounds 21 --save $save 2>&1 | tee -a "$OUT/session.txt"
+  timeout 120 python3 -m bench.trace_ablation --device cuda --size bench --models gpt2 \
+    --rounds 9 --save $save 2>&1 | tee -a "$OUT/session.txt"
 done
 timeout 120 python3 -m bench.per_op --device cuda --rounds 5 2>&1 | tee -a "$OUT/session.txt"
 ls -R "$OUT"

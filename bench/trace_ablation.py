@@ -37,7 +37,6 @@ import argparse
 import contextlib
 import gc
 import random
-import time
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -50,7 +49,7 @@ from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.session import Session
 
-from .device import DEVICES, pick_device, synchronizer
+from .device import DEVICES, pick_device, synced_clock
 from .measure import median, paired_change, per_op_above, with_fixed_allocator
 from .real_per_op import MODELS, Forwarding, model_case
 from .tracers import KeepLogRows, KeepRows
@@ -183,14 +182,6 @@ def _in_mode(model: Any, args: Any, kwargs: Any, mode: Any, clock: Clock) -> flo
         return clock() - start
 
 
-def _clock(device: torch.device) -> Clock:
-    """CPU time on the CPU; on CUDA wall time read after the queued kernels are done."""
-    if device.type == "cpu":
-        return time.process_time
-    sync = synchronizer(device)
-    return lambda: (sync(), time.perf_counter())[1]
-
-
 def measure(
     name: str, rounds: int, save: str | None, size: str = "issue", device: str = "cpu"
 ) -> tuple[int, dict[str, list[float]]]:
@@ -199,7 +190,7 @@ def measure(
     case = model_case(name, size).to(where)
     model, args, kwargs = case.model, case.args, case.kwargs
     keep = save == "all"
-    clock = _clock(where)
+    clock = synced_clock(where)
     runs: dict[str, Callable[[], float]] = {
         "plain": lambda: _in_mode(model, args, kwargs, contextlib.nullcontext(), clock),
         "bare mode": lambda: _in_mode(model, args, kwargs, Forwarding(), clock),
