@@ -152,8 +152,7 @@ def package_copy(name: str, into: Path, rev: str | None = None) -> ModuleType:
     (package / "static").mkdir(exist_ok=True)
     for built in static.glob("*.js"):
         (package / "static" / built.name).write_bytes(built.read_bytes())
-    if str(into) not in sys.path:
-        sys.path.insert(0, str(into))
+    sys.path.insert(0, str(into))
     return importlib.import_module(name)
 
 

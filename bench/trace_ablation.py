@@ -23,7 +23,7 @@ stand-in:
   records of sources, literals or version checks;
 - *all four*.
 
-Printed per model: each run's CPU time above the same round's plain forward, median over
+Printed per model: each run's time above the same round's plain forward, median over
 rounds in µs per op (`bench.measure.per_op_above`), and per stand-in the change against the
 whole trace, paired by round, with its 95% bootstrap interval (`bench.measure.paired_change`;
 negative: the stand-in is cheaper). The logs these
