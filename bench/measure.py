@@ -134,6 +134,31 @@ def paired_change(
     return statistics.median(diffs), low, high
 
 
+def paired_ratio(
+    times: dict[str, list[float]],
+    name: str,
+    over: str,
+    base: str = "plain",
+    resamples: int = 2000,
+) -> tuple[float, float, float]:
+    """How many times `over`'s cost `name`'s is, both above `base` in the same rounds: the
+    ratio of their medians over rounds, and its 95% bootstrap interval (rounds drawn with
+    replacement, all three runs of a round together, a fixed seed). An interval above a
+    target ratio says this run puts `name` over it whatever its noise."""
+    above = _per_op_differences(times, 1, name, base)
+    under = _per_op_differences(times, 1, over, base)
+    rounds = range(len(above))
+    draw = random.Random(0).choices
+    ratios = []
+    for _ in range(resamples):
+        picked = draw(rounds, k=len(above))
+        top = statistics.median(above[i] for i in picked)
+        ratios.append(top / statistics.median(under[i] for i in picked))
+    ratios.sort()
+    low, high = ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+    return statistics.median(above) / statistics.median(under), low, high
+
+
 # glibc's thresholds fixed: freed big blocks (GPT-2's 25 MB logits, a training step's
 # buffers) stay in the heap instead of going back to the OS and being faulted in again on the
 # next run: left to itself, a plain BERT training step's CPU time varied 58-122 ms here,

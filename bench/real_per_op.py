@@ -16,10 +16,13 @@ floor keeping every output, the rows floor (a mode keeping one row per op of wha
 is made of and the output: `bench.tracers.KeepRows`, below which no tracer recording each op
 in Python goes), the log-rows floor for `save=None` and `save="all"` (the rows floor plus
 what this log cannot rebuild after the pass, each the cheapest way: module stack, call paths,
-source rows, replay templates, input versions; `bench.tracers.KeepLogRows`: the floor of the
-rows-then-records design), `trace(save=None)`, `trace(save="all")`, and `trace(save=None)`
+source rows, replay templates, input versions, and the walk that names the model's
+modules, parameters and buffers, once per trace; `bench.tracers.KeepLogRows`: the floor of
+the rows-then-records design), `trace(save=None)`, `trace(save="all")`, and `trace(save=None)`
 with the first read of its records (`log.nodes`), which fills their links, source lines and output
-metadata (lens_widget/log/filled_on_read.py).
+metadata (lens_widget/log/filled_on_read.py). Each also ÷ the rows floor's, with a 95%
+bootstrap interval over rounds (`bench.measure.paired_ratio`): issue #37's measure, and
+where its 1.5x sits against this run's noise.
 
 `--baseline REV` also times the lens_widget of git revision REV in the same process (its
 package is extracted to a temporary directory and imported as `lens_widget_baseline`; the
@@ -63,7 +66,13 @@ import lens_widget as lw
 from model_zoo import BENCH_MODELS
 from model_zoo.case import ZooCase, build, generator
 
-from .measure import interleaved_cpu_times, paired_change, per_op_above, with_fixed_allocator
+from .measure import (
+    interleaved_cpu_times,
+    paired_change,
+    paired_ratio,
+    per_op_above,
+    with_fixed_allocator,
+)
 from .tracers import KeepLogRows, KeepOutputs, KeepRows
 
 SEQ = 128
@@ -215,18 +224,11 @@ def same_log(a: Any, b: Any) -> None:
         raise AssertionError("modules differ")
 
 
-def measure(
-    case: ZooCase,
-    rounds: int,
-    baseline: ModuleType | None = None,
-    floors: bool = False,
-    current: ModuleType = lw,
-) -> tuple[int, float, dict[str, tuple[float, float]], dict[str, tuple[float, float, float]]]:
-    """(ops, plain ms, {variant: (median, min) over rounds of µs/op above the same round's
-    plain forward}, {each trace against the baseline's: (median, 95% interval) of their
-    difference by round, µs/op}); one thread, CPU time. `floors`: only the rows and log-rows
-    floors and the two traces (more rounds in the same time). `current`: the lens_widget
-    timed as this revision (with a baseline, a copy imported as the baseline is)."""
+def variants(
+    case: ZooCase, baseline: ModuleType | None, floors: bool, current: ModuleType
+) -> dict[str, Callable[[], Any]]:
+    """What `measure` times, by name: the plain forward first, the floors, and each
+    package's traces (the baseline's prefixed "baseline ")."""
     model, args, kwargs = case.model, case.args, case.kwargs
 
     def in_mode(make: Callable[[], TorchFunctionMode]) -> Callable[[], Any]:
@@ -243,8 +245,8 @@ def measure(
         runs["floor keeping outputs"] = in_mode(KeepOutputs)
     runs |= {
         ROWS_FLOOR: in_mode(lambda: KeepRows(keep_outputs=True)),
-        "log-rows floor, save=None": in_mode(lambda: KeepLogRows(keep_outputs=False)),
-        "log-rows floor, save=all": in_mode(lambda: KeepLogRows(keep_outputs=True)),
+        "log-rows floor, save=None": in_mode(lambda: KeepLogRows(False, model)),
+        "log-rows floor, save=all": in_mode(lambda: KeepLogRows(True, model)),
     }
     versions = {"": current} if baseline is None else {"baseline ": baseline, "": current}
     for prefix, package in versions.items():
@@ -257,6 +259,27 @@ def measure(
             runs[f"{prefix}trace(save=None), records read"] = lambda p=package: (
                 p.trace(model, args, kwargs, save=None).nodes
             )
+    return runs
+
+
+Interval = tuple[float, float, float]  # a median and its 95% interval
+
+
+def measure(
+    case: ZooCase,
+    rounds: int,
+    baseline: ModuleType | None = None,
+    floors: bool = False,
+    current: ModuleType = lw,
+) -> tuple[int, float, dict[str, tuple[float, float]], dict[str, Interval], dict[str, Interval]]:
+    """(ops, plain ms, {variant: (median, min) over rounds of µs/op above the same round's
+    plain forward}, {variant: its cost ÷ the rows floor's, with a 95% interval},
+    {each trace against the baseline's: (median, 95% interval) of their difference by round,
+    µs/op}); one thread, CPU time. `floors`: only the rows and log-rows
+    floors and the two traces (more rounds in the same time). `current`: the lens_widget
+    timed as this revision (with a baseline, a copy imported as the baseline is)."""
+    model, args, kwargs = case.model, case.args, case.kwargs
+    runs = variants(case, baseline, floors, current)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -274,7 +297,9 @@ def measure(
         for save in (None, "all"):
             name = f"trace(save={save!r})"
             changes[f"{name} - baseline"] = paired_change(times, n_ops, name, f"baseline {name}")
-    return n_ops, statistics.median(times["plain"]) * 1e3, per_op_above(times, n_ops), changes
+    ratios = {name: paired_ratio(times, name, ROWS_FLOOR) for name in times if name != "plain"}
+    plain_ms = statistics.median(times["plain"]) * 1e3
+    return n_ops, plain_ms, per_op_above(times, n_ops), ratios, changes
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -295,17 +320,20 @@ def main(argv: list[str] | None = None) -> None:
             current = package_copy("lens_widget_current", Path(tmp) / "b")
         print(
             f"1 thread, CPU time, median (min) of {args.rounds} interleaved rounds; "
-            "µs per recorded op above the same round's plain forward; x: ÷ the rows floor"
+            "µs per recorded op above the same round's plain forward; x: ÷ the rows floor [95%]"
         )
         for name in args.models.split(","):
             case = model_case(name, args.size)
-            n_ops, plain_ms, per_op, changes = measure(
+            n_ops, plain_ms, per_op, ratios, changes = measure(
                 case, args.rounds, baseline, args.floors, current or lw
             )
             print(f"{name}: {n_ops} ops, plain forward {plain_ms:.1f} ms")
-            floor = per_op[ROWS_FLOOR][0]
             for variant, (med, low) in per_op.items():
-                print(f"  {variant:32s} {med:7.1f} ({low:.1f})  {med / floor:.2f}x")
+                ratio, below, above = ratios[variant]
+                print(
+                    f"  {variant:32s} {med:7.1f} ({low:.1f})  {ratio:.2f}x"
+                    f" [{below:.2f}, {above:.2f}]"
+                )
             for variant, (med, low, high) in changes.items():
                 print(f"  {variant:32s} {med:+7.1f}  95% interval [{low:+.1f}, {high:+.1f}]")
 

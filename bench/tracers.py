@@ -16,6 +16,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
 from lens_widget.capture.call_site import find_call_site, mark_module_call
+from lens_widget.capture.model_names import ModelNames
 from model_zoo import ZooCase
 
 
@@ -135,14 +136,23 @@ class KeepLogRows(KeepRows):
     row for each tensor first read, a replay template (the arguments with a slot per tensor,
     keywords included) and, when saving, the version of each input (a write since it was
     produced). No records, labels, links or features: the floor of a rows-then-records
-    design of this log (docs/tracing-cost.md)."""
+    design of this log (docs/tracing-cost.md).
 
-    def __init__(self, keep_outputs: bool) -> None:
+    `model`: also the one walk per trace that names its modules, parameters and buffers
+    (lens_widget's `ModelNames`, as `lw.trace` makes on each call), and each source row
+    the name it found: the per-trace part of this log's content, which no tracer of it can
+    leave out (the model may have changed since the last trace)."""
+
+    def __init__(self, keep_outputs: bool, model: torch.nn.Module | None = None) -> None:
         super().__init__(keep_outputs)
         self.modules: list[tuple[Any, ...]] = []  # (module, pass row, output's producer)
         self.stack: tuple[int, ...] = ()
+        self._model = model
+        self._names: dict[int, tuple[str, str]] = {}  # id(param or buffer) -> (name, kind)
 
     def __enter__(self) -> KeepLogRows:
+        if self._model is not None:
+            self._names = ModelNames(self._model).tensors
         # as lens_widget does (capture/module_calls.py): torch's function runs the stand-in's
         # code, which finds this mode under a name in torch's module; setting the class
         # attribute instead would reset every nn.Module subclass's attribute caches
@@ -173,7 +183,7 @@ class KeepLogRows(KeepRows):
             kind = type(value)
             if kind is torch.Tensor or kind is torch.nn.Parameter:
                 template[i] = _SLOT
-                inputs.append(self._producer(value, producers, rows, keep))
+                inputs.append(self._producer(value, producers, rows, keep, self._names))
         kwargs_template = None
         if kwargs:
             kwargs_template = dict(kwargs)
@@ -181,7 +191,7 @@ class KeepLogRows(KeepRows):
                 kind = type(value)
                 if kind is torch.Tensor or kind is torch.nn.Parameter:
                     kwargs_template[key] = _SLOT
-                    inputs.append(self._producer(value, producers, rows, keep))
+                    inputs.append(self._producer(value, producers, rows, keep, self._names))
         out = func(*args, **kwargs) if kwargs else func(*args)
         if type(out) is torch.Tensor:
             path, source = find_call_site(frame)
@@ -194,14 +204,19 @@ class KeepLogRows(KeepRows):
         return out
 
     @staticmethod
-    def _producer(value: Any, producers: dict[int, Any], rows: list[Any], keep: bool) -> Any:
+    def _producer(
+        value: Any, producers: dict[int, Any], rows: list[Any], keep: bool, names: dict[int, Any]
+    ) -> Any:
         entry = producers.get(id(value))
         if entry is not None and entry[0]() is value:
             if keep and value._version != entry[2]:
                 return (entry[1], value.detach().clone())  # written since: its value now
             return entry[1]
         producers[id(value)] = (weakref.ref(value), len(rows), value._version)
-        rows.append(("source", value.shape, value.dtype, value.device, value.requires_grad))
+        rows.append(
+            ("source", names.get(id(value)), value.shape, value.dtype, value.device,
+             value.requires_grad)
+        )  # fmt: skip
         return len(rows) - 1
 
 

@@ -6,6 +6,7 @@ No timing asserts: this checks the bench code, not speed.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import pathlib
@@ -131,7 +132,8 @@ def test_rows_floor_keeps_one_row_per_recorded_op_with_its_producers():
 
 def test_log_rows_floor_sees_the_ops_sources_and_module_calls_a_trace_records():
     """bench.tracers.KeepLogRows, the floor of this log's content: a row per recorded op and
-    per source the trace makes, a row per module call, and nn.Module as it was afterwards."""
+    per source the trace makes (a parameter's with its name), a row per module call, and
+    nn.Module as it was afterwards."""
     import torch
     from torch import nn
 
@@ -142,13 +144,16 @@ def test_log_rows_floor_sees_the_ops_sources_and_module_calls_a_trace_records():
     x = torch.randn(3, 4)
     call_impl = nn.Module.__dict__["_call_impl"]
     code = call_impl.__code__
-    mode = KeepLogRows(keep_outputs=True)
+    mode = KeepLogRows(keep_outputs=True, model=model)
     with torch.no_grad(), mode:
         model(x)
     log = lw.trace(model, x)
     ops = [row for row in mode.rows if row[0] != "source"]
     assert [row[0].__name__ for row in ops] == [op.func for op in log.ops]
     assert len(mode.rows) - len(ops) == sum(1 for n in log.nodes if n.kind != "op") - 1
+    # each parameter's source row carries the name the trace gives its node
+    named = [row[1] for row in mode.rows if row[0] == "source" and row[1] is not None]
+    assert [name for name, kind in named] == [n.label for n in log.nodes if n.kind == "param"]
     assert len(mode.modules) == sum(info.n_passes for info in log.modules.values())
     assert nn.Module.__dict__["_call_impl"] is call_impl and call_impl.__code__ is code
 
@@ -253,6 +258,26 @@ def test_paired_change_tells_a_shift_from_noise():
     assert low < 0 < high and abs(median) < 0.2
 
 
+def test_paired_ratio_puts_an_interval_around_a_cost_ratio():
+    """bench.measure.paired_ratio: a run costing twice the floor's above plain in every
+    round gets a ratio near 2 whose interval excludes 1.5, however much plain itself
+    moves between rounds; one costing as much as the floor gets an interval holding 1."""
+    import random
+
+    from bench.measure import paired_ratio
+
+    noise = random.Random(2)
+    plain = [0.020 + noise.uniform(0, 0.006) for _ in range(31)]  # 20-26 ms: moves a lot
+    floor = [p + 0.002 + noise.gauss(0, 0.0002) for p in plain]  # +2 ms above plain
+    double = [p + 0.004 + noise.gauss(0, 0.0002) for p in plain]
+    same = [p + 0.002 + noise.gauss(0, 0.0002) for p in plain]
+    times = {"plain": plain, "floor": floor, "double": double, "same": same}
+    ratio, low, high = paired_ratio(times, "double", "floor")
+    assert 1.5 < low <= ratio <= high < 2.5 and abs(ratio - 2) < 0.15
+    ratio, low, high = paired_ratio(times, "same", "floor")
+    assert low < 1 < high
+
+
 def test_trace_ablation_times_every_stand_in_and_puts_them_back(monkeypatch):
     """bench.trace_ablation times a trace's forward with parts of the per-op path taken
     away: every run is timed on a real model, and lens_widget's own code is back after."""
@@ -281,3 +306,54 @@ def test_trace_ablation_times_every_stand_in_and_puts_them_back(monkeypatch):
     with ablation.ablated(("no module calls",)):
         assert traced_ops() == 2  # no identity op without module outputs
     assert traced_ops() == 3
+
+
+def test_instructions_reads_callgrind_dumps_and_weighs_misses():
+    """bench.instructions: a callgrind dump's summary read by event name, and the cycle
+    estimate weighing L1 misses 10 and last-level misses 100."""
+    from bench.instructions import cost, parse_dump
+
+    dump = (
+        "# callgrind format\nversion: 1\nevents: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw\n"
+        "fn=(1) main\n16 3 1 1 0 0 0 0 0 0\nsummary: 1000 300 200 5 20 10 1 2 3\n"
+        "totals: 1000 300 200 5 20 10 1 2 3\n"
+    )
+    counts = parse_dump(dump)
+    assert counts["Ir"] == 1000 and counts["D1mw"] == 10 and counts["DLmw"] == 3
+    assert cost(counts, cycles=False) == 1000
+    assert cost(counts, cycles=True) == 1000 + 10 * (5 + 20 + 10) + 100 * (1 + 2 + 3)
+    with pytest.raises(ValueError, match="summary"):
+        parse_dump("events: Ir\n")
+
+
+@pytest.mark.skipif(
+    importlib.import_module("bench.instructions").missing_tools() is not None,
+    reason="valgrind, its headers or a C compiler missing",
+)
+def test_instructions_counts_a_run_under_callgrind_the_same_each_time(tmp_path):
+    """bench.instructions.Counter under a real callgrind: a run doing 100x the work counts
+    ~100x the instructions, and the same run counts the same twice (the point of the bench:
+    a figure that does not move with the machine's load)."""
+    import os
+
+    from bench.instructions import build_helper
+
+    library = build_helper(tmp_path)
+    out = tmp_path / "callgrind.out"
+    script = (
+        "from pathlib import Path\nfrom bench.instructions import Counter\n"
+        f"c = Counter({str(library)!r}, Path({str(out)!r}))\n"
+        "small = lambda: sum(i * i for i in range(1_000))\n"
+        "big = lambda: sum(i * i for i in range(100_000))\n"
+        "small(), big(), big(), big()  # warm: specialised bytecode, pymalloc's arenas\n"
+        "print(*[c.count(run)['Ir'] for run in (small, big, big)])\n"
+    )
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--quiet",
+         f"--callgrind-out-file={out}", sys.executable, "-c", script],
+        capture_output=True, text=True, timeout=300, check=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"}, cwd=pathlib.Path(__file__).parents[2],
+    )  # fmt: skip
+    small, big, again = map(int, done.stdout.split())
+    assert 50 * small < big < 200 * small
+    assert abs(again - big) < 0.03 * big  # 2% from the first counted runs (arena state)
