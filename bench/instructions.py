@@ -1,7 +1,7 @@
 """Per-op cost of `lens_widget.trace` on real models, counted by callgrind instead of timed.
 
     python -m bench.instructions [--models gpt2,bert,llama,resnet] [--size issue|bench]
-                                 [--baseline REV] [--floors] [--repeats 2] [--cache]
+                                 [--baseline REV] [--floors] [--repeats 2] [--cache] [--parts]
 
 `bench.real_per_op` times each variant (the floors, `trace(save=None)`, `trace(save="all")`,
 a baseline's traces) against a plain forward; on this 2-core VM a whole trace moves 10-20%
@@ -13,6 +13,10 @@ estimate of cycles is made as kcachegrind does: instructions + 10 x L1 misses + 
 last-level misses). The kernels' own instructions and misses are counted too, so a plain
 forward's are subtracted as the timed bench does; what is left is the tracer's, in thousands
 of instructions (or estimated cycles) per recorded op, and ÷ the rows floor's.
+
+`--parts` counts instead each part of one trace as `bench.trace_parts` takes it apart (the
+walk naming the model, the `Session`, its inputs, `start`, the forward, `finish`, the first
+read of `log.nodes`), per recorded op: what a trace pays once, against what it pays per op.
 
 A count is not a time: a cache miss costs what the machine makes it cost, and the simulated
 caches are not this machine's. What it gives is a figure that does not move between runs
@@ -150,6 +154,30 @@ def _measure(counter: Counter, args: argparse.Namespace, baseline: Any, current:
             print(f"  {variant:36s} {runs_text}  {mean / floor:.2f}x", flush=True)
 
 
+def _count_parts(counter: Counter, name: str, args: argparse.Namespace) -> None:
+    """Each part of one trace of model `name`, counted (see --parts)."""
+    import torch
+
+    from .real_per_op import model_case
+    from .trace_parts import PARTS, trace_steps
+
+    case = model_case(name, args.size)
+    counts: dict[str, list[int]] = {part: [] for part in PARTS}
+    n_ops = 0
+    with torch.no_grad():
+        for repeat in range(args.repeats + 2):  # two to warm up
+            held: dict[str, Any] = {}
+            steps = trace_steps(case, held)
+            for part in PARTS:
+                counted = counter.count(steps[part])
+                if repeat >= 2:
+                    counts[part].append(cost(counted, args.cache))
+            n_ops = len(held["log"].ops)
+    print(f"{name}: {n_ops} ops; per part, thousands per recorded op, each run", flush=True)
+    for part, each in counts.items():
+        print(f"  {part:12s} " + " ".join(f"{c / n_ops / 1e3:8.1f}" for c in each), flush=True)
+
+
 def _under_valgrind(args: argparse.Namespace) -> None:
     import torch
 
@@ -159,6 +187,10 @@ def _under_valgrind(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)
     counter = Counter(os.environ[_ENV], Path(os.environ[_OUT]))
+    if args.parts:
+        for name in args.models.split(","):
+            _count_parts(counter, name, args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         baseline = current = None
         if args.baseline:  # both sides copies, imported alike (as bench.real_per_op does)
@@ -177,6 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--repeats", type=int, default=2, help="counted runs per variant")
     parser.add_argument("--cache", action="store_true", help="simulate caches: cycle estimate")
+    parser.add_argument("--parts", action="store_true", help="count each part of one trace")
     args = parser.parse_args(argv)
     if _ENV in os.environ:
         _under_valgrind(args)

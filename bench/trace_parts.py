@@ -16,6 +16,8 @@ import argparse
 import gc
 import statistics
 import time
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -27,10 +29,30 @@ from .real_per_op import MODELS, model_case
 PARTS = ("plain", "names", "session", "inputs", "start", "forward", "finish", "first read")
 
 
+def trace_steps(case: Any, held: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+    """The PARTS as calls, in order: a plain forward, then one trace taken apart as
+    `lw.trace` runs it; `held` keeps what one part hands the next."""
+    model, args, kwargs = case.model, case.args, case.kwargs
+
+    def session() -> Session:
+        names = held["names"]
+        return Session(names, model, type(model).__name__, save=None, timing=False, intervene=None)
+
+    return {
+        "plain": lambda: model(*args, **kwargs),
+        "names": lambda: held.setdefault("names", ModelNames(model)),
+        "session": lambda: held.setdefault("session", session()),
+        "inputs": lambda: held["session"].add_inputs(args, kwargs),
+        "start": lambda: held["session"].start(),
+        "forward": lambda: held.setdefault("output", model(*args, **kwargs)),
+        "finish": lambda: held.setdefault("log", held["session"].finish(held["output"], None)),
+        "first read": lambda: held["log"].nodes,
+    }
+
+
 def measure(name: str, rounds: int) -> dict[str, float]:
     """{part: median ms} over `rounds` rounds."""
     case = model_case(name)
-    model, args, kwargs = case.model, case.args, case.kwargs
     clock = time.perf_counter
     times: dict[str, list[float]] = {part: [] for part in PARTS}
     threads = torch.get_num_threads()
@@ -38,35 +60,14 @@ def measure(name: str, rounds: int) -> dict[str, float]:
     try:
         with torch.no_grad():
             for _ in range(rounds + 1):  # the first round warms up
-                gc.collect()
-                start = clock()
-                model(*args, **kwargs)
-                marks = [start, clock()]
-                gc.collect()
-                marks.append(clock())
-                names = ModelNames(model)
-                marks.append(clock())
-                session = Session(
-                    names, model, type(model).__name__, save=None, timing=False, intervene=None
-                )
-                marks.append(clock())
-                session.add_inputs(args, kwargs)
-                marks.append(clock())
-                session.start()
-                marks.append(clock())
-                output = model(*args, **kwargs)
-                marks.append(clock())
-                log = session.finish(output, None)
-                marks.append(clock())
-                log.nodes  # noqa: B018 - the fill it runs
-                marks.append(clock())
-                after = marks[2:]
-                spans = [marks[1] - marks[0]] + [
-                    b - a for a, b in zip(after, after[1:], strict=False)
-                ]
-                for part, span in zip(PARTS, spans, strict=True):
-                    times[part].append(span)
-                del log, session, output
+                steps = trace_steps(case, {})
+                for part in PARTS:
+                    if part in ("plain", "names"):
+                        gc.collect()  # before the forward and before the trace
+                    start = clock()
+                    steps[part]()
+                    times[part].append(clock() - start)
+                del steps
     finally:
         torch.set_num_threads(threads)
     return {part: statistics.median(values[1:]) * 1e3 for part, values in times.items()}
