@@ -357,3 +357,32 @@ def test_instructions_counts_a_run_under_callgrind_the_same_each_time(tmp_path):
     small, big, again = map(int, done.stdout.split())
     assert 50 * small < big < 200 * small
     assert abs(again - big) < 0.03 * big  # 2% from the first counted runs (arena state)
+
+
+def test_bytecodes_counts_the_same_each_run_and_finds_the_recorder():
+    """bench.bytecodes on a small real model: the trace's per-op path shows by function (the
+    recorder's hook, the floor's own), and two counts of the same forward are equal."""
+    from types import SimpleNamespace
+
+    import torch
+    from torch import nn
+
+    from bench.bytecodes import count_bytecodes, measure
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).eval()
+    case = SimpleNamespace(model=model, args=(torch.randn(3, 4),), kwargs={})
+    n_ops, counts = measure(case)
+    assert n_ops == 3
+    hook = ("lens_widget/capture/recorder.py", "Recorder.__torch_function__")
+    floor_hook = ("bench/tracers.py", "KeepLogRows.__torch_function__")
+    assert counts["trace"][hook] > 0 and counts["plain"][hook] == 0
+    assert counts["floor"][floor_hook] > 0 and counts["trace"][floor_hook] == 0
+    assert sum(counts["trace"].values()) > sum(counts["floor"].values()) > 0
+
+    def forward(start, stop):
+        start()
+        with torch.no_grad():
+            model(*case.args)
+        stop()
+
+    assert count_bytecodes(forward) == count_bytecodes(forward)
