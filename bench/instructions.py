@@ -122,21 +122,16 @@ class Counter:
 def _measure(counter: Counter, args: argparse.Namespace, baseline: Any, current: Any) -> None:
     import torch
 
-    from .real_per_op import ROWS_FLOOR, model_case, same_log, variants
+    from .real_per_op import ROWS_FLOOR, checked_ops, model_case, variants
 
     unit = "estimated cycles" if args.cache else "instructions"
     print(f"callgrind, 1 thread; thousands of {unit} per recorded op above the same plain "
           f"forward's, each of {args.repeats} runs; x: ÷ the rows floor's", flush=True)  # fmt: skip
     for name in args.models.split(","):
         case = model_case(name, args.size)
-        model, inputs, kwargs = case.model, case.args, case.kwargs
         runs = variants(case, baseline, args.floors, current)
         with torch.no_grad():
-            n_ops = len(current.trace(model, inputs, kwargs, save=None).ops)
-            if baseline is not None:
-                for save in (None, "all"):
-                    same_log(current.trace(model, inputs, kwargs, save=save),
-                             baseline.trace(model, inputs, kwargs, save=save))  # fmt: skip
+            n_ops = checked_ops(case, baseline, current)
             for run in runs.values():  # warm: first calls fill caches of Python and torch
                 run()
             costs = {

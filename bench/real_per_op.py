@@ -262,6 +262,17 @@ def variants(
     return runs
 
 
+def checked_ops(case: ZooCase, baseline: ModuleType | None, current: ModuleType) -> int:
+    """How many ops a trace of `case` records, after checking (with a baseline) that both
+    versions make the same log in both save modes."""
+    model, args, kwargs = case.model, case.args, case.kwargs
+    if baseline is not None:
+        for save in (None, "all"):
+            same_log(current.trace(model, args, kwargs, save=save),
+                     baseline.trace(model, args, kwargs, save=save))  # fmt: skip
+    return len(current.trace(model, args, kwargs, save=None).ops)
+
+
 Interval = tuple[float, float, float]  # a median and its 95% interval
 
 
@@ -278,17 +289,12 @@ def measure(
     µs/op}); one thread, CPU time. `floors`: only the rows and log-rows
     floors and the two traces (more rounds in the same time). `current`: the lens_widget
     timed as this revision (with a baseline, a copy imported as the baseline is)."""
-    model, args, kwargs = case.model, case.args, case.kwargs
     runs = variants(case, baseline, floors, current)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with torch.no_grad():
-            n_ops = len(current.trace(model, args, kwargs, save=None).ops)
-            if baseline is not None:
-                for save in (None, "all"):
-                    same_log(current.trace(model, args, kwargs, save=save),
-                             baseline.trace(model, args, kwargs, save=save))  # fmt: skip
+            n_ops = checked_ops(case, baseline, current)
             times = interleaved_cpu_times(runs, rounds)
     finally:
         torch.set_num_threads(threads)
