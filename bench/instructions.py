@@ -19,9 +19,10 @@ walk naming the model, the `Session`, its inputs, `start`, the forward, `finish`
 read of `log.nodes`), per recorded op: what a trace pays once, against what it pays per op.
 
 A count is not a time: a cache miss costs what the machine makes it cost, and the simulated
-caches are not this machine's. What it gives is a figure that does not move between runs
-(`--repeats` shows each run's: they agree within a fraction of a percent), so that two
-revisions (`--baseline`) are told apart by one run. The times stay `bench.real_per_op`'s.
+caches are not this machine's. What it gives is a figure that barely moves between runs
+(`--repeats` shows each run's: above plain, a trace's agree within 2%, a floor's within 5%),
+so that two revisions (`--baseline`) are told apart by one run. The times stay
+`bench.real_per_op`'s.
 
 Needs valgrind and its headers (Debian's `valgrind` package) and a C compiler: the client
 requests that zero and dump the counts around each run are compiled into a small library
