@@ -29,10 +29,8 @@ from typing import Any
 
 import torch
 
-from lens_widget.capture.model_names import ModelNames
-from lens_widget.capture.session import Session
-
 from .real_per_op import model_case
+from .trace_parts import trace_steps
 from .tracers import KeepLogRows
 
 Function = tuple[str, str]  # (file, relative to site-packages or the checkout; name)
@@ -97,21 +95,20 @@ def _floor(case: Any) -> Run:
 
 
 def _trace(case: Any) -> Run:
-    model = case.model
-
     def run(start: Callable[[], None], stop: Callable[[], None]) -> Any:
-        session = Session(
-            ModelNames(model), model, type(model).__name__, save=None, timing=False,
-            intervene=None,
-        )  # fmt: skip
-        session.add_inputs(case.args, case.kwargs)
-        session.start()
+        held: dict[str, Any] = {}
+        steps = trace_steps(case, held)  # the trace taken apart as bench.trace_parts does
+        for part in ("names", "session", "inputs", "start"):
+            steps[part]()
         start()
         try:
-            output = model(*case.args, **case.kwargs)
-        finally:
+            steps["forward"]()
+        except BaseException as err:
             stop()
-        return session.finish(output, None)
+            held["session"].finish(None, err)  # puts back what the trace put in place
+            raise
+        stop()
+        return steps["finish"]()
 
     return run
 
