@@ -27,6 +27,7 @@ from lens_widget.capture.old_generation import (
 )
 from lens_widget.capture.op_details import fill_details
 from lens_widget.capture.recorder import Recorder
+from lens_widget.capture.saved_values import detach_sources
 from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.filled_on_read import fill_later
 from lens_widget.log.gc_pause import gc_paused
@@ -124,6 +125,8 @@ def build_log(
         param_bytes=sum(map(mul, map(_numel, params), map(_element_size, params))),
         label_index=by_label,
     )
+    if not later:
+        detach_sources(book.values.undetached)
     if later:
         labels = LabelsOnRead(
             book.layers, by_label, book.pending or [], recorder.ops, sinks, modules,
@@ -143,6 +146,7 @@ class _DetailsOnRead:
     ) -> None:
         self._details = book.details
         self._pending = book.pending or []
+        self._undetached = book.values.undetached
         self._nodes = book.nodes
         self._ops = ops
         self._sinks = sinks
@@ -155,6 +159,7 @@ class _DetailsOnRead:
                 self._labels()
                 self._labels = None
             fill_details(self._details, self._pending, None)
+            detach_sources(self._undetached)
             for sink in self._sinks:
                 refs = sink.replay[1]  # pyright: ignore[reportOptionalSubscript]  # sinks have a replay
                 sink.parents, sink.parent_args, sink.from_input = link_parents(sink.label, refs)
@@ -162,7 +167,7 @@ class _DetailsOnRead:
             _mark_feeds_output(self._nodes, self._ops, self._sinks, partial=False, failed=None)
             if self._details.saw_meta:  # known once the fill has named each node's device
                 _drop_meta_values(self._nodes)
-        self._sinks = self._nodes = self._ops = []
+        self._sinks = self._nodes = self._ops = self._undetached = []
         promote_to_old_generation()
 
 

@@ -26,7 +26,7 @@ from lens_widget.capture.arguments import (
 from lens_widget.capture.links import ParentRefs
 from lens_widget.capture.saved_values import SavedValues
 from lens_widget.capture.transforms import is_wrapped, transform_running
-from lens_widget.log.records import OpRecord, ParamUse
+from lens_widget.log.records import NodeKind, OpRecord, ParamUse
 from lens_widget.log.replay import ReplayCall
 
 Tensor = torch.Tensor
@@ -49,8 +49,14 @@ class InputResolution:
     # id(tensor) -> (weakref, node, output index, version when produced)
     _producers: dict[int, tuple[Any, OpRecord, int, int]]
 
+    # id(parameter or buffer) -> (name, kind), of the traced modules (ModelNames.tensors)
+    _params: dict[int, tuple[str, str]]
+
     def _source_for(self, tensor: Tensor, func: Callable[..., Any]) -> tuple[OpRecord, int]:
         raise NotImplementedError  # the book's: a source made on first use
+
+    def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
+        raise NotImplementedError  # the book's
 
     def producer_of(self, tensor: Tensor) -> tuple[OpRecord, int] | None:
         raise NotImplementedError  # the book's
@@ -167,6 +173,11 @@ class InputResolution:
             parent_refs.append((position, entry[1], entry[2]))
         elif is_wrapped(value) or transform_running():
             return _NOT_PLAIN
+        elif (param := self._params.get(id(value))) is not None:
+            # A parameter or buffer of the traced modules, first read (a plain Tensor or
+            # Parameter: not lazy, not wrapped): its source, without _source_for's checks
+            node = self.add_source(value, param[1], param[0])  # pyright: ignore[reportArgumentType]  # _params holds (name, kind) with kind a NodeKind
+            parent_refs.append((position, node, 0))
         else:
             parent, output_index = self._source_for(value, func)
             parent_refs.append((position, parent, output_index))

@@ -30,6 +30,15 @@ def storage_key(tensor: Tensor) -> int | None:
         return None
 
 
+def detach_sources(nodes: list[OpRecord]) -> None:
+    """The parameters keep_source left undetached on `nodes`, detached (as every saved value
+    is): run when the records are filled, before anything reads a value."""
+    for node in nodes:
+        saved = node.activations
+        if saved is not None and type(saved[0]) is Parameter:  # (not a copy made since)
+            node.activations = (saved[0].detach(),)
+
+
 class SavedValues:
     """Versions of tensors, the saved references, and copies before writes.
 
@@ -58,6 +67,9 @@ class SavedValues:
         # dropped when the log is built (drop_written_sources), so no log shows a value the
         # source did not have. lw.Monitor's choice when nothing reads them after the step.
         self.copy_sources = True
+        # Source nodes keeping a parameter itself, detached when the records are filled
+        # (detach_sources)
+        self.undetached: list[OpRecord] = []
 
     def version(self, tensor: Tensor) -> int:
         """The tensor's write counter (>= 0), or where torch keeps none (inference tensors)
@@ -85,11 +97,19 @@ class SavedValues:
         node.activations = outputs
         self.saved.append((node, outputs, versions))
 
-    def keep_source(self, node: OpRecord, tensor: Tensor, version: int, reported: bool) -> None:
+    def keep_source(
+        self, node: OpRecord, tensor: Tensor, version: int, reported: bool, later: bool
+    ) -> None:
         """A source's value; `reported`: an unseen write to it is worth a warning (an
-        input's, not a parameter's: those are the user's business)."""
+        input's, not a parameter's: those are the user's business). `later`: nothing reads
+        the value before the records are filled, so a parameter is detached then
+        (`detach_sources`): a leaf holds no graph, and the detached tensor would share its
+        memory and version counter, so it reads the same; ResNet-50 keeps 266 a trace."""
         if tensor.requires_grad or type(tensor) is Parameter:
-            tensor = tensor.detach()  # as keep() does
+            if later and type(tensor) is Parameter:
+                self.undetached.append(node)
+            else:
+                tensor = tensor.detach()  # as keep() does
         outputs = node.activations = (tensor,)
         (self.saved if reported else self.unreported).append((node, outputs, version))
 

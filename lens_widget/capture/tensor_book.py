@@ -131,7 +131,7 @@ class TensorBook(InputResolution):
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, -1)
         else:  # sources are references: free to keep
             version = self._version(tensor)
-            self.values.keep_source(node, tensor, version, kind == "input")
+            self.values.keep_source(node, tensor, version, kind == "input", later)
             self._producers[id(tensor)] = (weakref.ref(tensor), node, 0, version)
         for hook in self.source_hooks:
             hook(tensor, node)

@@ -329,3 +329,29 @@ def test_save_takes_a_module_call_as_intervene_does():
     assert [op.label for op in log.ops if op.saved] == ["linear_1_1:2", "relu_1_2:2"]
     with pytest.warns(UserWarning, match=r"save names \['b:4'\] match no"):
         lw.trace(Loop(), torch.randn(2, 4), save=["b:4"])
+
+
+class LinearThenRaises(nn.Linear):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        super().forward(x)
+        raise ValueError("after the linear")
+
+
+@pytest.mark.parametrize("raises", [False, True])
+def test_a_parameters_value_is_a_detached_reference_to_it(raises):
+    """A parameter's saved value is detached when the records are filled (on the first
+    read of a plain trace, at once for a partial log): a plain tensor on the parameter's
+    memory, whichever way the log was built; the model's own parameter is untouched."""
+    model = LinearThenRaises(3, 2) if raises else nn.Linear(3, 2)
+    if raises:
+        with pytest.raises(ValueError) as caught:
+            lw.trace(model, torch.randn(1, 3), save="all")
+        log = lw.partial_log(caught.value)
+    else:
+        log = lw.trace(model, torch.randn(1, 3), save="all")
+    for name in ("weight", "bias"):
+        value = log[name].activation
+        assert type(value) is torch.Tensor and not value.requires_grad
+        assert value.data_ptr() == getattr(model, name).data_ptr()  # a reference, not a copy
+        assert torch.equal(value, getattr(model, name).detach())
+    assert type(model.weight) is nn.Parameter and model.weight.requires_grad
