@@ -20,6 +20,7 @@ import torch
 from lens_widget.capture.helper_calls import name_helper_calls
 from lens_widget.capture.labels_on_read import LabelsOnRead, module_output_labels
 from lens_widget.capture.links import link_parents, relabel_first_passes
+from lens_widget.capture.module_tracker import ModuleCounts, fill_module_infos
 from lens_widget.capture.named_leaves import named_tensor_leaves
 from lens_widget.capture.old_generation import (
     collect_young_generations,
@@ -83,7 +84,8 @@ def build_log(
     if book.details.saw_meta:
         _drop_meta_values(nodes)
     by_label = book.by_label  # for the relabelling and the log
-    modules = recorder.tracker.modules
+    # A plain trace's module infos are made on the first read, into this very dict
+    modules = {} if later else recorder.tracker.modules
     if not later:
         relabel_first_passes(recorder.repeated, by_label)
         name_helper_calls(
@@ -101,7 +103,7 @@ def build_log(
         modules = recorder.tracker.modules = {"": top, **modules}
     if not later:
         module_output_labels(modules, recorder.module_outputs.calls)
-    if "" in modules:
+    if "" in modules:  # (else on the first read)
         modules[""].n_ops = len(recorder.ops)
     _warn_on_unseen_writes(unseen, stacklevel + 2)
     if isinstance(output, GeneratorType):
@@ -132,7 +134,8 @@ def build_log(
             book.layers, by_label, book.pending or [], recorder.ops, sinks, modules,
             recorder.module_outputs.calls,
         )  # fmt: skip
-        fill_later(log, _DetailsOnRead(book, recorder.ops, sinks, labels))
+        fill = _DetailsOnRead(book, recorder.ops, sinks, labels, modules, recorder.tracker.counts)
+        fill_later(log, fill)
     return log
 
 
@@ -142,8 +145,16 @@ class _DetailsOnRead:
     Holds what the fill reads, not the book or the log (no cycle, and not the model)."""
 
     def __init__(
-        self, book: TensorBook, ops: list[OpRecord], sinks: list[OpRecord], labels: LabelsOnRead
+        self,
+        book: TensorBook,
+        ops: list[OpRecord],
+        sinks: list[OpRecord],
+        labels: LabelsOnRead,
+        modules: dict[str, ModuleInfo],
+        module_counts: ModuleCounts,
     ) -> None:
+        self._modules = modules  # the log's, empty until the fill
+        self._module_counts: ModuleCounts | None = module_counts
         self._details = book.details
         self._pending = book.pending or []
         self._undetached = book.values.undetached
@@ -155,6 +166,11 @@ class _DetailsOnRead:
     def __call__(self) -> None:
         collect_young_generations()  # as a trace does: see old_generation.py
         with torch._C.DisableTorchFunction(), gc_paused():  # nothing reaches a user's mode
+            if self._module_counts is not None:  # (the labels name module outputs)
+                fill_module_infos(self._modules, self._module_counts)
+                self._module_counts = None
+                if "" in self._modules:
+                    self._modules[""].n_ops = len(self._ops)
             if self._labels is not None:  # the links, made next, name final labels
                 self._labels()
                 self._labels = None

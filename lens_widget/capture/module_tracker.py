@@ -21,6 +21,29 @@ ModuleStack = tuple[tuple[str, int], ...]
 _new_object = object.__new__
 
 
+# (address, class, parent address) of each module's first call, in order; calls per
+# address; ops recorded inside each address's calls
+ModuleCounts = tuple[list[tuple[str, type, "str | None"]], dict[str, int], dict[str, int]]
+
+
+def fill_module_infos(modules: dict[str, ModuleInfo], counts: ModuleCounts) -> None:
+    """Put the info of each module called into `modules` (empty), in the order of their
+    first calls. A plain trace's log gets them on its first read (build_log.py)."""
+    firsts, passes, n_ops = counts
+    for address, cls, parent in firsts:
+        # without the dataclass's __init__ (its default factories cost more than the
+        # fields), every field set by name in the order __init__ sets them
+        info = _new_object(ModuleInfo)
+        info.address = address
+        info.class_name = class_label(cls)  # "lora.Linear" for peft's
+        info.parent = parent
+        info.n_passes = passes[address]
+        info.n_ops = n_ops.get(address, 0)
+        info.outputs = {}
+        info.output_leaves = {}
+        modules[address] = info
+
+
 def _ignore_output(address: str, pass_index: int, output: Any, entry: Any, depth: int) -> Any:
     """The output callback once tracing is over."""
     return output
@@ -161,24 +184,17 @@ class ModuleTracker:
         return self._passes.get(address, 0)
 
     @property
+    def counts(self) -> ModuleCounts:
+        """What the modules' infos are made of (`fill_module_infos`), as counted so far."""
+        return self._firsts, self._passes, self._n_ops
+
+    @property
     def modules(self) -> dict[str, ModuleInfo]:
         """The info of each module called, in the order of their first calls; made on the
         first read (after the pass), its n_passes and n_ops as counted until then."""
         if self._modules is None:
-            passes, n_ops = self._passes, self._n_ops
-            modules = self._modules = {}
-            for address, cls, parent in self._firsts:
-                # without the dataclass's __init__ (its default factories cost more than
-                # the fields), every field set by name in the order __init__ sets them
-                info = _new_object(ModuleInfo)
-                info.address = address
-                info.class_name = class_label(cls)  # "lora.Linear" for peft's
-                info.parent = parent
-                info.n_passes = passes[address]
-                info.n_ops = n_ops.get(address, 0)
-                info.outputs = {}
-                info.output_leaves = {}
-                modules[address] = info
+            self._modules = {}
+            fill_module_infos(self._modules, self.counts)
         return self._modules
 
     @modules.setter

@@ -60,6 +60,8 @@ def test_the_log_read_later_equals_the_one_filled_at_once():
     at_once = lw.trace(model, x, save=lambda op: True)
     assert "_details_later" in vars(later) and "_details_later" not in vars(at_once)
     assert _fields(later) == _fields(at_once)
+    assert later.modules == at_once.modules  # made on the first read, the same infos
+    assert later.modules[""].n_ops == len(later.ops) and later.modules["cell"].n_passes == 3
     # the constant returned as it is: a source named after its output, linked to its sink
     assert later["output.1#2"].parents == ["output.1"]
     assert later["output.1"].children == ["output.1#2"]
@@ -85,6 +87,18 @@ def test_every_way_to_a_record_sees_it_filled():
         assert node.source.startswith(__file__) and "self.cell(x)" in node.source_code, way
     graph = _traced().graph
     assert set(graph.predecessors("linear_1_1:1")) == {"input.0", "cell.weight", "cell.bias"}
+
+
+def test_the_modules_read_first_are_made_whole():
+    """`log.modules` read before any record: each module's info, its output labels too
+    (made from the labels, given in the same fill)."""
+    log = _traced()
+    info = log.modules["cell"]
+    assert (info.class_name, info.parent, info.n_passes, info.n_ops) == ("Linear", "", 3, 3)
+    assert [label for labels in info.outputs.values() for label in labels] == [
+        "linear_1_1:1", "linear_1_1:2", "linear_1_1:3"
+    ]  # fmt: skip
+    assert list(log.modules) == ["", "cell"]
 
 
 def _children_read_by_two_threads_at_once(log: lw.ModelLog) -> list[list[str]]:
