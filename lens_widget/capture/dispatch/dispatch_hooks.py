@@ -184,12 +184,13 @@ class DispatchHooks:
             if module.__dict__.get("_hf_hook") is proxy:
                 module.__dict__["_hf_hook"] = hook
         self._installed.clear()
-        tensors = self._names.tensors
-        in_params = {id(p) for p in self._names.params}  # alive with names: stay named
-        for key in self._named:
-            if key not in in_params:
-                tensors.pop(key, None)
-        self._named.clear()
+        if self._named:  # (none without a device hook: no set of every parameter made)
+            tensors = self._names.tensors
+            in_params = {id(p) for p in self._names.params}  # alive with names: stay named
+            for key in self._named:
+                if key not in in_params:
+                    tensors.pop(key, None)
+            self._named.clear()
         self._held.clear()
 
     def _name_slots(self) -> None:
