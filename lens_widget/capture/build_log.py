@@ -127,8 +127,6 @@ def build_log(
         param_bytes=sum(map(mul, map(_numel, params), map(_element_size, params))),
         label_index=by_label,
     )
-    if not later:
-        detach_sources(book.values.undetached)
     if later:
         labels = LabelsOnRead(
             book.layers, by_label, book.pending or [], recorder.ops, sinks, modules,
@@ -136,6 +134,8 @@ def build_log(
         )  # fmt: skip
         fill = _DetailsOnRead(book, recorder.ops, sinks, labels, modules, recorder.tracker.counts)
         fill_later(log, fill)
+    else:
+        detach_sources(book.values.undetached)
     return log
 
 
