@@ -60,9 +60,10 @@ Clock = Callable[[], float]
 
 class _Row:
     """What stands in for a record where the per-op path reads one (a module output's
-    producer is checked against its module stack)."""
+    producer is checked against the index its call began at; the modules' op counts read
+    the module stacks): its fields, then what a record is made of."""
 
-    __slots__ = ("module_stack",)
+    __slots__ = ("module_stack", "index", "made_of")
 
 
 def _row_record(self: Any, facts: Any, inputs: Any, outputs: Any, writes: Any, frame: Any,
@@ -72,9 +73,12 @@ def _row_record(self: Any, facts: Any, inputs: Any, outputs: Any, writes: Any, f
     site, source = find_call_site(frame, outside_path, self.top_frame)
     row = _Row()
     row.module_stack = tracker.stack
+    row.index = len(self.book.nodes)
     first = outputs[0] if outputs else None
     meta = () if first is None else (first.shape, first.dtype, first.device, first.requires_grad)
-    self.ops.append((row, facts, replay, parent_refs, site, source, tracker.path, meta, writes))
+    row.made_of = (facts, replay, parent_refs, site, source, tracker.path, meta, writes)
+    self.book.nodes.append(row)
+    self.ops.append(row)
     producers = self.book._producers
     for i, tensor in enumerate(outputs):
         producers[id(tensor)] = (weakref.ref(tensor), row, i, -1)
@@ -88,8 +92,10 @@ def _floor_producer(book: Any, value: Tensor) -> Any:
         return entry[1]
     row = _Row()
     row.module_stack = ()
+    row.index = len(book.nodes)
+    row.made_of = (value.shape, value.dtype, value.device, value.requires_grad)
     producers[id(value)] = (weakref.ref(value), row, 0, -1)
-    book.nodes.append((row, value.shape, value.dtype, value.device, value.requires_grad))
+    book.nodes.append(row)
     return row
 
 

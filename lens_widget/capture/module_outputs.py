@@ -65,12 +65,11 @@ class ModuleOutputs:
         address: str,
         pass_index: int,
         output: Any,
-        entry: tuple[str, int] | None,
-        depth: int,
+        first: int | None,
     ) -> Any:
         """`on_output`, then the features' hooks (the tracker calls this instead when a
         feature has one): the output the module's caller gets, which a hook may replace."""
-        output = self.on_output(address, pass_index, output, entry, depth)
+        output = self.on_output(address, pass_index, output, first)
         if output is RAISED:
             return output
         for hook in self.hooks:
@@ -82,24 +81,20 @@ class ModuleOutputs:
         address: str,
         pass_index: int,
         output: Any,
-        entry: tuple[str, int] | None,
-        depth: int,
+        first: int | None,
     ) -> Any:
         """Note which nodes a module call returned. A tensor it returns untouched (an
         nn.Identity, a skipped branch) gets an "identity" op inside the module, so the
         module is a node of the graph and the value visibly flows through it.
 
-        `entry` is the module's (address, pass) on the tracker's stack, None for the root:
-        the ops that ran inside this call are those whose module_stack holds that tuple, at
-        index `depth` - 1 (the tracker's stack depth while the module ran: passed in, as
-        reading it here takes three attribute lookups that are cold between kernels)."""
+        `first` is the index of the first node made inside this call, None for the root's:
+        calls nest, so the nodes made inside it (its ops, those of the calls it made, the
+        sources they read first) are those from `first` on."""
         if type(output) is Tensor:  # the common case: nothing here reads the tensor
             produced = self._producers.get(id(output))
-            if entry is not None and produced is not None and produced[0]() is output:
-                # Made by an op inside this very call (its stack holds `entry`): no loop.
+            if first is not None and produced is not None and produced[0]() is output:
                 node = produced[1]
-                stack = node.module_stack
-                if len(stack) >= depth and stack[depth - 1] is entry:
+                if node.index >= first:  # made inside this very call: no loop
                     index = produced[2]
                     leaf = _LONE[index] if index < _N_LONE else OutputLeaf("", index)
                     self.calls.append((address, pass_index, (node,), (leaf,)))
@@ -110,12 +105,12 @@ class ModuleOutputs:
             # here: one entered twice would not restore the state it found.)
             with torch._C.DisableTorchFunction():
                 named = named_output_leaves(output)
-        nodes, leaves = self._nodes(named, entry, depth)
+        nodes, leaves = self._nodes(named, first)
         self.calls.append((address, pass_index, nodes, leaves))
         return output
 
     def _nodes(
-        self, named: list[tuple[str, Tensor]], entry: tuple[str, int] | None, depth: int
+        self, named: list[tuple[str, Tensor]], first: int | None
     ) -> tuple[list[OpRecord], list[OutputLeaf]]:
         nodes: list[OpRecord] = []
         leaves: list[OutputLeaf] = []
@@ -124,11 +119,7 @@ class ModuleOutputs:
             known = produced is not None and produced[0]() is tensor
             node = produced[1] if known else None  # pyright: ignore[reportOptionalSubscript]
             index = produced[2] if known else 0  # pyright: ignore[reportOptionalSubscript]
-            if entry is not None and (
-                node is None
-                or len(node.module_stack) < depth
-                or node.module_stack[depth - 1] is not entry
-            ):
+            if first is not None and (node is None or node.index < first):
                 # Runs at the user's level, where this mode is active: describing the tensor
                 # must not be recorded.
                 with torch._C.DisableTorchFunction():

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -19,17 +21,31 @@ from lens_widget.log.records import ModuleInfo
 
 ModuleStack = tuple[tuple[str, int], ...]
 _new_object = object.__new__
+_module_stack = attrgetter("module_stack")
 
 
 # (address, class, parent address) of each module's first call, in order; calls per
-# address; ops recorded inside each address's calls
-ModuleCounts = tuple[list[tuple[str, type, "str | None"]], dict[str, int], dict[str, int]]
+# address; the ops recorded (each counted in the calls its module_stack holds)
+ModuleCounts = tuple[list[tuple[str, type, "str | None"]], dict[str, int], list[Any]]
+
+
+def ops_per_module(ops: list[Any]) -> dict[str, int]:
+    """Address -> how many of `ops` ran inside its calls: read from each op's module_stack
+    after the pass, not counted per module call while it runs (the ops of one call are
+    consecutive and share their stack: a run of them is counted at once)."""
+    n_ops: dict[str, int] = {}
+    for stack, run in groupby(map(_module_stack, ops)):
+        n = len(list(run))
+        for address, _ in stack:
+            n_ops[address] = n_ops.get(address, 0) + n
+    return n_ops
 
 
 def fill_module_infos(modules: dict[str, ModuleInfo], counts: ModuleCounts) -> None:
     """Put the info of each module called into `modules` (empty), in the order of their
     first calls. A plain trace's log gets them on its first read (build_log.py)."""
-    firsts, passes, n_ops = counts
+    firsts, passes, ops = counts
+    n_ops = ops_per_module(ops)
     for address, cls, parent in firsts:
         # without the dataclass's __init__ (its default factories cost more than the
         # fields), every field set by name in the order __init__ sets them
@@ -44,7 +60,7 @@ def fill_module_infos(modules: dict[str, ModuleInfo], counts: ModuleCounts) -> N
         modules[address] = info
 
 
-def _ignore_output(address: str, pass_index: int, output: Any, entry: Any, depth: int) -> Any:
+def _ignore_output(address: str, pass_index: int, output: Any, first: int | None) -> Any:
     """The output callback once tracing is over."""
     return output
 
@@ -66,9 +82,10 @@ class ModuleTracker:
         self,
         root: torch.nn.Module | None,
         names: ModelNames,
-        # (address, pass, output, stack entry, stack depth inside the call) -> the output the
-        # module's caller gets: `output` unless an intervention replaced it.
-        on_module_output: Callable[[str, int, Any, tuple[str, int] | None, int], Any],
+        # (address, pass, output, index of the call's first node, None for the root's) ->
+        # the output the module's caller gets: `output` unless an intervention replaced it.
+        on_module_output: Callable[[str, int, Any, int | None], Any],
+        nodes: list[Any],
         ops: list[Any],
         on_outer_call: OuterCallHook | None = None,
     ) -> None:
@@ -82,20 +99,20 @@ class ModuleTracker:
         self._unreached: dict[str, weakref.ref[torch.nn.Module]] = {}
         # The recorder's module outputs (module_outputs.py); rebound when a feature hooks them
         self.on_module_output = on_module_output
-        self._ops = ops  # the ops recorded so far: a module's n_ops is how many its calls add
+        self._nodes = nodes  # the nodes made so far: those of a call come after its start
+        self._ops = ops  # the ops recorded: a module's n_ops is read from their stacks
         # What each module's info is made of, counted as its calls run; the ModuleInfos are
         # made from these once, when `modules` is first read (after the pass): a call then
-        # touches two dicts, not an object made per module on its first call
+        # touches one dict, not an object made per module on its first call
         self._passes: dict[str, int] = {}  # address -> calls so far
-        self._n_ops: dict[str, int] = {}  # address -> ops its calls recorded
         self._firsts: list[tuple[str, type, str | None]] = []  # (address, class, parent)
         self._modules: dict[str, ModuleInfo] | None = None
         self.stack: ModuleStack = ()
         # The stack without pass numbers: part of the key that folds an op's passes.
         self.path: tuple[str, ...] = ()
-        # per open module call: (stack, path) to restore, its address, pass, stack entry,
-        # ops recorded before it
-        self._open: list[tuple[ModuleStack, tuple[str, ...], str, int, Any, int]] = []
+        # per open module call: (stack, path) to restore, its address, pass, and the index
+        # of the first node made inside it (None for the root's)
+        self._open: list[tuple[ModuleStack, tuple[str, ...], str, int, int | None]] = []
         self._entered = False
         # Wrappers whose calls are no module call (DDP around the traced model: its model
         # keeps its own addresses), by id; per open one, how many calls were open under it
@@ -171,12 +188,11 @@ class ModuleTracker:
             parent = stack[-1][0] if stack else ("" if module is not self._root else None)
             self._firsts.append((address, type(module), parent))
         if module is self._root:  # the root is the whole log, not a group inside it
-            self._open.append((stack, self.path, address, n_passes, None, len(self._ops)))
+            self._open.append((stack, self.path, address, n_passes, None))
             return
-        entry = (address, n_passes)
         path = self.path
-        self._open.append((stack, path, address, n_passes, entry, len(self._ops)))
-        self.stack = stack + (entry,)  # faster than (*stack, entry)
+        self._open.append((stack, path, address, n_passes, len(self._nodes)))
+        self.stack = stack + ((address, n_passes),)  # faster than (*stack, entry)
         self.path = path + (address,)
 
     def passes_of(self, address: str) -> int:
@@ -186,7 +202,7 @@ class ModuleTracker:
     @property
     def counts(self) -> ModuleCounts:
         """What the modules' infos are made of (`fill_module_infos`), as counted so far."""
-        return self._firsts, self._passes, self._n_ops
+        return self._firsts, self._passes, self._ops
 
     @property
     def modules(self) -> dict[str, ModuleInfo]:
@@ -209,13 +225,9 @@ class ModuleTracker:
             return output
         if not self._open:
             return output
-        stack, path, address, n_passes, entry, ops_before = self._open[-1]
+        stack, path, address, n_passes, first = self._open[-1]
         try:
-            # `entry` is the stack's top while the module ran (None for the root): the ops
-            # inside that call are those whose module_stack holds this very tuple.
-            return self.on_module_output(address, n_passes, output, entry, len(stack) + 1)
+            return self.on_module_output(address, n_passes, output, first)
         finally:
             self._open.pop()
             self.stack, self.path = stack, path
-            n_ops = self._n_ops
-            n_ops[address] = n_ops.get(address, 0) + len(self._ops) - ops_before

@@ -131,7 +131,7 @@ class Recorder(OpRecording, TorchFunctionMode):
             outer_call = inputs.on_outer_call
         self.module_outputs = outputs = ModuleOutputs(book, self)
         self.tracker = book.tracker = ModuleTracker(
-            root, names, outputs.on_output, self.ops, outer_call
+            root, names, outputs.on_output, book.nodes, self.ops, outer_call
         )
         # Bookkeeping runs inside this: invisible to the user's modes and Tensor subclasses.
         # Entered only by the handler, which torch never re-enters while it is active.

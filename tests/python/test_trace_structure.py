@@ -79,6 +79,32 @@ def test_module_stack_and_passes():
     assert log.modules["blocks.0"].n_ops == 2
 
 
+class _Recursive(torch.nn.Module):
+    """Calls itself once more inside its own call: its inner call's ops are in both."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, again: bool = True) -> torch.Tensor:
+        x = torch.relu(self.lin(x))
+        return self(x, False) + 1 if again else x
+
+
+def test_a_modules_ops_count_every_call_they_ran_in() -> None:
+    """n_ops of a module sums its calls' ops (read from the ops' module stacks): a
+    recursive call's ops count in the inner call and the outer one, a submodule's in
+    each call of it, the root's are all."""
+    model = torch.nn.Sequential(_Recursive(), torch.nn.ReLU())
+    for save in (None, "all", lambda op: op.func == "relu"):  # filled on read and at once
+        log = lw.trace(model, torch.randn(2, 4), save=save)
+        outer = [op for op in log.ops if op.module_stack[:1] == (("0", 1),)]
+        inner = [op for op in log.ops if op.module_stack[1:2] == (("0", 2),)]
+        assert (len(outer), len(inner)) == (5, 2)  # linear, relu; linear, relu, add
+        modules = {address: (m.n_passes, m.n_ops) for address, m in log.modules.items()}
+        assert modules == {"": (1, 6), "0": (2, 7), "0.lin": (2, 2), "1": (1, 1)}
+
+
 def test_module_outputs_are_addressable_per_pass():
     log = lw.trace(Nested(), torch.randn(1, 4))
     assert log["blocks.0"].func == "sigmoid" and log["blocks.0"].module == "blocks.0"
