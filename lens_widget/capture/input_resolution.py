@@ -171,13 +171,14 @@ class InputResolution:
                 if version != entry[3]:
                     literals = self._literal(literals, len(parent_refs), value)
             parent_refs.append((position, entry[1], entry[2]))
-        elif is_wrapped(value) or transform_running():
-            return _NOT_PLAIN
-        elif (param := self._params.get(id(value))) is not None:
+        elif (param := self._params.get(id(value))) is not None and not transform_running():
             # A parameter or buffer of the traced modules, first read (a plain Tensor or
-            # Parameter: not lazy, not wrapped): its source, without _source_for's checks
+            # Parameter, never a transform's wrapper: not lazy, not wrapped): its source,
+            # without _source_for's checks
             node = self.add_source(value, param[1], param[0])  # pyright: ignore[reportArgumentType]  # _params holds (name, kind) with kind a NodeKind
             parent_refs.append((position, node, 0))
+        elif is_wrapped(value) or transform_running():
+            return _NOT_PLAIN
         else:
             parent, output_index = self._source_for(value, func)
             parent_refs.append((position, parent, output_index))

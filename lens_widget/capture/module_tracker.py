@@ -24,9 +24,10 @@ _new_object = object.__new__
 _module_stack = attrgetter("module_stack")
 
 
-# (address, class, parent address) of each module's first call, in order; calls per
-# address; the ops recorded (each counted in the calls its module_stack holds)
-ModuleCounts = tuple[list[tuple[str, type, "str | None"]], dict[str, int], list[Any]]
+# (address, class, the stack its first call was made under: None for the root's) of each
+# module, in the order of their first calls; calls per address; the ops recorded (each
+# counted in the calls its module_stack holds)
+ModuleCounts = tuple[list[tuple[str, type, "ModuleStack | None"]], dict[str, int], list[Any]]
 
 
 def ops_per_module(ops: list[Any]) -> dict[str, int]:
@@ -46,13 +47,13 @@ def fill_module_infos(modules: dict[str, ModuleInfo], counts: ModuleCounts) -> N
     first calls. A plain trace's log gets them on its first read (build_log.py)."""
     firsts, passes, ops = counts
     n_ops = ops_per_module(ops)
-    for address, cls, parent in firsts:
+    for address, cls, stack in firsts:
         # without the dataclass's __init__ (its default factories cost more than the
         # fields), every field set by name in the order __init__ sets them
         info = _new_object(ModuleInfo)
         info.address = address
         info.class_name = class_label(cls)  # "lora.Linear" for peft's
-        info.parent = parent
+        info.parent = None if stack is None else stack[-1][0] if stack else ""
         info.n_passes = passes[address]
         info.n_ops = n_ops.get(address, 0)
         info.outputs = {}
@@ -105,7 +106,7 @@ class ModuleTracker:
         # made from these once, when `modules` is first read (after the pass): a call then
         # touches one dict, not an object made per module on its first call
         self._passes: dict[str, int] = {}  # address -> calls so far
-        self._firsts: list[tuple[str, type, str | None]] = []  # (address, class, parent)
+        self._firsts: list[tuple[str, type, ModuleStack | None]] = []  # see ModuleCounts
         self._modules: dict[str, ModuleInfo] | None = None
         self.stack: ModuleStack = ()
         # The stack without pass numbers: part of the key that folds an op's passes.
@@ -184,12 +185,13 @@ class ModuleTracker:
         n_passes = passes.get(address, 0) + 1
         passes[address] = n_passes
         stack = self.stack
-        if n_passes == 1:
-            parent = stack[-1][0] if stack else ("" if module is not self._root else None)
-            self._firsts.append((address, type(module), parent))
         if module is self._root:  # the root is the whole log, not a group inside it
+            if n_passes == 1:
+                self._firsts.append((address, type(module), None))
             self._open.append((stack, self.path, address, n_passes, None))
             return
+        if n_passes == 1:  # its parent, the caller's address, is read from `stack` later
+            self._firsts.append((address, type(module), stack))
         path = self.path
         self._open.append((stack, path, address, n_passes, len(self._nodes)))
         self.stack = stack + ((address, n_passes),)  # faster than (*stack, entry)
