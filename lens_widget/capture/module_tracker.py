@@ -6,9 +6,10 @@ module call on the tracing thread.
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 from collections.abc import Callable
-from itertools import groupby
-from operator import attrgetter
+from itertools import chain
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import torch
@@ -22,6 +23,7 @@ from lens_widget.log.records import ModuleInfo
 ModuleStack = tuple[tuple[str, int], ...]
 _new_object = object.__new__
 _module_stack = attrgetter("module_stack")
+_address_of = itemgetter(0)  # of a module stack entry (address, pass)
 
 
 # (address, class, the stack its first call was made under: None for the root's) of each
@@ -30,16 +32,11 @@ _module_stack = attrgetter("module_stack")
 ModuleCounts = tuple[list[tuple[str, type, "ModuleStack | None"]], dict[str, int], list[Any]]
 
 
-def ops_per_module(ops: list[Any]) -> dict[str, int]:
+def ops_per_module(ops: list[Any]) -> Counter[str]:
     """Address -> how many of `ops` ran inside its calls: read from each op's module_stack
-    after the pass, not counted per module call while it runs (the ops of one call are
-    consecutive and share their stack: a run of them is counted at once)."""
-    n_ops: dict[str, int] = {}
-    for stack, run in groupby(map(_module_stack, ops)):
-        n = len(list(run))
-        for address, _ in stack:
-            n_ops[address] = n_ops.get(address, 0) + n
-    return n_ops
+    after the pass (one count per (address, pass) its stack holds, in C loops), not counted
+    per module call while it runs."""
+    return Counter(map(_address_of, chain.from_iterable(map(_module_stack, ops))))
 
 
 def fill_module_infos(modules: dict[str, ModuleInfo], counts: ModuleCounts) -> None:
