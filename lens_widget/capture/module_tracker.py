@@ -191,7 +191,7 @@ class ModuleTracker:
             self._firsts.append((address, type(module), stack))
         path = self.path
         self._open.append((stack, path, address, n_passes, len(self._nodes)))
-        self.stack = stack + ((address, n_passes),)  # faster than (*stack, entry)
+        self.stack = stack + ((address, n_passes),)  # faster than (*stack, (address, n))
         self.path = path + (address,)
 
     def passes_of(self, address: str) -> int:
