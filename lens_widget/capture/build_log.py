@@ -99,12 +99,10 @@ def build_log(
     if not later:  # else on the first read, with the rest of the fill
         _mark_feeds_output(nodes, recorder.ops, sinks, partial=partial, failed=failed)
     if section is not None and "" not in modules:
-        top = ModuleInfo("", section.class_name, None, n_passes=1)
+        top = ModuleInfo("", section.class_name, None, n_passes=1, n_ops=len(recorder.ops))
         modules = recorder.tracker.modules = {"": top, **modules}
     if not later:
         module_output_labels(modules, recorder.module_outputs.calls)
-    if "" in modules:  # (else on the first read)
-        modules[""].n_ops = len(recorder.ops)
     _warn_on_unseen_writes(unseen, stacklevel + 2)
     if isinstance(output, GeneratorType):
         warnings.warn(
@@ -169,8 +167,6 @@ class _DetailsOnRead:
             if self._module_counts is not None:  # (the labels name module outputs)
                 fill_module_infos(self._modules, self._module_counts)
                 self._module_counts = None
-                if "" in self._modules:
-                    self._modules[""].n_ops = len(self._ops)
             if self._labels is not None:  # the links, made next, name final labels
                 self._labels()
                 self._labels = None

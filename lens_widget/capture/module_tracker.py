@@ -52,7 +52,8 @@ def fill_module_infos(modules: dict[str, ModuleInfo], counts: ModuleCounts) -> N
         info.class_name = class_label(cls)  # "lora.Linear" for peft's
         info.parent = None if stack is None else stack[-1][0] if stack else ""
         info.n_passes = passes[address]
-        info.n_ops = n_ops.get(address, 0)
+        # the root's calls are the whole log: every op, those outside its forward included
+        info.n_ops = len(ops) if stack is None else n_ops.get(address, 0)
         info.outputs = {}
         info.output_leaves = {}
         modules[address] = info
