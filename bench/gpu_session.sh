@@ -4,9 +4,10 @@
 # per-op tables on CUDA, and what each part of a traced op costs on CUDA (bench.trace_ablation
 # on GPT-2 small: where the time above plain goes when the kernels are the GPU's. On
 # 2026-11-29 21 rounds with ResNet-50 too ran past 75 s a save mode; this took ~1 min each).
-# Results go under bench/results/cuda-<date>-<commit>/. Usage (device tool): carry .whl
-# (TorchLens, graphviz, the widget's pure-Python wheels, and diffusers with importlib_metadata,
-# which model_zoo imports) and lens_widget/static, then `OUT=$OUT bash bench/gpu_session.sh`.
+# Results go under bench/results/cuda-<date>-<commit>/. Usage (device tool): here, once,
+# `bash bench/gpu_wheels.sh` (TorchLens, graphviz, the widget's pure-Python wheels, and
+# diffusers with importlib_metadata, which model_zoo imports, into .whl/); then carry .whl and
+# lens_widget/static, and run `OUT=$OUT bash bench/gpu_session.sh` (2026-11-30: 374 s).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-bench/out/gpu}
