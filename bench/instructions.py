@@ -2,6 +2,7 @@
 
     python -m bench.instructions [--models gpt2,bert,llama,resnet] [--size issue|bench]
                                  [--baseline REV] [--floors] [--repeats 2] [--cache] [--parts]
+                                 [--by-kind]
 
 `bench.real_per_op` times each variant (the floors, `trace(save=None)`, `trace(save="all")`,
 a baseline's traces) against a plain forward; on this 2-core VM a whole trace moves 10-20%
@@ -17,6 +18,11 @@ of instructions (or estimated cycles) per recorded op, and ÷ the rows floor's.
 `--parts` counts instead each part of one trace as `bench.trace_parts` takes it apart (the
 walk naming the model, the `Session`, its inputs, `start`, the forward, `finish`, the first
 read of `log.nodes`), per recorded op: what a trace pays once, against what it pays per op.
+
+`--by-kind` counts instead the plain forward, the log-rows floor and `trace(save=None)` once
+each, keeps callgrind's count per C function, and prints the floor's instructions above plain
+and the trace's above the floor by kind of work (`bench.instruction_groups`: the interpreter's
+loop, allocation, lookups, torch, ...): whether a gap is one C call or Python running more.
 
 A count is not a time: a cache miss costs what the machine makes it cost, and the simulated
 caches are not this machine's. What it gives is a figure that barely moves between runs
@@ -40,8 +46,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+from .instruction_groups import by_kind, difference, self_costs
 
 _ENV = "LENS_WIDGET_CALLGRIND"  # set in the process valgrind runs: the helper library's path
 _OUT = "LENS_WIDGET_CALLGRIND_OUT"  # where callgrind writes its dumps
@@ -108,16 +117,32 @@ class Counter:
         self._lib.lw_start()
 
     def count(self, run: Callable[[], Any]) -> dict[str, int]:
+        """The run's totals, by event name."""
+        path = self._dump(run)
+        counts = parse_dump(path.read_text())
+        path.unlink()
+        return counts
+
+    def per_function(self, run: Callable[[], Any]) -> tuple[dict[str, int], int]:
+        """The run's instructions by the C function that ran them (self cost), and how many
+        more those add up to than the run's count: costs the dump gives to the contexts that
+        were active when the counts were zeroed (the calling frames), from before the zero.
+        Large in the first dump (all of the warm-up since callgrind started), a few hundred
+        thousand after."""
+        path = self._dump(run)
+        costs = self_costs(path)
+        extra = sum(costs.values()) - parse_dump(path.read_text())["Ir"]
+        path.unlink()
+        return costs, extra
+
+    def _dump(self, run: Callable[[], Any]) -> Path:
         gc.collect()
         self._lib.lw_zero()
         result = run()
         self._lib.lw_dump(b"run")
         del result
         self._dumps += 1
-        path = self._out.with_name(f"{self._out.name}.{self._dumps}")
-        counts = parse_dump(path.read_text())
-        path.unlink()
-        return counts
+        return self._out.with_name(f"{self._out.name}.{self._dumps}")
 
 
 def _measure(counter: Counter, args: argparse.Namespace, baseline: Any, current: Any) -> None:
@@ -174,6 +199,40 @@ def _count_parts(counter: Counter, name: str, args: argparse.Namespace) -> None:
         print(f"  {part:12s} " + " ".join(f"{c / n_ops / 1e3:8.1f}" for c in each), flush=True)
 
 
+def _count_kinds(counter: Counter, name: str, args: argparse.Namespace) -> None:
+    """The log-rows floor above plain and the trace above that floor, by kind of work (see
+    --by-kind), one counted run each after two warm ones and a first dump thrown away (see
+    Counter.per_function)."""
+    import torch
+
+    import lens_widget as lw
+
+    from .real_per_op import model_case, variants
+
+    case = model_case(name, args.size)
+    chain = ("plain", "log-rows floor, save=None", "trace(save=None)")
+    runs = variants(case, None, True, lw)
+    with torch.no_grad():
+        n_ops = len(lw.trace(case.model, case.args, case.kwargs, save=None).ops)
+        for variant in chain:
+            runs[variant]()
+            runs[variant]()
+        counter.per_function(runs["plain"])
+        costs, extras = zip(
+            *[counter.per_function(runs[variant]) for variant in chain], strict=True
+        )
+    steps = [by_kind(difference(after, before)) for before, after in pairwise(costs)]
+    print(f"{name}: {n_ops} ops; self cost by kind of work, thousands of instructions per op",
+          flush=True)  # fmt: skip
+    print(f"  {'':44s} {'floor - plain':>14s} {'trace - floor':>14s}", flush=True)
+    rows = [(kind, [s[kind] for s in steps]) for kind in steps[0]]
+    rows.append(("in all", [sum(s.values()) for s in steps]))
+    # what the two runs' extra costs (Counter.per_function) leave in a row: its error
+    rows.append(("of which from before the counts (error)", [b - a for a, b in pairwise(extras)]))
+    for label, values in rows:
+        print(f"  {label:44s} " + " ".join(f"{v / n_ops / 1e3:14.1f}" for v in values), flush=True)
+
+
 def _under_valgrind(args: argparse.Namespace) -> None:
     import torch
 
@@ -186,6 +245,10 @@ def _under_valgrind(args: argparse.Namespace) -> None:
     if args.parts:
         for name in args.models.split(","):
             _count_parts(counter, name, args)
+        return
+    if args.by_kind:
+        for name in args.models.split(","):
+            _count_kinds(counter, name, args)
         return
     with tempfile.TemporaryDirectory() as tmp:
         baseline = current = None
@@ -206,6 +269,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=2, help="counted runs per variant")
     parser.add_argument("--cache", action="store_true", help="simulate caches: cycle estimate")
     parser.add_argument("--parts", action="store_true", help="count each part of one trace")
+    parser.add_argument(
+        "--by-kind", action="store_true",
+        help="the floor above plain and the trace above the floor, by kind of work",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if _ENV in os.environ:
         _under_valgrind(args)

@@ -336,6 +336,7 @@ def test_instructions_counts_a_run_under_callgrind_the_same_each_time(tmp_path):
     a figure that does not move with the machine's load)."""
     import os
 
+    from bench.instruction_groups import by_kind
     from bench.instructions import build_helper
 
     library = build_helper(tmp_path)
@@ -347,6 +348,7 @@ def test_instructions_counts_a_run_under_callgrind_the_same_each_time(tmp_path):
         "big = lambda: sum(i * i for i in range(100_000))\n"
         "small(), big(), big(), big()  # warm: specialised bytecode, pymalloc's arenas\n"
         "print(*[c.count(run)['Ir'] for run in (small, big, big)])\n"
+        "import json; print(json.dumps(c.per_function(big)[0]))\n"
     )
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--quiet",
@@ -354,9 +356,38 @@ def test_instructions_counts_a_run_under_callgrind_the_same_each_time(tmp_path):
         capture_output=True, text=True, timeout=300, check=True,
         env={**os.environ, "PYTHONHASHSEED": "0"}, cwd=pathlib.Path(__file__).parents[2],
     )  # fmt: skip
-    small, big, again = map(int, done.stdout.split())
+    counts, functions = done.stdout.splitlines()
+    small, big, again = map(int, counts.split())
     assert 50 * small < big < 200 * small
     assert abs(again - big) < 0.03 * big  # 2% from the first counted runs (arena state)
+    # per C function, self costs: they add up to about the run's count (a fourth run), and a
+    # loop of Python arithmetic is the interpreter's loop and int arithmetic (the rest)
+    kinds = by_kind(json.loads(functions))
+    assert abs(sum(kinds.values()) - big) < 0.1 * big
+    assert kinds["the interpreter's loop"] > 0.25 * big and kinds["the rest"] > 0.25 * big
+
+
+def test_instruction_groups_sum_differences_by_kind_of_work():
+    """bench.instruction_groups: C functions as callgrind_annotate names them are put in
+    their kind of work, the first kind matching; a difference of two runs per function."""
+    from bench.instruction_groups import OTHER, by_kind, difference, kind_of
+
+    build = "/tmp/python-build/Python-3.11.7/"
+    assert kind_of(build + "Python/ceval.c:_PyEval_EvalFrameDefault'2 [libpython]") == (
+        "the interpreter's loop"
+    )
+    assert kind_of(build + "Objects/dictobject.c:dict_dealloc") == "allocation and freeing"
+    assert kind_of(build + "Objects/dictobject.c:_Py_dict_lookup") == "dict and attribute lookups"
+    assert kind_of("???:c10::DispatchKeySet::iterator::operator++() [libc10.so]") == (
+        "torch (libtorch, libc10, pybind11)"
+    )
+    assert kind_of("???:strlen [libc.so.6]") == OTHER
+    before = {"ceval.c:_PyEval_EvalFrameDefault": 100, "obmalloc.c:_PyObject_Free": 10}
+    after = {"ceval.c:_PyEval_EvalFrameDefault": 160, "???:strlen": 5}
+    change = by_kind(difference(after, before))
+    assert change["the interpreter's loop"] == 60
+    assert change["allocation and freeing"] == -10
+    assert change[OTHER] == 5 and sum(change.values()) == 55
 
 
 def test_bytecodes_counts_the_same_each_run_and_finds_the_recorder():
