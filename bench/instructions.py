@@ -207,17 +207,17 @@ def _count_kinds(counter: Counter, name: str, args: argparse.Namespace) -> None:
 
     import lens_widget as lw
 
-    from .real_per_op import model_case, variants
+    from .real_per_op import checked_ops, model_case, variants
 
     case = model_case(name, args.size)
     chain = ("plain", "log-rows floor, save=None", "trace(save=None)")
     runs = variants(case, None, True, lw)
     with torch.no_grad():
-        n_ops = len(lw.trace(case.model, case.args, case.kwargs, save=None).ops)
+        n_ops = checked_ops(case, None, lw)
         for variant in chain:
             runs[variant]()
             runs[variant]()
-        counter.per_function(runs["plain"])
+        counter.count(runs["plain"])  # the first dump, thrown away
         costs, extras = zip(
             *[counter.per_function(runs[variant]) for variant in chain], strict=True
         )
