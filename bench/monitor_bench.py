@@ -99,6 +99,11 @@ def measure(rounds: int = 3, steps: int = 1000, gpt2_steps: int = 10) -> dict[st
         "steps": steps, "gpt2_steps": gpt2_steps, "rounds": rounds, "seconds": med,
         "every1000_vs_plain": med["every1000"] / med["plain_mlp"],
         "every1_vs_plain": med["every1"] / med["plain_gpt2"],
+        # each round's ratio (its plain and monitored loops run one after the other), sorted:
+        # the machine's drift between rounds moves the medians above more than these
+        "every1_vs_plain_per_round": sorted(
+            every / plain for every, plain in zip(times["every1"], times["plain_gpt2"], strict=True)
+        ),
         "module_hooks_vs_plain": med["hooks"] / med["plain_gpt2"],
         "every1_vs_plain_gpt2_small_width": med["every1_768"] / med["plain_768"],
         "gpt2_ops_per_step": len(dense.history.steps[-1].ops),

@@ -89,23 +89,13 @@ def activation_stats(tensors: Sequence[Tensor]) -> list[ActivationStats]:
     refine: list[tuple[int, float]] = []  # (position, mean) of tensors the formula fails
     for i in todo:
         if i in on_host:
-            total, squares, lo, hi, nonzero = on_host[i]
+            moments = on_host[i]
         else:
             total, norm, lo, hi, nonzero = rows[i]
-            squares = norm * norm
-        n = tensors[i].numel()
-        mean = total / n
-        zero_fraction = (n - nonzero) / n
-        if not all(math.isfinite(v) for v in (total, squares, lo, hi)):
-            # NaN/Inf present (or a float32 overflow): count them, describe the rest
-            results[i] = _with_nonfinite(_real_values(tensors[i]), zero_fraction)
-            continue
-        var = max(squares - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
-        if mean * mean > var and n > 1:
-            refine.append((i, mean))  # sum of squares minus n mean^2 would cancel digits
-        results[i] = ActivationStats(
-            n, mean, math.sqrt(var), lo, hi, max(abs(lo), abs(hi)), zero_fraction, 0, 0
-        )
+            moments = (total, norm * norm, lo, hi, nonzero)
+        results[i], cancels = _described(tensors[i], moments)
+        if cancels:
+            refine.append((i, results[i].mean))
 
     # Pass 2 (few tensors): the variance around the mean, two passes, exact.
     spreads = {i: host.spread(_real_values(ordered[i]), mean) for i, mean in refine if i in on_host}
@@ -116,6 +106,39 @@ def activation_stats(tensors: Sequence[Tensor]) -> list[ActivationStats]:
         std = spread / math.sqrt(tensors[i].numel() - 1)
         results[i] = dataclasses.replace(results[i], std=std)
     return [results.get(first, _EMPTY) for first in firsts]
+
+
+def host_stats(x: Tensor, host: HostMoments) -> ActivationStats:
+    """``activation_stats([x])[0]`` for a contiguous, non-empty `x` that `host` accepts, in
+    fewer calls: a worker thread summarising one tensor at a time runs this, and each of
+    its calls into Python takes the GIL from the training thread."""
+    stats, cancels = _described(x, host(x))
+    if cancels:
+        std = host.spread(x, stats.mean) / math.sqrt(stats.numel - 1)
+        return dataclasses.replace(stats, std=std)
+    return stats
+
+
+def _described(
+    tensor: Tensor, moments: tuple[float, float, float, float, float]
+) -> tuple[ActivationStats, bool]:
+    """The statistics of `tensor` (non-empty) from its moments, and whether its std must be
+    computed again around the mean: where the mean is large against the spread, the sum of
+    squares minus n mean^2 would cancel digits. `moments`: sum, sum of squares, min, max and
+    the non-zero count."""
+    total, squares, lo, hi, nonzero = moments
+    n = tensor.numel()
+    mean = total / n
+    zero_fraction = (n - nonzero) / n
+    if not (
+        math.isfinite(total) and math.isfinite(squares) and math.isfinite(lo) and math.isfinite(hi)
+    ):  # NaN/Inf present (or a float32 overflow): count them, describe the rest
+        return _with_nonfinite(_real_values(tensor), zero_fraction), False
+    var = max(squares - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
+    stats = ActivationStats(
+        n, mean, math.sqrt(var), lo, hi, max(abs(lo), abs(hi)), zero_fraction, 0, 0
+    )
+    return stats, mean * mean > var and n > 1
 
 
 def values_key(t: Tensor) -> tuple[object, ...]:

@@ -14,7 +14,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import lens_widget as lw
 from lens_widget.log.flop_formulas import flop_counter_mode, op_counter_mode
-from lens_widget.log.stats import activation_stats
+from lens_widget.log.host_moments import HostMoments
+from lens_widget.log.stats import activation_stats, host_stats
 from model_zoo import TEST_MODELS as BUILDERS
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
@@ -226,6 +227,20 @@ def test_stats_of_large_tensors_in_pieces_equal_a_direct_computation(fill, dtype
 )
 def test_stats_of_signs_zeros_and_layouts_equal_a_direct_computation(tensor):
     _assert_stats_equal(activation_stats([tensor])[0], tensor)
+
+
+def test_one_tensors_stats_on_the_host_equal_the_batchs_to_the_bit():
+    # what the monitor's worker runs per tensor (host_stats), one HostMoments reused across
+    # tensors of every size and sign, as its buffers are kept from one to the next
+    host = HostMoments()
+    tensors = [
+        _big("shifted", torch.float32), torch.randn(3, 5), _big("offset", torch.float64),
+        torch.tensor([2.5]), torch.rand(300) + 1, torch.tensor([-0.0, 0.0, -0.0]),
+        torch.tensor([3e38, 3e38, -3e38]), _big("nan-late", torch.float32),
+        1000 + torch.linspace(-1e-3, 1e-3, 4097), torch.randn(70_000, dtype=torch.float64),
+    ]  # fmt: skip
+    for tensor in tensors:
+        assert host_stats(tensor, host) == activation_stats([tensor])[0]
 
 
 def test_stats_are_none_when_not_saved_and_batched_equal_one_by_one():

@@ -32,7 +32,7 @@ import torch
 from lens_widget.capture.features import Feature
 from lens_widget.log.host_moments import HostMoments
 from lens_widget.log.records import OpRecord
-from lens_widget.log.stats import ActivationStats, activation_stats, values_key
+from lens_widget.log.stats import ActivationStats, activation_stats, host_stats, values_key
 
 Tensor = torch.Tensor
 # id(tensor) -> (the tensor, its version when the worker read it, its statistics); the
@@ -92,6 +92,7 @@ def _summarise(work: queue.SimpleQueue[Tensor | None], done: Summaries) -> None:
     holding the same values as one summarised before (same memory and layout, same
     version) takes its summary, as the batch's values_key does."""
     by_values: dict[tuple[object, ...], tuple[int, ActivationStats]] = {}
+    host = HostMoments()  # its buffers kept from one tensor to the next
     while (tensor := work.get()) is not None:  # None: _STOP
         if id(tensor) in done or not HostMoments.accepts(tensor):
             continue
@@ -104,7 +105,10 @@ def _summarise(work: queue.SimpleQueue[Tensor | None], done: Summaries) -> None:
             done[id(tensor)] = (tensor, version, same[1])
             continue
         try:
-            stats = activation_stats([tensor])[0]
+            if tensor.is_contiguous() and tensor.numel():
+                stats = host_stats(tensor, host)
+            else:
+                stats = activation_stats([tensor])[0]
         except Exception:  # noqa: BLE001  # left to the batch after the step, which reports it
             continue
         by_values[key] = (version, stats)
