@@ -7,7 +7,9 @@ timed (wall time, medians of interleaved rounds, `gc.collect()` before each) aro
 the context, the forward and loss, the backward, the optimizer, and leaving the context, for:
 a plain step; the step in `lw.tracing(grads=True)` with `save="all"` and with `save=None`;
 `save="all"` without gradients; and `lw.Monitor(every=1).step()` (the trace, every value's
-statistics, the history).
+statistics, the history). ``--without-stats`` adds the monitored step with every statistic
+replaced by a constant (the worker still takes each value from its queue): what computing
+the statistics costs the step, on the worker and after it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any
 import torch
 
 import lens_widget as lw
+from lens_widget.capture.monitor import background_stats
+from lens_widget.log.stats import ActivationStats
 
 from .monitor_bench import _gpt2
 
@@ -33,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--without-stats", action="store_true")
     opts = parser.parse_args(argv)
     torch.set_num_threads(1)
     model, loss_of = _gpt2(opts.width, 8 if opts.width == 256 else 4)
@@ -49,6 +54,8 @@ def main(argv: list[str] | None = None) -> None:
         "tracing()": traced(),
         "Monitor(every=1)": monitor.step,
     }
+    if opts.without_stats:
+        contexts["Monitor(every=1), no statistics"] = _without_stats(monitor.step)
     times: dict[str, list[tuple[float, ...]]] = {name: [] for name in contexts}
     for _ in range(opts.rounds + 1):  # the first round warms up
         for name, context in contexts.items():
@@ -72,6 +79,26 @@ def main(argv: list[str] | None = None) -> None:
         medians = [statistics.median(column) * 1e3 for column in zip(*rows[1:], strict=True)]
         cells = "".join(f"{m:10.1f}" for m in medians)
         print(f"{name:32s}{cells}   {medians[0] / 1e3 / plain:.3f}")
+
+
+_CONSTANT = ActivationStats(1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0)
+
+
+def _without_stats(step: Callable[[], Any]) -> Callable[[], Any]:
+    """`step` with the worker's and the batch's statistics replaced by a constant."""
+
+    @contextlib.contextmanager
+    def context() -> Any:
+        saved = background_stats.host_stats, background_stats.activation_stats
+        background_stats.host_stats = lambda tensor, host: _CONSTANT
+        background_stats.activation_stats = lambda tensors: [_CONSTANT] * len(tensors)
+        try:
+            with step():
+                yield
+        finally:
+            background_stats.host_stats, background_stats.activation_stats = saved
+
+    return context
 
 
 if __name__ == "__main__":
