@@ -417,3 +417,33 @@ def test_bytecodes_counts_the_same_each_run_and_finds_the_recorder():
         stop()
 
     assert count_bytecodes(forward) == count_bytecodes(forward)
+
+
+def test_monitor_phases_without_stats_replaces_every_statistic_and_puts_them_back():
+    """bench.monitor_phases --without-stats: the monitored step's statistics, from the
+    worker and from the batch after it, are all the constant; the functions are back after."""
+    import numpy as np
+    import torch
+    from torch import nn
+
+    import bench.monitor_phases as phases
+    import lens_widget as lw
+    from lens_widget.capture.monitor import background_stats
+    from lens_widget.log.monitor.step_history import STAT_NAMES
+
+    originals = background_stats.host_stats, background_stats.activation_stats
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    monitor = lw.Monitor(model, every=1)
+    with phases._without_stats(monitor.step)():
+        model(torch.randn(3, 4)).sum().backward()
+    with monitor.step():  # the real statistics again
+        model(torch.randn(3, 4)).sum().backward()
+    constant, real = monitor.history.steps
+    expected = np.array([phases._CONSTANT[name] for name in STAT_NAMES], dtype=np.float64)
+    assert constant.gradient is not None
+    with_grad = ~np.isnan(constant.gradient).all(axis=1)  # the ops a gradient reached
+    assert with_grad.sum() >= 3
+    assert (constant.activation == expected).all()
+    assert (constant.gradient[with_grad] == expected).all()
+    assert not (real.activation == expected).all(axis=1).any()
+    assert (background_stats.host_stats, background_stats.activation_stats) == originals
