@@ -103,8 +103,7 @@ def activation_stats(tensors: Sequence[Tensor]) -> list[ActivationStats]:
     around = _batched([(ordered[i], _spread_around(mean)) for i, mean in queued_refine])
     spreads.update((i, spread) for (i, _), (spread,) in zip(queued_refine, around, strict=True))
     for i, spread in spreads.items():
-        std = spread / math.sqrt(tensors[i].numel() - 1)
-        results[i] = dataclasses.replace(results[i], std=std)
+        results[i] = _with_spread(results[i], spread)
     return [results.get(first, _EMPTY) for first in firsts]
 
 
@@ -113,10 +112,7 @@ def host_stats(x: Tensor, host: HostMoments) -> ActivationStats:
     fewer calls: a worker thread summarising one tensor at a time runs this, and each of
     its calls into Python takes the GIL from the training thread."""
     stats, cancels = _described(x, host(x))
-    if cancels:
-        std = host.spread(x, stats.mean) / math.sqrt(stats.numel - 1)
-        return dataclasses.replace(stats, std=std)
-    return stats
+    return _with_spread(stats, host.spread(x, stats.mean)) if cancels else stats
 
 
 def _described(
@@ -139,6 +135,11 @@ def _described(
         n, mean, math.sqrt(var), lo, hi, max(abs(lo), abs(hi)), zero_fraction, 0, 0
     )
     return stats, mean * mean > var and n > 1
+
+
+def _with_spread(stats: ActivationStats, spread: float) -> ActivationStats:
+    """`stats` with its std from the spread around the mean, sqrt(sum((x - mean)**2))."""
+    return dataclasses.replace(stats, std=spread / math.sqrt(stats.numel - 1))
 
 
 def values_key(t: Tensor) -> tuple[object, ...]:
