@@ -110,8 +110,9 @@ def activation_stats(tensors: Sequence[Tensor]) -> list[ActivationStats]:
 def host_stats(x: Tensor, host: HostMoments) -> ActivationStats:
     """``activation_stats([x])[0]`` for a contiguous, non-empty `x` that `host` accepts, in
     fewer calls: a worker thread summarising one tensor at a time runs this, and each of
-    its calls into Python takes the GIL from the training thread."""
-    stats, cancels = _described(x, host(x))
+    its calls into Python takes the GIL from the training thread. The caller ignores
+    numpy's overflow and invalid warnings (``np.errstate``), once for all its tensors."""
+    stats, cancels = _described(x, host.unguarded(x))
     return _with_spread(stats, host.spread(x, stats.mean)) if cancels else stats
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from flop_kinds import matrix_flops
@@ -240,7 +241,9 @@ def test_one_tensors_stats_on_the_host_equal_the_batchs_to_the_bit():
         1000 + torch.linspace(-1e-3, 1e-3, 4097), torch.randn(70_000, dtype=torch.float64),
     ]  # fmt: skip
     for tensor in tensors:
-        assert host_stats(tensor, host) == activation_stats([tensor])[0]
+        with np.errstate(over="ignore", invalid="ignore"):  # as the worker runs it
+            ours = host_stats(tensor, host)
+        assert ours == activation_stats([tensor])[0]
 
 
 def test_stats_are_none_when_not_saved_and_batched_equal_one_by_one():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 import lens_widget as lw
+from lens_widget.capture.monitor import background_stats
 from lens_widget.capture.monitor import monitor as monitor_module
 from lens_widget.capture.monitor.background_stats import BackgroundStats, Summaries, stats_of
 from lens_widget.capture.monitor.monitor import step_stats
@@ -101,6 +103,24 @@ def test_a_value_written_after_the_worker_read_it_is_summarised_again() -> None:
     assert again == activation_stats([tensor]) and again[0].mean == pytest.approx(read.mean + 5)
     copy = tensor.clone()  # the same values in another tensor: not the one the worker read
     assert _taken([copy], summaries) == 0 and stats_of([copy], summaries) == again
+
+
+def test_the_worker_summarises_what_it_is_handed_between_its_takes_and_at_the_end() -> None:
+    # it wakes every _PAUSE seconds and when the step ends, not per value handed over
+    first = [torch.randn(1000) for _ in range(3)]
+    last = [torch.randn(1000) for _ in range(3)]
+    background = BackgroundStats()
+    for tensor in first:
+        background.grad_noted(tensor)
+    time.sleep(3 * background_stats._PAUSE)  # taken while the step runs
+    taken_before_the_end = sum(id(t) in background._done for t in first)
+    for tensor in last:
+        background.grad_noted(tensor)
+    summaries = background.finish()  # these are taken when the step ends
+    assert taken_before_the_end == len(first)
+    assert _taken(first + last, summaries) == len(first) + len(last)
+    assert stats_of(first + last, summaries) == activation_stats(first + last)
+    assert not _worker_threads()
 
 
 def test_the_worker_leaves_what_it_does_not_summarise_to_the_batch() -> None:

@@ -4,8 +4,11 @@ Summarising every op's output and gradient after the step (one batch, log/stats.
 every saved byte once more on the training thread: on a narrow model that is a third of a
 plain step. `BackgroundStats` is a Feature (features.py) of the step's trace: each value the
 trace keeps (an op's first output as it is saved, an op's or a parameter's gradient as the
-backward hands it over) is queued to a worker thread, which summarises it while the
-training thread goes on (torch's and numpy's reductions release the GIL).
+backward hands it over) is handed to a worker thread, which summarises it while the
+training thread goes on (torch's and numpy's reductions release the GIL). The worker takes
+what it was handed every `_PAUSE` seconds and when the step ends, not as each value comes:
+every time it takes the GIL the training thread waits for it, and its Python between the
+reductions is kept short for the same reason (``HostMoments.unguarded``).
 
 After the step, `stats_of` takes a worker's result only where the log still holds that very
 tensor and its version counter has not moved since the worker read it; anything else (a
@@ -23,10 +26,11 @@ GPT-2 took 2.0x a plain one against 1.6x with the batch after the step.
 from __future__ import annotations
 
 import os
-import queue
 import threading
+from collections import deque
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from lens_widget.capture.features import Feature
@@ -38,7 +42,8 @@ Tensor = torch.Tensor
 # id(tensor) -> (the tensor, its version when the worker read it, its statistics); the
 # tensor is held so that no other tensor takes its id or memory before the step ends
 Summaries = dict[int, tuple[Tensor, int, ActivationStats]]
-_STOP = None
+# Seconds the worker sleeps between takes (bench.monitor_phases: 5-20 ms alike)
+_PAUSE = 0.01
 
 
 def core_to_spare() -> bool:
@@ -59,60 +64,81 @@ def _version(tensor: Tensor) -> int | None:
 
 
 class BackgroundStats(Feature):
-    """Queues each saved first output and each op gradient to a worker thread (module doc).
-    The hooks only queue: on the fast path they run where the trace's mode is active, so
+    """Hands each saved first output and each op gradient to a worker thread (module doc).
+    The hooks only append: on the fast path they run where the trace's mode is active, so
     every check that reads the tensor is the worker's."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Tensor | None] = queue.SimpleQueue()
+        # A deque, not a queue: appending wakes no one. The worker wakes every _PAUSE
+        # seconds and takes what is there (waking it per value cost the training thread a
+        # GIL handoff per value), and at once when the step ends.
+        self._queue: deque[Tensor] = deque()
+        self._ended = threading.Event()
         self._done: Summaries = {}
         self._thread = threading.Thread(
-            target=_summarise, args=(self._queue, self._done), name="lens_widget stats", daemon=True
+            target=_summarise,
+            args=(self._queue, self._ended, self._done),
+            name="lens_widget stats",
+            daemon=True,
         )
         self._thread.start()
 
     def outputs_noted(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
         saved = node.activations
         if saved:
-            self._queue.put(saved[0])
+            self._queue.append(saved[0])
 
     def grad_noted(self, grad: Tensor) -> None:
-        self._queue.put(grad)
+        self._queue.append(grad)
 
     def finish(self) -> Summaries:
-        """Wait for the worker to summarise what was queued; its summaries."""
-        if self._thread.is_alive():
-            self._queue.put(_STOP)
-            self._thread.join()
+        """Wait for the worker to summarise what was handed over; its summaries."""
+        self._ended.set()
+        self._thread.join()
         return self._done
 
 
-def _summarise(work: queue.SimpleQueue[Tensor | None], done: Summaries) -> None:
-    """The worker: summarise each queued tensor HostMoments takes, until _STOP. A view
-    holding the same values as one summarised before (same memory and layout, same
-    version) takes its summary, as the batch's values_key does."""
+def _summarise(work: deque[Tensor], ended: threading.Event, done: Summaries) -> None:
+    """The worker: every _PAUSE seconds, and once `ended` is set, summarise each tensor
+    handed over that HostMoments takes. A view holding the same values as one summarised
+    before (same memory and layout, same version) takes its summary, as the batch's
+    values_key does."""
     by_values: dict[tuple[object, ...], tuple[int, ActivationStats]] = {}
     host = HostMoments()  # its buffers kept from one tensor to the next
-    while (tensor := work.get()) is not None:  # None: _STOP
-        if id(tensor) in done or not HostMoments.accepts(tensor):
-            continue
-        version = _version(tensor)
-        if version is None:
-            continue
-        key = values_key(tensor)
-        same = by_values.get(key)
-        if same is not None and same[0] == version:
-            done[id(tensor)] = (tensor, version, same[1])
-            continue
-        try:
-            if tensor.is_contiguous() and tensor.numel():
-                stats = host_stats(tensor, host)
-            else:
-                stats = activation_stats([tensor])[0]
-        except Exception:  # noqa: BLE001  # left to the batch after the step, which reports it
-            continue
-        by_values[key] = (version, stats)
-        done[id(tensor)] = (tensor, version, stats)
+    with np.errstate(over="ignore", invalid="ignore"):  # host_stats': Inf/NaN, slow path
+        while True:
+            last = ended.wait(_PAUSE)  # set: nothing more is handed over
+            while work:
+                _summarise_one(work.popleft(), host, by_values, done)
+            if last:
+                return
+
+
+def _summarise_one(
+    tensor: Tensor,
+    host: HostMoments,
+    by_values: dict[tuple[object, ...], tuple[int, ActivationStats]],
+    done: Summaries,
+) -> None:
+    if id(tensor) in done or not HostMoments.accepts(tensor):
+        return
+    version = _version(tensor)
+    if version is None:
+        return
+    key = values_key(tensor)
+    same = by_values.get(key)
+    if same is not None and same[0] == version:
+        done[id(tensor)] = (tensor, version, same[1])
+        return
+    try:
+        if tensor.is_contiguous() and tensor.numel():
+            stats = host_stats(tensor, host)
+        else:
+            stats = activation_stats([tensor])[0]
+    except Exception:  # noqa: BLE001  # left to the batch after the step, which reports it
+        return
+    by_values[key] = (version, stats)
+    done[id(tensor)] = (tensor, version, stats)
 
 
 def stats_of(tensors: Sequence[Tensor], done: Summaries) -> list[ActivationStats]:

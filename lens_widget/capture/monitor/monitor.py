@@ -123,14 +123,14 @@ class Monitor:
         # With a core to spare, each saved value is summarised on a worker thread while the
         # step runs (background_stats.py); else all of them after it, in one batch.
         background = BackgroundStats() if core_to_spare() else None
-        # The statistics are of ops' values only: the parameters' values are not copied
-        # before the optimizer writes them, unless a kept log will show them.
-        section = Tracing(
-            self._modules, self._named, save="all", grads=self.grads, timing=False,
-            intervene=None, features=(background,) if background is not None else (),
-            copy_sources=self.keep is not None,
-        )  # fmt: skip
-        try:
+        try:  # (the worker runs from here: the finally below ends it)
+            # The statistics are of ops' values only: the parameters' values are not copied
+            # before the optimizer writes them, unless a kept log will show them.
+            section = Tracing(
+                self._modules, self._named, save="all", grads=self.grads, timing=False,
+                intervene=None, features=(background,) if background is not None else (),
+                copy_sources=self.keep is not None,
+            )  # fmt: skip
             with section:
                 yield
         except BaseException as err:
