@@ -8,8 +8,12 @@ the context, the forward and loss, the backward, the optimizer, and leaving the 
 a plain step; the step in `lw.tracing(grads=True)` with `save="all"` and with `save=None`;
 `save="all"` without gradients; and `lw.Monitor(every=1).step()` (the trace, every value's
 statistics, the history). ``--without-stats`` adds the monitored step with every statistic
-replaced by a constant (the worker still takes each value from its queue): what computing
-the statistics costs the step, on the worker and after it.
+replaced by a constant (the worker still takes each value handed to it): what computing
+the statistics costs the step, on the worker and after it. ``--baseline REV`` adds the
+monitored step of lens_widget at git revision REV, in the same rounds (both sides package
+copies, imported alike, as `bench.real_per_op --baseline` does), and prints each monitored
+variant's ratio to the plain step of its round, round by round: the median and the 10th to
+90th percentile.
 """
 
 from __future__ import annotations
@@ -17,18 +21,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import importlib
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
 
 import lens_widget as lw
-from lens_widget.capture.monitor import background_stats
 from lens_widget.log.stats import ActivationStats
 
 from .monitor_bench import _gpt2
+from .real_per_op import package_copy
 
 PHASES = ("step", "enter", "forward", "backward", "optimizer", "exit")
 
@@ -38,14 +46,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--without-stats", action="store_true")
+    parser.add_argument("--baseline", metavar="REV", help="also the monitored step at this rev")
     opts = parser.parse_args(argv)
     torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        baseline = None
+        current: ModuleType = lw
+        if opts.baseline:  # both sides copies, imported alike
+            baseline = package_copy("lens_widget_baseline", Path(tmp) / "a", opts.baseline)
+            current = package_copy("lens_widget_current", Path(tmp) / "b")
+        _run(opts, current, baseline)
+
+
+def _run(opts: argparse.Namespace, current: ModuleType, baseline: ModuleType | None) -> None:
     model, loss_of = _gpt2(opts.width, 8 if opts.width == 256 else 4)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    monitor = lw.Monitor(model, every=1)
+    monitor = current.Monitor(model, every=1)
 
     def traced(**options: Any) -> Callable[[], Any]:
-        return lambda: lw.tracing(model, **options)
+        return lambda: current.tracing(model, **options)
 
     contexts: dict[str, Callable[[], Any]] = {
         "plain": contextlib.nullcontext,
@@ -55,7 +74,10 @@ def main(argv: list[str] | None = None) -> None:
         "Monitor(every=1)": monitor.step,
     }
     if opts.without_stats:
-        contexts["Monitor(every=1), no statistics"] = _without_stats(monitor.step)
+        worker = importlib.import_module(f"{current.__name__}.capture.monitor.background_stats")
+        contexts["Monitor(every=1), no statistics"] = _without_stats(monitor.step, worker)
+    if baseline is not None:
+        contexts[f"Monitor(every=1) at {opts.baseline}"] = baseline.Monitor(model, every=1).step
     times: dict[str, list[tuple[float, ...]]] = {name: [] for name in contexts}
     for _ in range(opts.rounds + 1):  # the first round warms up
         for name, context in contexts.items():
@@ -72,31 +94,44 @@ def main(argv: list[str] | None = None) -> None:
                 t4 = time.perf_counter()
             t5 = time.perf_counter()
             times[name].append((t5 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4))
-    plain = statistics.median(row[0] for row in times["plain"][1:])
+    plain_steps = [row[0] for row in times["plain"][1:]]
+    plain = statistics.median(plain_steps)
     print(f"d={opts.width}, ms per step, medians of {opts.rounds} rounds")
     print(f"{'':32s}" + "".join(f"{p:>10s}" for p in PHASES) + "   x plain")
     for name, rows in times.items():
         medians = [statistics.median(column) * 1e3 for column in zip(*rows[1:], strict=True)]
         cells = "".join(f"{m:10.1f}" for m in medians)
         print(f"{name:32s}{cells}   {medians[0] / 1e3 / plain:.3f}")
+    if baseline is not None:
+        print("x the plain step of the same round: median (10th-90th percentile)")
+        for name, rows in times.items():
+            if name.startswith("Monitor"):
+                print(f"{name:32s}{_per_round(rows[1:], plain_steps)}")
+
+
+def _per_round(rows: list[tuple[float, ...]], plain_steps: list[float]) -> str:
+    ratios = sorted(row[0] / plain for row, plain in zip(rows, plain_steps, strict=True))
+    tenth = len(ratios) // 10
+    return f"{statistics.median(ratios):.3f} ({ratios[tenth]:.3f}-{ratios[-1 - tenth]:.3f})"
 
 
 _CONSTANT = ActivationStats(1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0)
 
 
-def _without_stats(step: Callable[[], Any]) -> Callable[[], Any]:
-    """`step` with the worker's and the batch's statistics replaced by a constant."""
+def _without_stats(step: Callable[[], Any], worker: ModuleType) -> Callable[[], Any]:
+    """`step` with the worker's and the batch's statistics replaced by a constant (`worker`:
+    the package's capture/monitor/background_stats module)."""
 
     @contextlib.contextmanager
     def context() -> Any:
-        saved = background_stats.host_stats, background_stats.activation_stats
-        background_stats.host_stats = lambda tensor, host: _CONSTANT
-        background_stats.activation_stats = lambda tensors: [_CONSTANT] * len(tensors)
+        saved = worker.host_stats, worker.activation_stats
+        worker.host_stats = lambda tensor, host: _CONSTANT
+        worker.activation_stats = lambda tensors: [_CONSTANT] * len(tensors)
         try:
             with step():
                 yield
         finally:
-            background_stats.host_stats, background_stats.activation_stats = saved
+            worker.host_stats, worker.activation_stats = saved
 
     return context
 

@@ -434,7 +434,7 @@ def test_monitor_phases_without_stats_replaces_every_statistic_and_puts_them_bac
     originals = background_stats.host_stats, background_stats.activation_stats
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     monitor = lw.Monitor(model, every=1)
-    with phases._without_stats(monitor.step)():
+    with phases._without_stats(monitor.step, background_stats)():
         model(torch.randn(3, 4)).sum().backward()
     with monitor.step():  # the real statistics again
         model(torch.randn(3, 4)).sum().backward()
@@ -447,3 +447,34 @@ def test_monitor_phases_without_stats_replaces_every_statistic_and_puts_them_bac
     assert (constant.gradient[with_grad] == expected).all()
     assert not (real.activation == expected).all(axis=1).any()
     assert (background_stats.host_stats, background_stats.activation_stats) == originals
+
+
+def test_monitor_phases_baseline_times_a_revisions_monitor_in_the_same_rounds(monkeypatch, capsys):
+    """bench.monitor_phases --baseline REV: the revision's Monitor, a package copy beside a
+    copy of the working tree's, steps in the same rounds; each monitored variant's ratio to
+    its round's plain step is printed."""
+    import sys
+
+    import torch
+
+    import bench.monitor_phases as phases
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # package_copy puts its directory first
+    threads = torch.get_num_threads()
+    try:
+        phases.main(["--rounds", "1", "--width", "64", "--without-stats", "--baseline", "HEAD"])
+    finally:
+        torch.set_num_threads(threads)
+        for name in list(sys.modules):
+            if name.startswith(("lens_widget_baseline", "lens_widget_current")):
+                del sys.modules[name]
+    out = capsys.readouterr().out
+    table, per_round = out.split("x the plain step of the same round")
+    monitored = ["Monitor(every=1)", "Monitor(every=1), no statistics", "Monitor(every=1) at HEAD"]
+    names = [line[:32].strip() for line in table.splitlines()[2:]]
+    assert names[0] == "plain" and names[-3:] == monitored
+    lines = per_round.splitlines()[1:]
+    assert [line[:32].strip() for line in lines] == monitored
+    for line in lines:
+        median, spread = line[32:].split()
+        assert 0.5 < float(median) < 20 and spread.startswith("(") and spread.endswith(")")
