@@ -13,7 +13,7 @@ the statistics costs the step, on the worker and after it. ``--baseline REV`` ad
 monitored step of lens_widget at git revision REV, in the same rounds (both sides package
 copies, imported alike, as `bench.real_per_op --baseline` does), and prints each monitored
 variant's ratio to the plain step of its round, round by round: the median and the 10th to
-90th percentile.
+90th percentile. The variants run in a shuffled order in each round.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import gc
 import importlib
+import random
 import statistics
 import tempfile
 import time
@@ -79,8 +80,13 @@ def _run(opts: argparse.Namespace, current: ModuleType, baseline: ModuleType | N
     if baseline is not None:
         contexts[f"Monitor(every=1) at {opts.baseline}"] = baseline.Monitor(model, every=1).step
     times: dict[str, list[tuple[float, ...]]] = {name: [] for name in contexts}
+    # Each round in its own order: a step's time depends on what ran before it, which a
+    # fixed order charges to one variant (docs/tracing-cost.md, twelfth session).
+    shuffle = random.Random(0).shuffle
     for _ in range(opts.rounds + 1):  # the first round warms up
-        for name, context in contexts.items():
+        order = list(contexts.items())
+        shuffle(order)
+        for name, context in order:
             gc.collect()
             t0 = time.perf_counter()
             with context():
