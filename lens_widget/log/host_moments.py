@@ -147,11 +147,14 @@ def _sum_of_squares(a: np.ndarray) -> float:
         whole = a.size - a.size % _ROW
         rows = _sum_of_squares(a[:whole].reshape(-1, _ROW))
         return rows + float(np.dot(a[whole:], a[whole:])) if whole < a.size else rows
-    if a.ndim == 0 or a.shape[-1] > _ROW:  # a long strided row: no BLAS
-        return float(np.einsum("...,...->", a, a, dtype=np.float64))
+    if a.ndim == 0 or a.shape[-1] > _ROW:  # long strided rows: no BLAS
+        # every axis named: "...,...->" is refused where "..." stands for any axis
+        axes = _AXES[: a.ndim]
+        return float(np.einsum(f"{axes},{axes}->", a, a, dtype=np.float64))
     if _vecdot is not None:  # numpy >= 2.0
         return float(_vecdot(a, a).sum(dtype=np.float64))
     return math.fsum(float(np.dot(row, row)) for row in a.reshape(-1, a.shape[-1]))
 
 
 _vecdot = getattr(np, "vecdot", None)
+_AXES = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # einsum's names, numpy's 32 dims

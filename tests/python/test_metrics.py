@@ -222,6 +222,7 @@ def test_stats_of_large_tensors_in_pieces_equal_a_direct_computation(fill, dtype
         torch.randn(64, 96, dtype=torch.float64).t(),
         torch.randn(10, 20, 30)[:, 3:7, ::2],  # strided, read as it lies
         torch.randn(3, 30000)[:, ::3],  # strided rows longer than a BLAS row
+        torch.randn(4, 3, 10000)[:, :2, :],  # rows in memory of 20000, two of them apart
         torch.tensor(2.5),
     ],
     ids=lambda t: f"{tuple(t.shape)}-{t.dtype}-{float(t.flatten()[0]):.3g}",
