@@ -146,7 +146,8 @@ def _sum_of_squares(a: np.ndarray) -> float:
             return float(np.dot(a, a))
         whole = a.size - a.size % _ROW
         rows = _sum_of_squares(a[:whole].reshape(-1, _ROW))
-        return rows + float(np.dot(a[whole:], a[whole:])) if whole < a.size else rows
+        tail = a[whole:]
+        return rows + float(np.dot(tail, tail)) if tail.size else rows
     if a.ndim == 0 or a.shape[-1] > _ROW:  # long strided rows: no BLAS
         # every axis named: "...,...->" is refused where "..." stands for any axis
         axes = _AXES[: a.ndim]
@@ -157,4 +158,4 @@ def _sum_of_squares(a: np.ndarray) -> float:
 
 
 _vecdot = getattr(np, "vecdot", None)
-_AXES = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # einsum's names, numpy's 32 dims
+_AXES = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # the 52 axis names einsum takes

@@ -42,7 +42,10 @@ Tensor = torch.Tensor
 # id(tensor) -> (the tensor, its version when the worker read it, its statistics); the
 # tensor is held so that no other tensor takes its id or memory before the step ends
 Summaries = dict[int, tuple[Tensor, int, ActivationStats]]
-# Seconds the worker sleeps between takes (bench.monitor_phases: 5-20 ms alike)
+# values_key -> (the version read, its statistics): a view of values summarised before
+ByValues = dict[tuple[object, ...], tuple[int, ActivationStats]]
+# Seconds the worker sleeps between takes (3 to 30 ms gave the same step within the noise:
+# docs/tracing-cost.md, twelfth session)
 _PAUSE = 0.01
 
 
@@ -103,7 +106,7 @@ def _summarise(work: deque[Tensor], ended: threading.Event, done: Summaries) -> 
     handed over that HostMoments takes. A view holding the same values as one summarised
     before (same memory and layout, same version) takes its summary, as the batch's
     values_key does."""
-    by_values: dict[tuple[object, ...], tuple[int, ActivationStats]] = {}
+    by_values: ByValues = {}
     host = HostMoments()  # its buffers kept from one tensor to the next
     with np.errstate(over="ignore", invalid="ignore"):  # host_stats': Inf/NaN, slow path
         while True:
@@ -117,7 +120,7 @@ def _summarise(work: deque[Tensor], ended: threading.Event, done: Summaries) -> 
 def _summarise_one(
     tensor: Tensor,
     host: HostMoments,
-    by_values: dict[tuple[object, ...], tuple[int, ActivationStats]],
+    by_values: ByValues,
     done: Summaries,
 ) -> None:
     if id(tensor) in done or not HostMoments.accepts(tensor):
