@@ -66,6 +66,13 @@ class DetailNames:
         return any(device.type == "meta" for device in self.device_names)
 
 
+# The fields fill_details sets on every record it fills (shape, dtype and device when it has
+# an output): the per-op builders (op_recording.py, source_records.py) leave them unset, and
+# set shape, dtype and device to None for an op without outputs (a failed call's).
+FILLED_FIELDS = frozenset(
+    {"parents", "parent_args", "from_input", "source", "source_code", "shape", "dtype", "device"}
+)
+
 # Gives a node whose label was left for later its label (`key`: its layer key, or SOURCE)
 Place = Callable[[OpRecord, Any], None]
 

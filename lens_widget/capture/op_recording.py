@@ -29,8 +29,6 @@ from lens_widget.log.replay import tensor_leaves
 
 Tensor = torch.Tensor
 
-# parents and parent_args of a record until fill_details makes its lists (read only)
-_UNLINKED: Any = ()
 _new_record = object.__new__
 _SCATTER_FACTS = FACTS[torch.as_strided_scatter]
 
@@ -195,20 +193,15 @@ class OpRecording:
         node.module = stack[-1][0] if stack else ""
         node.module_stack = stack
         node.function = ""  # named after the pass, per layer (helper_calls.py)
-        node.shape = None  # shape, dtype, device: filled from the Pending entry
-        node.dtype = None
-        node.device = None
+        if not outputs:  # else shape, dtype and device are filled from the Pending entry
+            node.shape = node.dtype = node.device = None
         node.nbytes = nbytes
         node.requires_grad = grad
         node.shapes = shapes
         node.params = params
-        node.parents = _UNLINKED
-        node.parent_args = _UNLINKED
+        # parents, parent_args, from_input, source, source_code: set by fill_details
         node.children = []
-        node.from_input = False
         node.feeds_output = False
-        node.source = ""
-        node.source_code = ""
         node.inplace = bool(writes)
         node.failed = False
         node.error = None

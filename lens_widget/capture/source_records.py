@@ -34,9 +34,7 @@ def new_source_record(
     node.module = module_stack[-1][0] if module_stack else ""
     node.module_stack = module_stack
     node.function = ""
-    node.shape = None
-    node.dtype = None
-    node.device = None
+    # shape, dtype, device, source, source_code: set by fill_details
     node.nbytes = 0
     node.requires_grad = requires_grad
     node.shapes = ()
@@ -46,8 +44,6 @@ def new_source_record(
     node.children = []
     node.from_input = kind == "input"
     node.feeds_output = False
-    node.source = ""
-    node.source_code = ""
     node.inplace = False
     node.failed = False
     node.error = None

@@ -10,6 +10,8 @@ import pytest
 import torch
 
 import lens_widget as lw
+from lens_widget.capture import op_details
+from lens_widget.capture.op_details import FILLED_FIELDS
 from lens_widget.log.records import OpRecord
 
 PACKAGE = Path(lw.__file__).resolve().parent
@@ -53,7 +55,8 @@ def test_every_op_record_call_in_the_package_names_its_fields():
 
 def test_records_built_without_init_set_every_field_by_name():
     """Where a record is made with object.__new__ (the per-op path), each field of OpRecord
-    (those __init__ leaves to their defaults too) is assigned by name in that function."""
+    (those __init__ leaves to their defaults too) is assigned by name in that function, but
+    for those fill_details sets on every record it fills (FILLED_FIELDS)."""
     sites = 0
     for path, tree in _trees():
         for func in ast.walk(tree):
@@ -79,9 +82,47 @@ def test_records_built_without_init_set_every_field_by_name():
                     and target.value.id == name
                 }
                 where = f"{path.relative_to(PACKAGE)}:{func.name}"
-                assert FIELDS - assigned == set(), f"{where} leaves fields unset"
+                assert FIELDS - FILLED_FIELDS - assigned == set(), f"{where} leaves fields unset"
                 assert assigned - FIELDS == set(), f"{where} sets fields OpRecord lacks"
     assert sites >= 1  # the recorder's per-op builder
+
+
+def _targets(node: ast.expr) -> list[ast.expr]:
+    return [t for e in node.elts for t in _targets(e)] if isinstance(node, ast.Tuple) else [node]
+
+
+def test_fill_details_sets_every_field_the_builders_leave():
+    tree = ast.parse(Path(op_details.__file__).read_text())
+    fill = next(
+        f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "fill_details"
+    )
+    assigned = {
+        target.attr
+        for n in ast.walk(fill)
+        if isinstance(n, ast.Assign)
+        for whole in n.targets
+        for target in _targets(whole)
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "node"
+    }
+    assert assigned >= FILLED_FIELDS
+    assert FILLED_FIELDS < FIELDS
+
+
+def test_a_failed_ops_record_has_no_output_metadata():
+    class Fails(torch.nn.Module):
+        def forward(self, x):
+            return torch.matmul(x.relu(), torch.ones(3, 3))
+
+    with pytest.raises(RuntimeError) as raised:
+        lw.trace(Fails(), torch.randn(2, 4))
+    log = lw.partial_log(raised.value)
+    assert log is not None
+    failed = next(n for n in log.ops if n.failed)
+    assert (failed.func, failed.shape, failed.dtype, failed.device) == ("matmul", None, None, None)
+    assert failed.parents == [n.label for n in log.ops if n.func in ("relu", "ones")]
+    assert failed.source.startswith(__file__) and "torch.matmul" in failed.source_code
 
 
 def test_traced_records_have_every_field():
