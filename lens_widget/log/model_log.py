@@ -27,6 +27,7 @@ from lens_widget.log.distributed import CollectiveInfo, EngineCall, ParamPlaceme
 from lens_widget.log.filled_on_read import FilledOnRead
 from lens_widget.log.gc_pause import gc_paused
 from lens_widget.log.gradients import BackwardPass, LeafRecord, Recomputation
+from lens_widget.log.graph_on_read import GraphOnRead
 from lens_widget.log.held_error import HeldError
 from lens_widget.log.nonfinite import first_nonfinite
 from lens_widget.log.records import ModuleInfo, NodeKind, OpRecord, index_by_label
@@ -80,10 +81,11 @@ class ModelLog:
     # Filled when the traced section ran a backward (``lw.tracing(..., grads=True)``):
     # every autograd leaf reached or expected, by name; the backward calls in order; the
     # autograd nodes that ran (node attrs: grad_fn, forward_op, within_op, order,
-    # backward_pass, passes, grad_shapes, leaf).
+    # backward_pass, passes, grad_shapes, leaf), a descriptor (graph_on_read.py): a trace
+    # leaves it to be built on the first read.
     leaves: dict[str, LeafRecord] = field(default_factory=dict)
     backward_passes: list[BackwardPass] = field(default_factory=list)
-    backward_graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+    backward_graph: nx.DiGraph = GraphOnRead()  # pyright: ignore[reportAssignmentType]
     # Forward ops that gradient checkpointing ran again inside backward, in the order they
     # ran; they are not in ``ops`` (see gradients.Recomputation).
     recomputed: list[Recomputation] = field(default_factory=list)

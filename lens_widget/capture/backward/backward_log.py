@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 import networkx as nx
 import torch
@@ -19,6 +20,7 @@ from torch.autograd.graph import Node
 from lens_widget.capture.backward.autograd_calls import node_name
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.log.gradients import BackwardPass, LeafKind, LeafRecord, Recomputation
+from lens_widget.log.graph_on_read import GraphLater
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord
 
@@ -172,32 +174,48 @@ def _short_source(source: str) -> str:
 
 
 def _graph(state: CaptureState, log: ModelLog) -> dict[Node, str]:
-    """The nodes that ran (string ids such as ``MulBackward0_3``), edges as gradients flow."""
-    graph = nx.DiGraph()
+    """The nodes that ran (string ids such as ``MulBackward0_3``), edges as gradients flow:
+    their ids, attributes and edges read now, the log's graph made of them on its first
+    read (graph_on_read.py), so that the log holds no autograd node."""
     ids: dict[Node, str] = {}
     counts: dict[str, int] = {}
+    rows: list[_NodeRow] = []
     for node, facts in state.nodes.items():
         name = node_name(node)
         counts[name] = counts.get(name, 0) + 1
         node_id = ids[node] = f"{name}_{counts[name]}"
-        op = state.forward_op.get(node)
         leaf = None
         if name == "AccumulateGrad":
             found = state.leaves.get(id(node.variable))  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
             leaf = found.name if found is not None else None
+        rows.append((node_id, name, state.forward_op.get(node), facts, leaf))
+    edges = [
+        (node_id, child_id)
+        for node, node_id in ids.items()
+        for child, _ in node.next_functions
+        if child is not None and (child_id := ids.get(child)) is not None
+    ]
+    # the descriptor (graph_on_read.py) takes a builder too
+    log.backward_graph = GraphLater(partial(_built_graph, rows, edges))  # pyright: ignore[reportAttributeAccessIssue]
+    return ids
+
+
+# (node id, grad_fn name, the op whose output's grad_fn it is, what the capture noted of
+# it, the leaf it accumulates into)
+_NodeRow = tuple[str, str, OpRecord | None, NodeState, str | None]
+
+
+def _built_graph(rows: list[_NodeRow], edges: list[tuple[str, str]]) -> nx.DiGraph:
+    graph = nx.DiGraph()
+    for node_id, name, op, facts, leaf in rows:
         graph.add_node(
             node_id, grad_fn=name, forward_op=op.label if op is not None else None,
             order=facts.order, backward_pass=facts.first_pass, passes=list(facts.passes),
             grad_shapes=facts.grad_shapes, leaf=leaf,
         )  # fmt: skip
-    for node, node_id in ids.items():
-        for child, _ in node.next_functions:
-            child_id = ids.get(child) if child is not None else None
-            if child_id is not None:
-                graph.add_edge(node_id, child_id)
+    graph.add_edges_from(edges)
     _mark_within_ops(graph)
-    log.backward_graph = graph
-    return ids
+    return graph
 
 
 def _mark_within_ops(graph: nx.DiGraph) -> None:
