@@ -478,3 +478,30 @@ def test_monitor_phases_baseline_times_a_revisions_monitor_in_the_same_rounds(mo
     for line in lines:
         median, spread = line[32:].split()
         assert 0.5 < float(median) < 20 and spread.startswith("(") and spread.endswith(")")
+
+
+def test_training_step_baseline_steps_a_revision_in_the_same_rounds(monkeypatch, tmp_path):
+    """bench.training_step --baseline REV: the revision's traced step, a package copy, runs in
+    the same rounds as the working tree's, and both give the same log."""
+    import sys
+
+    import bench.training_step as training
+    from bench.real_per_op import model_case, package_copy
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # package_copy puts its directory first
+    try:
+        baseline = package_copy("lens_widget_baseline", tmp_path / "a", "HEAD")
+        current = package_copy("lens_widget_current", tmp_path / "b")
+        case = model_case("bert")
+        n_ops, times = training.measure(case, 2, current, baseline)
+        logs = [training._lw_step(case, package) for package in (current, baseline)]
+    finally:
+        for name in list(sys.modules):
+            if name.startswith(("lens_widget_baseline", "lens_widget_current")):
+                del sys.modules[name]
+    assert len(logs[0].ops) == len(logs[1].ops) > n_ops > 50  # the loss adds its ops
+    assert [n.label for n in logs[0].nodes] == [n.label for n in logs[1].nodes]
+    assert sorted(logs[0].leaves) == sorted(logs[1].leaves) and len(logs[0].leaves) > 10
+    assert list(times) == ["plain", "floor (rows + a pre-hook per autograd node)", training.LW,
+                           "baseline"]  # fmt: skip
+    assert all(len(t) == 2 and min(t) > 0 for t in times.values())
