@@ -367,3 +367,36 @@ def test_module_full_backward_hooks_add_no_leaves_and_their_views_keep_gradients
     out = log.output.detach()
     assert torch.equal(views[1].grad, 2 * out)
     assert torch.equal(views[1].grad, seen[0])
+
+
+class HookedMid(nn.Module):
+    """A tensor hook (gradient clipping, a user's scaling) changes the gradient of an op's
+    output before the op's backward node runs on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 4), nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mid = self.fc1(x)
+        if mid.requires_grad:
+            mid.register_hook(lambda g: g * 10)
+        return self.fc2(mid.relu())
+
+
+def test_an_ops_gradient_is_the_one_its_node_ran_on_after_tensor_hooks() -> None:
+    torch.manual_seed(0)
+    model, x = HookedMid(), torch.randn(3, 4)
+    mid = model.fc1(x)
+    (incoming,) = torch.autograd.grad(model.fc2(mid.relu()).sum(), mid)  # before any hook
+    scaled: list[torch.Tensor] = []
+    mid.register_hook(lambda g: g * 10)
+    mid.register_hook(lambda g: scaled.append(g) or None)  # after the scaling: what fc1 gets
+    model.fc2(mid.relu()).sum().backward()
+    expected_weight_grad = model.fc1.weight.grad.clone()
+    model.zero_grad(set_to_none=True)
+
+    log = lw.trace(model, (x,), backward=lambda out: out.sum())
+    fc1 = log["fc1"]
+    assert torch.equal(fc1.grad, scaled[0]) and torch.equal(fc1.grad, incoming * 10)
+    assert torch.equal(log.leaves["fc1.weight"].grad, expected_weight_grad)

@@ -5,10 +5,12 @@ that require grad and the autograd leaves among the sources) and its backward ru
 (``recorder.backward_capture``), it runs each ``Tensor.backward`` / ``torch.autograd.backward`` /
 ``torch.autograd.grad`` call the recorder sees as one backward pass:
 
-- before the call, every autograd node reachable from the call's roots gets a pre-hook
-  (execution order, gradient shapes, the gradient an AccumulateGrad hands its leaf) and the
-  nodes of recorded ops whose gradient is kept a post-hook (its ``grad_outputs`` are the
-  gradients of the forward op's outputs); all are removed right after, also on error;
+- before the call, every autograd node reachable from the call's roots gets a pre-hook:
+  execution order, gradient shapes, the gradient an AccumulateGrad hands its leaf, and for
+  the node of a recorded op whose gradient is kept, its ``grad_outputs``, the gradients of
+  the forward op's outputs as the node runs on them (tensor hooks run before node
+  pre-hooks; a post-hook for these, as before, cost a second hook per node); all are
+  removed right after, also on error;
 - an error names the node whose pre-hook ran last (the engine raised in it) and so the
   forward op whose saved tensors were involved.
 
@@ -252,17 +254,25 @@ class BackwardCapture(Feature):
     def _hook(self, roots: list[Node], handles: list[Any]) -> None:
         by_node = self.state.by_node
         for node in reachable_nodes(roots, set()):
-            handles.append(node.register_prehook(partial(self._before_node, node)))
             entries = by_node.get(node)
-            if entries:
-                handles.append(node.register_hook(partial(self._after_node, entries)))
+            handles.append(node.register_prehook(partial(self._before_node, node, entries)))
 
-    def _before_node(self, node: Node, grad_outputs: tuple[Tensor | None, ...]) -> None:
+    def _before_node(
+        self,
+        node: Node,
+        entries: list[tuple[int, OpRecord]] | None,
+        grad_outputs: tuple[Tensor | None, ...],
+    ) -> None:
+        """The engine is about to run `node` on `grad_outputs`, the gradients of its
+        forward op's outputs (as the node gets them: tensor hooks ran before node pre-hooks);
+        `entries`: the recorded outputs whose gradients are kept, (output_nr, op)."""
         pass_state, matcher = self._pass, self._matcher
         if pass_state is None or matcher is None:  # a hook of a call that has returned
             return
         with torch._C.DisableTorchFunction():
             self.state.ran(node, pass_state, grad_outputs)
+            if entries and not pass_state.in_transform:
+                self._note_op_grads(entries, pass_state.index, grad_outputs)
             # A pass in a transform hands out wrapped gradients, meaningless outside it.
             grad = grad_outputs[0] if grad_outputs else None
             if type(node) is _ACCUMULATE_GRAD and grad is not None and not pass_state.in_transform:
@@ -283,26 +293,23 @@ class BackwardCapture(Feature):
         # Until the engine restores its thread state after this node: see recompute.py.
         _push_mode(self._watcher)
 
-    def _after_node(
+    def _note_op_grads(
         self,
         entries: list[tuple[int, OpRecord]],
-        grad_inputs: tuple[Tensor | None, ...],
+        index: int,
         grad_outputs: tuple[Tensor | None, ...],
     ) -> None:
-        pass_state = self._pass
-        if pass_state is None or pass_state.in_transform:
-            return
         op_grads, keep = self.state.op_grads, self.keep_grad
         hooks = self._recorder.grad_hooks
         for output_nr, op in entries:
             grad = grad_outputs[output_nr] if output_nr < len(grad_outputs) else None
             if grad is not None:
                 held = op_grads.setdefault(op, {})
-                held[pass_state.index] = grad
+                held[index] = grad
                 if keep is not None:
-                    keep(held, pass_state.index)
+                    keep(held, index)
                 for hook in hooks:
-                    hook(held[pass_state.index])
+                    hook(held[index])
 
     def _note_returned(self, call: BackwardCall, result: Any) -> None:
         """autograd.grad hands back the gradients of its inputs instead of accumulating."""
