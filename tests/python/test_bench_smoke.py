@@ -419,6 +419,31 @@ def test_bytecodes_counts_the_same_each_run_and_finds_the_recorder():
     assert count_bytecodes(forward) == count_bytecodes(forward)
 
 
+def test_bytecodes_of_a_training_step_count_the_backward_capture():
+    """bench.bytecodes --step: the traced step's count holds its backward hooks and its
+    exit; the floor's holds its own pre-hooks, the plain step neither."""
+    from types import SimpleNamespace
+
+    import torch
+    from torch import nn
+
+    from bench.bytecodes import measure
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    case = SimpleNamespace(model=model, args=(torch.randn(3, 4),), kwargs={})
+    n_ops, counts = measure(case, step=True)
+    assert n_ops == 3 and model.training
+    before_node = (
+        "lens_widget/capture/backward/backward_capture.py",
+        "BackwardCapture._before_node",
+    )
+    fill_log = ("lens_widget/capture/backward/backward_log.py", "fill_log")
+    floor_walk = ("bench/training_step.py", "_reachable")
+    assert counts["trace"][before_node] > 0 and counts["trace"][fill_log] > 0
+    assert counts["floor"][floor_walk] > 0 and counts["floor"][before_node] == 0
+    assert not any(counts["plain"][f] for f in (before_node, fill_log, floor_walk))
+
+
 def test_monitor_phases_without_stats_replaces_every_statistic_and_puts_them_back():
     """bench.monitor_phases --without-stats: the monitored step's statistics, from the
     worker and from the batch after it, are all the constant; the functions are back after."""
