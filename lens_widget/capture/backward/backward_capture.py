@@ -9,7 +9,7 @@ that require grad and the autograd leaves among the sources) and its backward ru
   execution order, gradient shapes, the gradient an AccumulateGrad hands its leaf, and for
   the node of a recorded op whose gradient is kept, its ``grad_outputs``, the gradients of
   the forward op's outputs as the node runs on them (tensor hooks run before node
-  pre-hooks; a post-hook for these, as before, cost a second hook per node); all are
+  pre-hooks: one hook per node, where a post-hook for these would be a second); all are
   removed right after, also on error;
 - an error names the node whose pre-hook ran last (the engine raised in it) and so the
   forward op whose saved tensors were involved.
