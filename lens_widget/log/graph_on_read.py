@@ -20,7 +20,10 @@ import networkx as nx
 
 
 class GraphLater:
-    """A graph's builder (a callable that takes nothing), run once on the first read."""
+    """A graph's builder (a callable that takes nothing), run once on the first read. Unlike
+    filled_on_read's DetailsLater, a build that raised runs again on the next read: it
+    writes nothing but the graph it returns, where a fill that stopped halfway has written
+    into the records."""
 
     __slots__ = ("_build", "_graph", "_lock")
 
