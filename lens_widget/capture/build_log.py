@@ -54,12 +54,15 @@ def build_log(
     elapsed: float,
     *,
     section: SectionTop | None = None,
+    section_on_read: bool = False,
     stacklevel: int = 1,
 ) -> ModelLog:
     """Run with torch functions disabled (nothing here may reach a user's mode).
 
     `section`: the log of a code section, which has no return value (no output sinks;
     nothing is known to be unused) and a top level whether or not its root module ran.
+    `section_on_read`: nothing reads the section's records as it ends (its features, a
+    traced step's gradients, name them on the first read too), so their fill waits for it.
     `stacklevel`: of the user's code, counted from the caller.
     """
     book = recorder.book
@@ -72,21 +75,27 @@ def build_log(
     whole = error is None and section is None  # a whole forward: it has outputs
     unseen = book.values.overwritten_unseen()
     later = book.labels_later and whole and not unseen
+    # A section labelled as its ops ran leaves the rest of the fill to the first read the
+    # same way, when nothing here needs it (no error to name the failed op by).
+    on_read = later or (
+        section_on_read and section is not None and error is None and not unseen
+        and recorder.failed is None
+    )  # fmt: skip
     pending = book.pending
-    if pending and not later:
+    if pending and not on_read:
         fill_details(book.details, pending, book.place)  # before any link names the labels
     # Sources made from here on (outputs no op made) are labelled at once, or with the rest.
     book.labels_later = later
     sinks = _add_output_sinks(recorder, output, later=later) if whole else []
     book.labels_later = False
-    if book.pending and not later:  # sources of outputs no op made
+    if book.pending and not on_read:  # sources of outputs no op made
         fill_details(book.details, book.pending, book.place)
-    if book.details.saw_meta:
+    if book.details.saw_meta:  # (known after the fill: the fill on read drops them)
         _drop_meta_values(nodes)
     by_label = book.by_label  # for the relabelling and the log
-    # A plain trace's module infos are made on the first read, into this very dict
-    modules = {} if later else recorder.tracker.modules
-    if not later:
+    # Module infos made on the first read go into this very dict
+    modules = {} if on_read else recorder.tracker.modules
+    if not on_read:
         relabel_first_passes(recorder.repeated, by_label)
         name_helper_calls(
             book.layers.by_key,
@@ -96,12 +105,14 @@ def build_log(
     partial = error is not None or section is not None
     # An op that raised inside a call that caught it does not end the pass.
     failed = recorder.failed if error is not None else None
-    if not later:  # else on the first read, with the rest of the fill
+    if not on_read:  # else on the first read, with the rest of the fill
         _mark_feeds_output(nodes, recorder.ops, sinks, partial=partial, failed=failed)
-    if section is not None and "" not in modules:
+    top = None
+    if section is not None:
         top = ModuleInfo("", section.class_name, None, n_passes=1, n_ops=len(recorder.ops))
-        modules = recorder.tracker.modules = {"": top, **modules}
-    if not later:
+        if not on_read and "" not in modules:
+            modules = recorder.tracker.modules = {"": top, **modules}
+    if not on_read:
         module_output_labels(modules, recorder.module_outputs.calls)
     _warn_on_unseen_writes(unseen, stacklevel + 2)
     if isinstance(output, GeneratorType):
@@ -125,12 +136,13 @@ def build_log(
         param_bytes=sum(map(mul, map(_numel, params), map(_element_size, params))),
         label_index=by_label,
     )
-    if later:
+    if on_read:
         labels = LabelsOnRead(
             book.layers, by_label, book.pending or [], recorder.ops, sinks, modules,
             recorder.module_outputs.calls,
         )  # fmt: skip
-        fill = _DetailsOnRead(book, recorder.ops, sinks, labels, modules, recorder.tracker.counts)
+        counts = recorder.tracker.counts
+        fill = _DetailsOnRead(book, recorder.ops, sinks, labels, modules, counts, top)
         fill_later(log, fill)
     else:
         detach_sources(book.values.undetached)
@@ -138,8 +150,9 @@ def build_log(
 
 
 class _DetailsOnRead:
-    """The fill of a plain trace's records on their first read: the details the pass left
-    (op_details.py), then the output sinks' links, as build_log does them at once otherwise.
+    """The fill of a plain trace's or section's records on their first read: the details
+    the pass left (op_details.py), then the output sinks' links, as build_log does them at
+    once otherwise.
     Holds what the fill reads, not the book or the log (no cycle, and not the model)."""
 
     def __init__(
@@ -150,7 +163,11 @@ class _DetailsOnRead:
         labels: LabelsOnRead,
         modules: dict[str, ModuleInfo],
         module_counts: ModuleCounts,
+        top: ModuleInfo | None,
     ) -> None:
+        # a section's top level, unless its root module ran; a section has no outputs, and
+        # nothing is known to be unused
+        self._top = top
         self._modules = modules  # the log's, empty until the fill
         self._module_counts: ModuleCounts | None = module_counts
         self._details = book.details
@@ -170,13 +187,21 @@ class _DetailsOnRead:
             if self._labels is not None:  # the links, made next, name final labels
                 self._labels()
                 self._labels = None
+            modules, top = self._modules, self._top
+            if top is not None and "" not in modules:  # first, as build_log puts it
+                rest = dict(modules)
+                modules.clear()
+                modules[""] = top
+                modules.update(rest)
             fill_details(self._details, self._pending, None)
             detach_sources(self._undetached)
             for sink in self._sinks:
                 refs = sink.replay[1]  # pyright: ignore[reportOptionalSubscript]  # sinks have a replay
                 sink.parents, sink.parent_args, sink.from_input = link_parents(sink.label, refs)
-            # a whole trace's: it has outputs, and no op raised
-            _mark_feeds_output(self._nodes, self._ops, self._sinks, partial=False, failed=None)
+            # no op raised (a whole trace's has outputs)
+            _mark_feeds_output(
+                self._nodes, self._ops, self._sinks, partial=top is not None, failed=None
+            )
             if self._details.saw_meta:  # known once the fill has named each node's device
                 _drop_meta_values(self._nodes)
         self._sinks = self._nodes = self._ops = self._undetached = []

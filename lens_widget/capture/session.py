@@ -179,7 +179,8 @@ class Session:
             with self._quiet:
                 self.log = log = build_log(
                     self.recorder, self.model_class, output, error, elapsed,
-                    section=self.section, stacklevel=stacklevel + 1,
+                    section=self.section, section_on_read=self._nothing_reads_records(),
+                    stacklevel=stacklevel + 1,
                 )  # fmt: skip
                 log.dispatch = self._dispatch.calls
                 if self.backward is not None:
@@ -210,6 +211,15 @@ class Session:
             if unmatched is not None:
                 raise unmatched
         return log
+
+    def _nothing_reads_records(self) -> bool:
+        """Nothing reads the records as the section ends: no feature but the gradients'
+        (which name them once filled: backward_capture.py), no save names to check."""
+        policy = self.policy
+        features = self.recorder.features
+        return (policy.keeps_all or policy.keeps_nothing) and all(
+            feature is self.backward for feature in features
+        )
 
     def _warn_on_unmatched_save_names(self, stacklevel: int) -> None:
         policy, log = self.policy, self.log

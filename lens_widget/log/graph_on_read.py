@@ -18,6 +18,8 @@ from typing import Any
 
 import networkx as nx
 
+from lens_widget.log.filled_on_read import run_pending_fill
+
 
 class GraphLater:
     """A graph's builder (a callable that takes nothing), run once on the first read. Unlike
@@ -53,6 +55,7 @@ class GraphOnRead:
         attributes = obj.__dict__
         value = attributes.get(self._slot)
         if type(value) is GraphLater:
+            run_pending_fill(obj)  # the graph names the records' final labels
             value = attributes[self._slot] = value.graph()
         elif value is None:
             value = attributes[self._slot] = nx.DiGraph()

@@ -81,14 +81,14 @@ class ModelLog:
     # Filled when the traced section ran a backward (``lw.tracing(..., grads=True)``):
     # every autograd leaf reached or expected, by name; the backward calls in order; the
     # autograd nodes that ran (node attrs: grad_fn, forward_op, within_op, order,
-    # backward_pass, passes, grad_shapes, leaf), a descriptor (graph_on_read.py): a trace
-    # leaves it to be built on the first read.
-    leaves: dict[str, LeafRecord] = field(default_factory=dict)
-    backward_passes: list[BackwardPass] = field(default_factory=list)
+    # backward_pass, passes, grad_shapes, leaf). Descriptors (filled_on_read.py,
+    # graph_on_read.py): a traced step may leave them to the first read.
+    leaves: dict[str, LeafRecord] = FilledOnRead(dict)  # pyright: ignore[reportAssignmentType]
+    backward_passes: list[BackwardPass] = FilledOnRead(list)  # pyright: ignore[reportAssignmentType]
     backward_graph: nx.DiGraph = GraphOnRead()  # pyright: ignore[reportAssignmentType]
     # Forward ops that gradient checkpointing ran again inside backward, in the order they
     # ran; they are not in ``ops`` (see gradients.Recomputation).
-    recomputed: list[Recomputation] = field(default_factory=list)
+    recomputed: list[Recomputation] = FilledOnRead(list)  # pyright: ignore[reportAssignmentType]
     # Saved values that live in safetensors files (``trace(..., offload=path)``, or a
     # loaded log): which file holds which mapped storage (disk_values.py). None: all in memory.
     disk_values: DiskValues | None = None

@@ -437,11 +437,11 @@ def test_bytecodes_of_a_training_step_count_the_backward_capture():
         "lens_widget/capture/backward/backward_capture.py",
         "BackwardCapture._before_node",
     )
-    fill_log = ("lens_widget/capture/backward/backward_log.py", "fill_log")
+    step_end = ("lens_widget/capture/backward/backward_log.py", "end_step")  # at the exit
     floor_walk = ("bench/training_step.py", "_reachable")
-    assert counts["trace"][before_node] > 0 and counts["trace"][fill_log] > 0
+    assert counts["trace"][before_node] > 0 and counts["trace"][step_end] > 0
     assert counts["floor"][floor_walk] > 0 and counts["floor"][before_node] == 0
-    assert not any(counts["plain"][f] for f in (before_node, fill_log, floor_walk))
+    assert not any(counts["plain"][f] for f in (before_node, step_end, floor_walk))
 
 
 def test_monitor_phases_without_stats_replaces_every_statistic_and_puts_them_back():

@@ -43,12 +43,20 @@ from lens_widget.capture.backward.autograd_calls import (
     reachable_nodes,
     root_nodes,
 )
-from lens_widget.capture.backward.backward_log import CaptureState, LeafState, PassState, fill_log
+from lens_widget.capture.backward.backward_log import (
+    CaptureState,
+    LeafState,
+    PassState,
+    StepEnd,
+    end_step,
+    fill_log_labels,
+)
 from lens_widget.capture.backward.recompute import PathTracker, RecomputeMatcher, RecomputeWatcher
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.features import Feature
 from lens_widget.capture.module_calls import swap_tracker
 from lens_widget.capture.transforms import transform_running
+from lens_widget.log.filled_on_read import fill_after
 from lens_widget.log.model_log import ModelLog
 from lens_widget.log.records import OpRecord
 
@@ -331,8 +339,21 @@ class BackwardCapture(Feature):
     # ---- the log --------------------------------------------------------------------------
 
     def finish(self, log: ModelLog) -> None:
-        """Fill the log's gradients, leaves, backward passes and graph; then let go of the
-        autograd graph and every tensor not kept in the log."""
+        """Fill the log's gradients, leaves, backward passes and graph, with its records
+        (on their first read when the log leaves them to it); let go of the autograd
+        graph now, and of every tensor not kept in the log."""
         with torch._C.DisableTorchFunction():
-            fill_log(self.state, log, self._recorder.names)
+            step = end_step(self.state, log, self._recorder.names)
         self.state = CaptureState()
+        # the log's nodes list (reading the log's own fields from its fill would fill it),
+        # the log weakly (it holds the fill)
+        fill_after(log, partial(_fill_labels, step, weakref.ref(log), self._book.nodes))
+
+
+def _fill_labels(step: StepEnd, log_ref: weakref.ref[ModelLog], nodes: list[OpRecord]) -> None:
+    log = log_ref()
+    if log is not None:
+        ops = [n for n in nodes if n.kind == "op"]
+        sinks = [n for n in nodes if n.kind == "output"]
+        with torch._C.DisableTorchFunction():
+            fill_log_labels(step, log, ops, sinks)

@@ -1,9 +1,12 @@
 """What the backward capture collects, and how it becomes the log's gradient fields.
 
 `CaptureState` holds the live objects (autograd nodes, leaf tensors, gradients) while the
-section runs; `fill_log` turns them into plain records once labels are final: op and
-source ``grads``, ``log.leaves`` by name, ``log.backward_passes`` and
-``log.backward_graph`` (node ids are strings: the log holds no autograd node).
+section runs. As it ends, `end_step` reads what the autograd graph and the model could
+change later (node ids are strings: the log holds no autograd node; the leaves' shapes)
+and gives ``log.backward_graph``, built on its first read; `fill_log_labels` then makes
+the plain records that name ops by their final labels: op and source ``grads``,
+``log.leaves`` by name, ``log.backward_passes``, ``log.recomputed``. A section whose
+records are filled on their first read runs it then (filled_on_read.py).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ class LeafState:
     made_by: OpRecord | None = None  # the recorded op that returned it
     grads: dict[int, Tensor] = field(default_factory=dict)  # pass index -> gradient
     ops: list[OpRecord] = field(default_factory=list)  # ops whose output is this leaf
+    # the tensor's, read as the step ends (end_step): the log tells what it was then
+    shape: tuple[int, ...] = ()
+    dtype: str = ""
 
 
 @dataclass(eq=False)
@@ -101,50 +107,88 @@ class CaptureState:
             pass_state.freed_by = self.freed_by.get(node)
 
 
-def fill_log(state: CaptureState, log: ModelLog, names: ModelNames) -> None:
-    """Write what `state` collected into `log` (labels final, torch functions disabled)."""
-    indices = range(1, len(state.passes) + 1)
-    for op in log.ops:
-        got = state.op_grads.get(op)
-        if got is not None or op.activations is not None:
-            op.grads = tuple([_plain(got.get(i)) if got else None for i in indices])
+@dataclass(eq=False)
+class StepEnd:
+    """What a traced step's end keeps for its log, without any autograd node: the graph
+    made (built on read), each pass's nodes by id, the leaves with their tensors' shapes;
+    what is left names records by their final labels (`fill_log_labels`)."""
+
+    op_grads: dict[OpRecord, dict[int, Tensor]]
+    leaves: list[LeafState]
+    # pass -> the forward op whose saved tensors were involved when it raised
+    passes: list[tuple[BackwardPass, OpRecord | None]]
+    recomputed: list[tuple[OpRecord, int]]
+    leaf_names: dict[int, str]  # id(leaf tensor) -> its name, given by fill_log_labels
+
+
+def end_step(state: CaptureState, log: ModelLog, names: ModelNames) -> StepEnd:
+    """What `state` holds that the autograd graph or the model could change later, read
+    now (torch functions disabled); the log's backward graph, built on its first read."""
     # Noted as leaves when made (requiring grad, no grad_fn yet) but given a grad_fn after:
     # outputs of an autograd.Function returning its inputs (the view_as of a module's
     # full backward hooks), which are not leaves and whose ops keep their own gradients.
-    state.leaves = {k: leaf for k, leaf in state.leaves.items() if leaf.tensor.grad_fn is None}
+    leaves = {k: leaf for k, leaf in state.leaves.items() if leaf.tensor.grad_fn is None}
     for param in names.params:  # parameters no recorded op read and no backward reached
-        if param.requires_grad and id(param) not in state.leaves:
-            state.leaves[id(param)] = LeafState(param, "param", names.tensors[id(param)][0])
-    log.leaves = _leaf_records(state, indices)
-    for sink in log.outputs:  # an output's gradient is its producer's
-        arg = sink.parent_args[0] if sink.parent_args else None
-        if arg is not None and arg.output_index == 0:
-            sink.grads = log.by_label[arg.parent].grads
-    node_ids = _graph(state, log)
-    log.backward_passes = [_backward_pass(p, node_ids, state, log) for p in state.passes]
-    log.recomputed = [Recomputation(op.label, op.func, index) for op, index in state.recomputed]
+        if param.requires_grad and id(param) not in leaves:
+            leaves[id(param)] = LeafState(param, "param", names.tensors[id(param)][0])
+    for leaf in leaves.values():
+        leaf.shape = tuple(leaf.tensor.shape)
+        leaf.dtype = str(leaf.tensor.dtype).removeprefix("torch.")
+    state.leaves = leaves
+    leaf_names: dict[int, str] = {}
+    node_ids = _graph(state, log, leaf_names)
+    passes = [
+        (_backward_pass(p, node_ids), state.forward_op.get(p.error_node) if p.error_node else None)
+        for p in state.passes
+    ]
+    return StepEnd(state.op_grads, list(leaves.values()), passes, state.recomputed, leaf_names)
+
+
+def fill_log_labels(
+    step: StepEnd, log: ModelLog, ops: list[OpRecord], sinks: list[OpRecord]
+) -> None:
+    """Write `step` into `log` once its records' labels are final: op and leaf gradients,
+    the leaves by name, the passes' and recomputations' ops by label. `ops` and `sinks`
+    are the log's (given: reading them from a log still to be filled would fill it)."""
+    indices = range(1, len(step.passes) + 1)
+    for op in ops:
+        got = step.op_grads.get(op)
+        if got is not None or op.activations is not None:
+            op.grads = tuple([_plain(got.get(i)) if got else None for i in indices])
+    log.leaves = _leaf_records(step.leaves, indices, step.leaf_names)
+    for sink in sinks:  # an output's gradient is its producer's
+        refs = sink.replay[1] if sink.replay is not None else []
+        if refs and refs[0][2] == 0:
+            sink.grads = refs[0][1].grads
+    for record, error_op in step.passes:
+        if error_op is not None:
+            record.error_op, record.error_source = error_op.label, error_op.source
+            if "modified by an inplace operation" in (record.error or ""):
+                writer = inplace_writer(error_op, ops)
+                record.inplace_op = writer.label if writer is not None else None
+    log.backward_passes = [record for record, _ in step.passes]
+    log.recomputed = [Recomputation(op.label, op.func, index) for op, index in step.recomputed]
 
 
 def _plain(grad: Tensor | None) -> Tensor | None:
     return grad.detach() if grad is not None and grad.requires_grad else grad
 
 
-def _leaf_records(state: CaptureState, indices: range) -> dict[str, LeafRecord]:
+def _leaf_records(
+    leaves: list[LeafState], indices: range, names: dict[int, str]
+) -> dict[str, LeafRecord]:
     order = {"param": 0, "input": 1, "other": 2}
-    leaves = sorted(state.leaves.values(), key=lambda leaf: order[leaf.kind])
     records: dict[str, LeafRecord] = {}
-    for leaf in leaves:
+    for leaf in sorted(leaves, key=lambda leaf: order[leaf.kind]):
         name, label, source = _leaf_name(leaf)
         base, k = name, 1
         while name in records:
             k += 1
             name = f"{base}#{k}"
-        leaf.name = name
+        leaf.name = names[id(leaf.tensor)] = name
         grads = tuple([_plain(leaf.grads.get(i)) for i in indices])
-        tensor = leaf.tensor
         records[name] = LeafRecord(
-            name, leaf.kind, tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."),
-            label, source, grads,
+            name, leaf.kind, leaf.shape, leaf.dtype, label, source, grads
         )  # fmt: skip
         for node in (leaf.node, *leaf.ops):
             if node is not None:
@@ -173,10 +217,11 @@ def _short_source(source: str) -> str:
     return f"{os.path.basename(path)}:{line}"
 
 
-def _graph(state: CaptureState, log: ModelLog) -> dict[Node, str]:
+def _graph(state: CaptureState, log: ModelLog, leaf_names: dict[int, str]) -> dict[Node, str]:
     """The nodes that ran (string ids such as ``MulBackward0_3``), edges as gradients flow:
     their ids, attributes and edges read now, the log's graph made of them on its first
-    read (graph_on_read.py), so that the log holds no autograd node."""
+    read (graph_on_read.py), so that the log holds no autograd node; its leaves named by
+    `leaf_names` then (filled with the log)."""
     ids: dict[Node, str] = {}
     counts: dict[str, int] = {}
     rows: list[_NodeRow] = []
@@ -184,10 +229,8 @@ def _graph(state: CaptureState, log: ModelLog) -> dict[Node, str]:
         name = node_name(node)
         counts[name] = counts.get(name, 0) + 1
         node_id = ids[node] = f"{name}_{counts[name]}"
-        leaf = None
-        if name == "AccumulateGrad":
-            found = state.leaves.get(id(node.variable))  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
-            leaf = found.name if found is not None else None
+        # AccumulateGrad nodes have .variable; torch's stubs do not say so
+        leaf = id(node.variable) if name == "AccumulateGrad" else None  # pyright: ignore[reportAttributeAccessIssue]
         rows.append((node_id, name, state.forward_op.get(node), facts, leaf))
     edges = [
         (node_id, child_id)
@@ -196,22 +239,24 @@ def _graph(state: CaptureState, log: ModelLog) -> dict[Node, str]:
         if child is not None and (child_id := ids.get(child)) is not None
     ]
     # the descriptor (graph_on_read.py) takes a builder too
-    log.backward_graph = GraphLater(partial(_built_graph, rows, edges))  # pyright: ignore[reportAttributeAccessIssue]
+    log.backward_graph = GraphLater(partial(_built_graph, rows, edges, leaf_names))  # pyright: ignore[reportAttributeAccessIssue]
     return ids
 
 
 # (node id, grad_fn name, the op whose output's grad_fn it is, what the capture noted of
-# it, the leaf it accumulates into)
-_NodeRow = tuple[str, str, OpRecord | None, NodeState, str | None]
+# it, id of the leaf tensor it accumulates into)
+_NodeRow = tuple[str, str, OpRecord | None, NodeState, int | None]
 
 
-def _built_graph(rows: list[_NodeRow], edges: list[tuple[str, str]]) -> nx.DiGraph:
+def _built_graph(
+    rows: list[_NodeRow], edges: list[tuple[str, str]], leaf_names: dict[int, str]
+) -> nx.DiGraph:
     graph = nx.DiGraph()
     for node_id, name, op, facts, leaf in rows:
         graph.add_node(
             node_id, grad_fn=name, forward_op=op.label if op is not None else None,
             order=facts.order, backward_pass=facts.first_pass, passes=list(facts.passes),
-            grad_shapes=facts.grad_shapes, leaf=leaf,
+            grad_shapes=facts.grad_shapes, leaf=leaf_names.get(leaf) if leaf else None,
         )  # fmt: skip
     graph.add_edges_from(edges)
     _mark_within_ops(graph)
@@ -235,26 +280,15 @@ def _mark_within_ops(graph: nx.DiGraph) -> None:
         owner[node_id] = data["forward_op"] or within
 
 
-def _backward_pass(
-    pass_state: PassState, ids: dict[Node, str], state: CaptureState, log: ModelLog
-) -> BackwardPass:
-    record = BackwardPass(
+def _backward_pass(pass_state: PassState, ids: dict[Node, str]) -> BackwardPass:
+    """The pass's record but for the forward op it raised in (named with the labels)."""
+    return BackwardPass(
         pass_state.index, pass_state.call, pass_state.retain_graph, pass_state.source,
         [ids[node] for node in pass_state.order if node in ids],
+        error=pass_state.error,
+        freed_by=pass_state.freed_by if pass_state.error is not None else None,
         in_transform=pass_state.in_transform,
     )  # fmt: skip
-    if pass_state.error is None:
-        return record
-    record.error = pass_state.error
-    record.freed_by = pass_state.freed_by
-    node = pass_state.error_node
-    op = state.forward_op.get(node) if node is not None else None
-    if op is not None:
-        record.error_op, record.error_source = op.label, op.source
-        if "modified by an inplace operation" in pass_state.error:
-            writer = inplace_writer(op, log.ops)
-            record.inplace_op = writer.label if writer is not None else None
-    return record
 
 
 def inplace_writer(op: OpRecord, ops: list[OpRecord]) -> OpRecord | None:
