@@ -78,6 +78,9 @@ class Feature:
     """
 
     careful: ClassVar[bool] = False
+    # Whether a hook reads a record's label, layer or pass during the pass; False lets the
+    # trace give them after it (the pass's ops and sources keep their keys till then).
+    reads_labels: ClassVar[bool] = True
 
     def inputs_read(self, tensors: Sequence[Tensor]) -> None:
         """The tensors the call is about to read (recorded or not)."""

@@ -56,6 +56,16 @@ def source_placer(layers: Layers, by_label: dict[str, OpRecord]) -> Callable[[Op
     return place
 
 
+def place_pending(layers: Layers, by_label: dict[str, OpRecord], pending: list[Pending]) -> None:
+    """Give the nodes of `pending` whose labels were left for later (an entry with a key)
+    their labels, in the order they were made; their entries then hold no key."""
+    place = source_placer(layers, by_label)
+    for i, (node, site, size, dtype, device, key) in enumerate(pending):
+        if key is not None:
+            place(node, key)
+            pending[i] = (node, site, size, dtype, device, None)
+
+
 def module_output_labels(modules: dict[str, ModuleInfo], calls: list[ModuleCall]) -> None:
     """Each module call's outputs, by the labels of the nodes that produced them."""
     for address, pass_index, producers, leaves in calls:
@@ -84,10 +94,7 @@ class LabelsOnRead:
     def __call__(self) -> None:
         """Give the labels, in the order build_log gives them when it labels at once."""
         by_label, layers = self._by_label, self._layers
-        place = source_placer(layers, by_label)
-        for node, _, _, _, _, key in self._pending:
-            if key is not None:
-                place(node, key)
+        place_pending(layers, by_label, self._pending)
         for sink in self._sinks:  # named after the output's path, made unique
             label = sink.label = sink.layer = unique_label(by_label, sink.func)
             by_label[label] = sink

@@ -155,7 +155,8 @@ class Recorder(OpRecording, TorchFunctionMode):
         """Plug `feature` into the per-op path (before the recording starts); its hooks run
         after those of the features attached before it."""
         self.features.append(feature)
-        self.book.labels_later = False  # a feature may read labels during the pass
+        if feature.reads_labels:  # then the labels are given as the nodes are made
+            self.book.labels_later = False
         self._bind(Steps(self.book, self.features))
 
     def _bind(self, steps: Steps) -> None:

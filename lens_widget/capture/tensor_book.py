@@ -19,7 +19,7 @@ from torch.nn.parameter import is_lazy
 
 from lens_widget.capture.call_site import find_call_site
 from lens_widget.capture.input_resolution import InputResolution
-from lens_widget.capture.labels_on_read import source_placer, unique_label
+from lens_widget.capture.labels_on_read import place_pending, source_placer, unique_label
 from lens_widget.capture.links import Layers
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.module_tracker import ModuleTracker
@@ -109,6 +109,14 @@ class TensorBook(InputResolution):
     def unique_label(self, name: str) -> str:
         """`name`, or `name#2`, `name#3`... when a node already has it (a param named "output")."""
         return unique_label(self.by_label, name)
+
+    def label_now(self) -> None:
+        """Give the labels left for later now, and each node's as it is made from here on
+        (something reads them during the pass: a checkpoint's recomputation matched to the
+        forward ops it repeats)."""
+        if self.labels_later and self.pending:
+            place_pending(self.layers, self.by_label, self.pending)
+        self.labels_later = False
 
     def add_source(self, tensor: Tensor, kind: NodeKind, name: str, source: int = 0) -> OpRecord:
         """A source node; its source line and metadata are filled with the ops' (op_details),

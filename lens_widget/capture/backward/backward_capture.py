@@ -73,6 +73,10 @@ _push_mode = torch._C._push_on_torch_function_stack
 class BackwardCapture(Feature):
     """Records the backward passes run while `recorder` records (see the module doc)."""
 
+    # Labels are read when the log is filled, and by a checkpoint's recomputation, which
+    # has those left for later given first (RecomputeMatcher)
+    reads_labels = False
+
     def __init__(self, recorder: Recorder) -> None:
         # Weak: the recorder holds this capture (see the module doc).
         self._recorder = cast("Recorder", weakref.proxy(recorder))
@@ -155,8 +159,8 @@ class BackwardCapture(Feature):
             leaf = leaves[id(tensor)] = LeafState(tensor, kind, named[0] if named else None)
         if source is not None and leaf.node is None:
             leaf.node = source
-            if source.kind == "input":
-                leaf.kind, leaf.name = "input", source.label
+            if source.kind == "input":  # named by its label (final when the log is filled)
+                leaf.kind = "input"
         if made_by is not None and leaf.made_by is None:
             leaf.made_by = made_by
         return leaf
@@ -197,7 +201,9 @@ class BackwardCapture(Feature):
         self.state.passes.append(pass_state)
         paths = PathTracker(recorder.tracker)
         self._pass = pass_state
-        self._matcher = RecomputeMatcher(recorder.book.layers.by_key, paths)
+        self._matcher = RecomputeMatcher(
+            recorder.book.layers.by_key, paths, recorder.book.label_now
+        )
         handles: list[Any] = []
         self._watcher = RecomputeWatcher(
             self._matcher,

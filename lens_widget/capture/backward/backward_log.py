@@ -35,7 +35,7 @@ _NAN_NODE = re.compile(r"Function '(\w+)' returned nan")
 class LeafState:
     tensor: Tensor
     kind: LeafKind
-    name: str | None  # a parameter's address / an input's label; else named at the end
+    name: str | None  # a parameter's address; else named at the end (an input by its label)
     node: OpRecord | None = None  # its source node in the log
     made_by: OpRecord | None = None  # the recorded op that returned it
     grads: dict[int, Tensor] = field(default_factory=dict)  # pass index -> gradient
@@ -200,6 +200,8 @@ def _leaf_name(leaf: LeafState) -> tuple[str, str | None, str]:
     """(name, log label, source) of a leaf."""
     node, made_by = leaf.node, leaf.made_by
     label = node.label if node is not None else (made_by.label if made_by is not None else None)
+    if leaf.kind == "input" and node is not None:
+        return node.label, label, ""
     if leaf.name is not None:
         return leaf.name, label, ""
     if made_by is not None and made_by.source:  # made by user code in the section

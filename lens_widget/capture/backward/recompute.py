@@ -66,8 +66,12 @@ class PathTracker:
 class RecomputeMatcher:
     """Which forward op each recomputed op repeats."""
 
-    def __init__(self, layers: dict[Any, Any], paths: PathTracker) -> None:
+    def __init__(
+        self, layers: dict[Any, Any], paths: PathTracker, label_now: Callable[[], None]
+    ) -> None:
         self._layers = layers  # the recorder's: (path, function, call path) -> Layer
+        # Gives the labels (and so the layers) the trace left for later, before a first match
+        self._label_now: Callable[[], None] | None = label_now
         self._paths = paths
         self._last: OpRecord | None = None  # the previous match in the current run
         self.matched: set[OpRecord] = set()  # in the current backward pass
@@ -83,6 +87,9 @@ class RecomputeMatcher:
         facts = FACTS[func]
         if facts.metadata:
             return None
+        if self._label_now is not None:
+            self._label_now()
+            self._label_now = None
         site, _ = find_call_site(frame)
         layer = self._layers.get((self._paths.path, facts.name, site))
         if layer is None:
