@@ -530,3 +530,21 @@ def test_training_step_baseline_steps_a_revision_in_the_same_rounds(monkeypatch,
     assert list(times) == ["plain", "floor (rows + a pre-hook per autograd node)", training.LW,
                            "baseline"]  # fmt: skip
     assert all(len(t) == 2 and min(t) > 0 for t in times.values())
+
+
+def test_training_step_read_fills_each_traced_steps_log():
+    """bench.training_step --read: the step's log is read after it, so what the step left to
+    the first read is counted; without it the fill waits."""
+    from types import SimpleNamespace
+
+    import torch
+    from torch import nn
+
+    import bench.training_step as training
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    case = SimpleNamespace(model=model, args=(torch.randn(3, 4),), kwargs={})
+    waiting = training._lw_step(case)
+    read = training._lw_step(case, read=True)
+    assert "_details_later" in waiting.__dict__ and "_details_later" not in read.__dict__
+    assert [n.label for n in read.nodes] == [n.label for n in waiting.nodes]
