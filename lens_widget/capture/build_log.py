@@ -75,8 +75,9 @@ def build_log(
     whole = error is None and section is None  # a whole forward: it has outputs
     unseen = book.values.overwritten_unseen()
     later = book.labels_later and whole and not unseen
-    # A section labelled as its ops ran leaves the rest of the fill to the first read the
-    # same way, when nothing here needs it (no error to name the failed op by).
+    # A section leaves its fill (its labels too, if the pass left them) to the first read
+    # the same way when nothing here reads them: no error or failed op to name, no unseen
+    # write to warn of (the session says whether anything reads them after).
     on_read = later or (
         section_on_read and section is not None and error is None and not unseen
         and recorder.failed is None

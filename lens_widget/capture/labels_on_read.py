@@ -1,5 +1,6 @@
 """A plain trace's labels, given on the first read of its log rather than in the trace (a
-section's ops have theirs as they run; the rest of its labelling waits the same way).
+section's too when nothing reads them as it runs; a traced step's checkpoint recomputation
+has them given when it first needs them: TensorBook.label_now).
 
 Nothing a plain trace does after its pass reads a label (no save list or predicate, no
 interventions, no error, no unseen write to warn about), so the layers and labels
