@@ -125,3 +125,22 @@ def test_a_section_that_raised_is_filled_as_it_ends() -> None:
         model(torch.randn(3, 4)).sum().backward()
         raise ValueError("stop")
     assert _LATER not in t.log.__dict__ and t.log.leaves
+
+
+def test_the_fill_left_for_later_holds_no_autograd_node() -> None:
+    """The step lets go of the autograd graph as it ends, as when it fills at once."""
+    import gc
+    import types
+
+    from torch.autograd.graph import Node
+
+    # (code and modules lead out of the log, to everything the process holds)
+    outside = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+    later, _ = _pair(grads=True)
+    seen, layer = set(), [later.__dict__[_LATER]]
+    for _ in range(10):
+        found = [ref for obj in layer for ref in gc.get_referents(obj)]
+        assert not any(isinstance(ref, Node) for ref in found)
+        layer = [ref for ref in found if id(ref) not in seen and not isinstance(ref, outside)]
+        seen.update(map(id, layer))
+    assert len(seen) > 100  # it did reach the records, tensors and gradients
