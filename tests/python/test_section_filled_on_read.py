@@ -57,10 +57,12 @@ class _ReadsNothing(Feature):
     """No hook: attached, it keeps the section from leaving its fill for later."""
 
 
-def _section(model: nn.Module, x: torch.Tensor, *, grads: bool, at_once: bool) -> ModelLog:
+def _section(
+    model: nn.Module, x: torch.Tensor, *, grads: bool, at_once: bool, save: str | None
+) -> ModelLog:
     features = [_ReadsNothing()] if at_once else []
     tracing = Tracing(
-        (model,), {}, save="all", grads=grads, timing=False, intervene=None, features=features
+        (model,), {}, save=save, grads=grads, timing=False, intervene=None, features=features
     )
     with tracing:
         out = model(x)
@@ -71,22 +73,24 @@ def _section(model: nn.Module, x: torch.Tensor, *, grads: bool, at_once: bool) -
     return tracing.log
 
 
-def _pair(grads: bool) -> tuple[ModelLog, ModelLog]:
+def _pair(grads: bool, save: str | None = "all") -> tuple[ModelLog, ModelLog]:
     """The same section traced twice: its fill left for later, and done at once."""
     torch.manual_seed(0)
     model = _Net()
     x = torch.randn(3, 4, requires_grad=grads)
     twin, twin_x = copy.deepcopy(model), x.detach().clone().requires_grad_(grads)
-    later = _section(model, x, grads=grads, at_once=False)
-    at_once = _section(twin, twin_x, grads=grads, at_once=True)
+    later = _section(model, x, grads=grads, at_once=False, save=save)
+    at_once = _section(twin, twin_x, grads=grads, at_once=True, save=save)
     assert _LATER in later.__dict__ and _LATER not in at_once.__dict__
     later.elapsed = at_once.elapsed  # the one field that differs between two runs
     return later, at_once
 
 
-@pytest.mark.parametrize("grads", [True, False])
-def test_a_section_filled_on_its_first_read_is_the_one_filled_at_once(grads: bool) -> None:
-    later, at_once = _pair(grads)
+@pytest.mark.parametrize(("grads", "save"), [(True, "all"), (True, None), (False, "all")])
+def test_a_section_filled_on_its_first_read_is_the_one_filled_at_once(
+    grads: bool, save: str | None
+) -> None:
+    later, at_once = _pair(grads, save)
     assert_same_log(at_once, later)
     assert _LATER not in later.__dict__
     assert any(op.label.endswith(":1") for op in later.ops)  # relabelled on the read
@@ -94,6 +98,7 @@ def test_a_section_filled_on_its_first_read_is_the_one_filled_at_once(grads: boo
     if grads:
         assert later.recomputed and len(later.backward_passes) == 2
         assert later.leaves["input.0"].grads[0] is not None
+        assert later.leaves["input.0"].label == "input.0"
 
 
 @pytest.mark.parametrize("first", ["leaves", "backward_passes", "backward_graph", "recomputed"])
