@@ -284,13 +284,24 @@ class BackwardCapture(Feature):
         if pass_state is None or matcher is None:  # a hook of a call that has returned
             return
         with torch._C.DisableTorchFunction():
-            self.state.ran(node, pass_state, grad_outputs)
+            # The node ran (inline: about six nodes run per forward op)
+            pass_state.order.append(node)
+            state = self.state
+            known = state.nodes.get(node)
+            if known is None:
+                shapes = tuple([None if g is None else tuple(g.shape) for g in grad_outputs])
+                state.nodes[node] = (len(state.nodes), pass_state.index, shapes)
+            elif known[1] != pass_state.index:
+                later = state.later_passes.setdefault(node, [])
+                if not later or later[-1] != pass_state.index:
+                    later.append(pass_state.index)
             if entries and not pass_state.in_transform:
                 self._note_op_grads(entries, pass_state.index, grad_outputs)
             # A pass in a transform hands out wrapped gradients, meaningless outside it.
             grad = grad_outputs[0] if grad_outputs else None
             if type(node) is _ACCUMULATE_GRAD and grad is not None and not pass_state.in_transform:
-                leaf = self.leaf(node.variable)  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
+                variable = node.variable  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
+                leaf = state.leaves.get(id(variable)) or self.leaf(variable)
                 grads, index = leaf.grads, pass_state.index
                 # Twice in one pass only through nested backwards (reentrant checkpoints):
                 # summed in the order .grad accumulates them.
@@ -298,7 +309,7 @@ class BackwardCapture(Feature):
                 grads[index] = grad if earlier is None else earlier + grad
                 for hook in self._recorder.grad_hooks:
                     hook(grads[index])
-                existing = node.variable.grad  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
+                existing = variable.grad
                 if existing is not None:
                     # The engine adds into it in place (zero_grad(set_to_none=False)): saved
                     # values sharing it are copied first, as before any recorded write.

@@ -31,18 +31,24 @@ Tensor = torch.Tensor
 _NAN_NODE = re.compile(r"Function '(\w+)' returned nan")
 
 
-@dataclass(eq=False)
 class LeafState:
-    tensor: Tensor
-    kind: LeafKind
-    name: str | None  # a parameter's address; else named at the end (an input by its label)
-    node: OpRecord | None = None  # its source node in the log
-    made_by: OpRecord | None = None  # the recorded op that returned it
-    grads: dict[int, Tensor] = field(default_factory=dict)  # pass index -> gradient
-    ops: list[OpRecord] = field(default_factory=list)  # ops whose output is this leaf
-    # the tensor's, read as the step ends (end_step): the log tells what it was then
-    shape: tuple[int, ...] = ()
-    dtype: str = ""
+    """An autograd leaf the step met (a parameter, an input, a tensor made requiring grad)."""
+
+    __slots__ = ("tensor", "kind", "name", "node", "made_by", "grads", "ops", "shape", "dtype")
+
+    def __init__(self, tensor: Tensor, kind: LeafKind, name: str | None) -> None:
+        # (by hand: a dataclass's default factories cost a call each, for every parameter)
+        self.tensor = tensor
+        self.kind: LeafKind = kind
+        # a parameter's address; else named at the end (an input by its label)
+        self.name = name
+        self.node: OpRecord | None = None  # its source node in the log
+        self.made_by: OpRecord | None = None  # the recorded op that returned it
+        self.grads: dict[int, Tensor] = {}  # pass index -> gradient
+        self.ops: list[OpRecord] = []  # ops whose output is this leaf
+        # the tensor's, read as the step ends (end_step): the log tells what it was then
+        self.shape: tuple[int, ...] = ()
+        self.dtype = ""
 
 
 @dataclass(eq=False)
@@ -51,20 +57,18 @@ class PassState:
     call: str
     retain_graph: bool
     source: str
+    # the nodes in the order their pre-hooks ran: on error, the last is the node that raised
     order: list[Node] = field(default_factory=list)
-    last: Node | None = None  # whose pre-hook ran last: on error, the node that raised
     error: str | None = None
     error_node: Node | None = None
     freed_by: int | None = None
     in_transform: bool = False  # its gradients are not kept (BackwardPass.in_transform)
 
 
-@dataclass(eq=False)
-class NodeState:
-    order: int
-    first_pass: int
-    grad_shapes: tuple[tuple[int, ...] | None, ...]
-    passes: list[int]
+# What the capture notes of an autograd node the first time it runs: (its order among the
+# nodes that ran, the pass it first ran in, the shapes of the gradients it got then). A
+# tuple, not an object: a step's backward runs about six nodes per forward op.
+NodeState = tuple[int, int, tuple[tuple[int, ...] | None, ...]]
 
 
 @dataclass(eq=False)
@@ -76,27 +80,15 @@ class CaptureState:
     op_grads: dict[OpRecord, dict[int, Tensor]] = field(default_factory=dict)
     passes: list[PassState] = field(default_factory=list)
     nodes: dict[Node, NodeState] = field(default_factory=dict)  # nodes that ran, in order
+    # node -> the passes after its first that it ran in too (BackwardCapture._before_node)
+    later_passes: dict[Node, list[int]] = field(default_factory=dict)
     freed_by: dict[Node, int] = field(default_factory=dict)  # last pass that freed it
     recomputed: list[tuple[OpRecord, int]] = field(default_factory=list)
-
-    def ran(
-        self, node: Node, pass_state: PassState, grad_outputs: tuple[Tensor | None, ...]
-    ) -> None:
-        pass_state.order.append(node)
-        pass_state.last = node
-        known = self.nodes.get(node)
-        if known is None:
-            shapes = tuple([None if g is None else tuple(g.shape) for g in grad_outputs])
-            self.nodes[node] = NodeState(
-                len(self.nodes), pass_state.index, shapes, [pass_state.index]
-            )
-        elif known.passes[-1] != pass_state.index:
-            known.passes.append(pass_state.index)
 
     def failed(self, pass_state: PassState, err: BaseException) -> None:
         message = str(err)
         pass_state.error = f"{type(err).__name__}: {message}"
-        node = pass_state.last
+        node = pass_state.order[-1] if pass_state.order else None
         match = _NAN_NODE.search(message)
         if match is not None:  # anomaly mode names the node whose output had NaN
             node = next(
@@ -234,6 +226,7 @@ def _graph(state: CaptureState, log: ModelLog, leaf_names: dict[int, str]) -> di
         # AccumulateGrad nodes have .variable; torch's stubs do not say so
         leaf = id(node.variable) if name == "AccumulateGrad" else None  # pyright: ignore[reportAttributeAccessIssue]
         rows.append((node_id, name, state.forward_op.get(node), facts, leaf))
+    later = {ids[node]: passes for node, passes in state.later_passes.items()}
     edges = [
         (node_id, child_id)
         for node, node_id in ids.items()
@@ -241,7 +234,7 @@ def _graph(state: CaptureState, log: ModelLog, leaf_names: dict[int, str]) -> di
         if child is not None and (child_id := ids.get(child)) is not None
     ]
     # the descriptor (graph_on_read.py) takes a builder too
-    log.backward_graph = GraphLater(partial(_built_graph, rows, edges, leaf_names))  # pyright: ignore[reportAttributeAccessIssue]
+    log.backward_graph = GraphLater(partial(_built_graph, rows, later, edges, leaf_names))  # pyright: ignore[reportAttributeAccessIssue]
     return ids
 
 
@@ -251,14 +244,18 @@ _NodeRow = tuple[str, str, OpRecord | None, NodeState, int | None]
 
 
 def _built_graph(
-    rows: list[_NodeRow], edges: list[tuple[str, str]], leaf_names: dict[int, str]
+    rows: list[_NodeRow],
+    later: dict[str, list[int]],
+    edges: list[tuple[str, str]],
+    leaf_names: dict[int, str],
 ) -> nx.DiGraph:
+    """`later`: node id -> the passes after its first that it ran in too."""
     graph = nx.DiGraph()
-    for node_id, name, op, facts, leaf in rows:
+    for node_id, name, op, (order, first_pass, shapes), leaf in rows:
         graph.add_node(
             node_id, grad_fn=name, forward_op=op.label if op is not None else None,
-            order=facts.order, backward_pass=facts.first_pass, passes=list(facts.passes),
-            grad_shapes=facts.grad_shapes, leaf=leaf_names.get(leaf) if leaf else None,
+            order=order, backward_pass=first_pass, passes=[first_pass, *later.get(node_id, ())],
+            grad_shapes=shapes, leaf=leaf_names.get(leaf) if leaf else None,
         )  # fmt: skip
     graph.add_edges_from(edges)
     _mark_within_ops(graph)
