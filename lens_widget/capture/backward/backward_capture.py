@@ -301,6 +301,7 @@ class BackwardCapture(Feature):
             grad = grad_outputs[0] if grad_outputs else None
             if type(node) is _ACCUMULATE_GRAD and grad is not None and not pass_state.in_transform:
                 variable = node.variable  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad nodes have .variable; torch's stubs do not say so
+                # known since its source was made, but for a tensor no recorded op read
                 leaf = state.leaves.get(id(variable)) or self.leaf(variable)
                 grads, index = leaf.grads, pass_state.index
                 # Twice in one pass only through nested backwards (reentrant checkpoints):

@@ -22,6 +22,7 @@ from torch.autograd.graph import Node
 
 from lens_widget.capture.backward.autograd_calls import node_name
 from lens_widget.capture.model_names import ModelNames
+from lens_widget.capture.op_details import dtype_name
 from lens_widget.log.gradients import BackwardPass, LeafKind, LeafRecord, Recomputation
 from lens_widget.log.graph_on_read import GraphLater
 from lens_widget.log.model_log import ModelLog
@@ -125,7 +126,7 @@ def end_step(state: CaptureState, log: ModelLog, names: ModelNames) -> StepEnd:
             leaves[id(param)] = LeafState(param, "param", names.tensors[id(param)][0])
     for leaf in leaves.values():
         leaf.shape = tuple(leaf.tensor.shape)
-        leaf.dtype = str(leaf.tensor.dtype).removeprefix("torch.")
+        leaf.dtype = dtype_name(leaf.tensor.dtype)
     state.leaves = leaves
     leaf_names: dict[int, str] = {}
     node_ids = _graph(state, log, leaf_names)
