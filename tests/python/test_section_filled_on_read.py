@@ -14,10 +14,9 @@ from torch.utils.checkpoint import checkpoint
 import lens_widget as lw
 from lens_widget.capture.features import Feature
 from lens_widget.capture.tracing import Tracing
+from lens_widget.log.filled_on_read import _LATER  # the fill left for the first read
 from lens_widget.log.model_log import ModelLog
 from tests.python.log_equality import assert_same_log
-
-_LATER = "_details_later"  # filled_on_read.py: the fill left for the first read
 
 
 class _Block(nn.Module):
