@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass, field
 from functools import partial
 
-import networkx as nx
 import torch
 from torch.autograd.graph import Node
 
 from lens_widget.capture.backward.autograd_calls import node_name
+from lens_widget.capture.backward.backward_graph import GraphRows, NodeState, positions
 from lens_widget.capture.model_names import ModelNames
 from lens_widget.capture.op_details import dtype_name
 from lens_widget.log.gradients import BackwardPass, LeafKind, LeafRecord, Recomputation
@@ -66,12 +66,6 @@ class PassState:
     in_transform: bool = False  # its gradients are not kept (BackwardPass.in_transform)
 
 
-# What the capture notes of an autograd node the first time it runs: (its order among the
-# nodes that ran, the pass it first ran in, the shapes of the gradients it got then). A
-# tuple, not an object: a step's backward runs about six nodes per forward op.
-NodeState = tuple[int, int, tuple[tuple[int, ...] | None, ...]]
-
-
 @dataclass(eq=False)
 class CaptureState:
     # autograd node -> (output_nr, op) of the recorded outputs it is the grad_fn of
@@ -102,14 +96,16 @@ class CaptureState:
 
 @dataclass(eq=False)
 class StepEnd:
-    """What a traced step's end keeps for its log, without any autograd node: the graph
-    made (built on read), each pass's nodes by id, the leaves with their tensors' shapes;
-    what is left names records by their final labels (`fill_log_labels`)."""
+    """What a traced step's end keeps for its log, without any autograd node: what the
+    graph is made of (built on read), each pass's nodes by position, the leaves with their
+    tensors' shapes; what is left names records by their final labels (`fill_log_labels`)."""
 
     op_grads: dict[OpRecord, dict[int, Tensor]]
     leaves: list[LeafState]
-    # pass -> the forward op whose saved tensors were involved when it raised
-    passes: list[tuple[BackwardPass, OpRecord | None]]
+    graph: GraphRows
+    # per pass: its record (its nodes given by fill_log_labels), the positions of its nodes
+    # in the order they ran, the forward op whose saved tensors were involved when it raised
+    passes: list[tuple[BackwardPass, list[int], OpRecord | None]]
     recomputed: list[tuple[OpRecord, int]]
     leaf_names: dict[int, str]  # id(leaf tensor) -> its name, given by fill_log_labels
 
@@ -129,12 +125,27 @@ def end_step(state: CaptureState, log: ModelLog, names: ModelNames) -> StepEnd:
         leaf.dtype = dtype_name(leaf.tensor.dtype)
     state.leaves = leaves
     leaf_names: dict[int, str] = {}
-    node_ids = _graph(state, log, leaf_names)
+    rows = GraphRows(state.nodes, state.forward_op, state.later_passes)
+    # the descriptor (graph_on_read.py) takes a builder too
+    log.backward_graph = GraphLater(partial(rows.graph, leaf_names))  # pyright: ignore[reportAttributeAccessIssue]
     passes = [
-        (_backward_pass(p, node_ids), state.forward_op.get(p.error_node) if p.error_node else None)
+        (
+            BackwardPass(
+                p.index,
+                p.call,
+                p.retain_graph,
+                p.source,
+                error=p.error,
+                freed_by=p.freed_by if p.error is not None else None,
+                in_transform=p.in_transform,
+            ),  # fmt: skip
+            positions(state.nodes, p.order),
+            state.forward_op.get(p.error_node) if p.error_node else None,
+        )
         for p in state.passes
     ]
-    return StepEnd(state.op_grads, list(leaves.values()), passes, state.recomputed, leaf_names)
+    leaves_now = list(leaves.values())
+    return StepEnd(state.op_grads, leaves_now, rows, passes, state.recomputed, leaf_names)
 
 
 def fill_log_labels(
@@ -153,13 +164,15 @@ def fill_log_labels(
         refs = sink.replay[1] if sink.replay is not None else []
         if refs and refs[0][2] == 0:
             sink.grads = refs[0][1].grads
-    for record, error_op in step.passes:
+    ids = step.graph.ids()
+    for record, ran, error_op in step.passes:
+        record.nodes = [ids[position] for position in ran]
         if error_op is not None:
             record.error_op, record.error_source = error_op.label, error_op.source
             if "modified by an inplace operation" in (record.error or ""):
                 writer = inplace_writer(error_op, ops)
                 record.inplace_op = writer.label if writer is not None else None
-    log.backward_passes = [record for record, _ in step.passes]
+    log.backward_passes = [record for record, _, _ in step.passes]
     log.recomputed = [Recomputation(op.label, op.func, index) for op, index in step.recomputed]
 
 
@@ -210,85 +223,6 @@ def _leaf_name(leaf: LeafState) -> tuple[str, str | None, str]:
 def _short_source(source: str) -> str:
     path, _, line = source.rpartition(":")
     return f"{os.path.basename(path)}:{line}"
-
-
-def _graph(state: CaptureState, log: ModelLog, leaf_names: dict[int, str]) -> dict[Node, str]:
-    """The nodes that ran (string ids such as ``MulBackward0_3``), edges as gradients flow:
-    their ids, attributes and edges read now, the log's graph made of them on its first
-    read (graph_on_read.py), so that the log holds no autograd node; its leaves named by
-    `leaf_names` then (filled with the log)."""
-    ids: dict[Node, str] = {}
-    counts: dict[str, int] = {}
-    rows: list[_NodeRow] = []
-    for node, facts in state.nodes.items():
-        name = node_name(node)
-        counts[name] = counts.get(name, 0) + 1
-        node_id = ids[node] = f"{name}_{counts[name]}"
-        # AccumulateGrad nodes have .variable; torch's stubs do not say so
-        leaf = id(node.variable) if name == "AccumulateGrad" else None  # pyright: ignore[reportAttributeAccessIssue]
-        rows.append((node_id, name, state.forward_op.get(node), facts, leaf))
-    later = {ids[node]: passes for node, passes in state.later_passes.items()}
-    edges = [
-        (node_id, child_id)
-        for node, node_id in ids.items()
-        for child, _ in node.next_functions
-        if child is not None and (child_id := ids.get(child)) is not None
-    ]
-    # the descriptor (graph_on_read.py) takes a builder too
-    log.backward_graph = GraphLater(partial(_built_graph, rows, later, edges, leaf_names))  # pyright: ignore[reportAttributeAccessIssue]
-    return ids
-
-
-# (node id, grad_fn name, the op whose output's grad_fn it is, what the capture noted of
-# it, id of the leaf tensor it accumulates into)
-_NodeRow = tuple[str, str, OpRecord | None, NodeState, int | None]
-
-
-def _built_graph(
-    rows: list[_NodeRow],
-    later: dict[str, list[int]],
-    edges: list[tuple[str, str]],
-    leaf_names: dict[int, str],
-) -> nx.DiGraph:
-    """`later`: node id -> the passes after its first that it ran in too."""
-    graph = nx.DiGraph()
-    for node_id, name, op, (order, first_pass, shapes), leaf in rows:
-        graph.add_node(
-            node_id, grad_fn=name, forward_op=op.label if op is not None else None,
-            order=order, backward_pass=first_pass, passes=[first_pass, *later.get(node_id, ())],
-            grad_shapes=shapes, leaf=leaf_names.get(leaf) if leaf else None,
-        )  # fmt: skip
-    graph.add_edges_from(edges)
-    _mark_within_ops(graph)
-    return graph
-
-
-def _mark_within_ops(graph: nx.DiGraph) -> None:
-    """`within_op` of each autograd node that no recorded op made itself but one op's
-    internals did (F.linear's mm, t and view under its output's node; the matmuls of a
-    math attention): the label of that op, else None. A node is inside op O when every
-    node the gradient reaches it from is O's own node or inside O. Gradients reach a node
-    only from nodes that ran before it, so one pass in execution order settles each."""
-    owner: dict[str, str | None] = {}
-    for node_id, data in sorted(graph.nodes(data=True), key=lambda item: item[1]["order"]):
-        within = None
-        if data["forward_op"] is None and data["grad_fn"] != "AccumulateGrad":
-            owners = {owner.get(parent) for parent in graph.predecessors(node_id)}
-            if len(owners) == 1:
-                within = owners.pop()
-        data["within_op"] = within
-        owner[node_id] = data["forward_op"] or within
-
-
-def _backward_pass(pass_state: PassState, ids: dict[Node, str]) -> BackwardPass:
-    """The pass's record but for the forward op it raised in (named with the labels)."""
-    return BackwardPass(
-        pass_state.index, pass_state.call, pass_state.retain_graph, pass_state.source,
-        [ids[node] for node in pass_state.order if node in ids],
-        error=pass_state.error,
-        freed_by=pass_state.freed_by if pass_state.error is not None else None,
-        in_transform=pass_state.in_transform,
-    )  # fmt: skip
 
 
 def inplace_writer(op: OpRecord, ops: list[OpRecord]) -> OpRecord | None:
