@@ -12,9 +12,9 @@ it, and to the composed one here when some does. Features today:
 - ``Intervening`` (intervening.py): every call careful, an op's outputs replaced before they
   are noted (`replace_outputs`, `result`) and a module's output after it returns
   (`module_output`).
-- ``BackwardCapture`` (backward_capture.py, gradients): the tensors each op reads
-  (`inputs_read`), the outputs that require grad (`outputs_noted`), the autograd leaves
-  among the sources (`source_added`).
+- ``BackwardCapture`` (backward_capture.py, gradients): each op's outputs, those that
+  require grad and those that may get an autograd node later (`outputs_noted`), the
+  autograd leaves among the sources (`source_added`).
 - ``Offload`` (offload.py): the saved values past a memory budget, written to disk by a
   writer thread and replaced by views of the files (`outputs_noted`, `source_added`).
 - ``DistributedCapture`` (distributed_capture.py): engine calls, collectives and sharded
@@ -30,7 +30,7 @@ hooks, and a cycle would keep a trace's saved values alive until the cyclic coll
 
 Where hooks run: on the careful path inside the recorder's bookkeeping, with torch
 functions disabled (nothing a hook calls is recorded or reaches a user's mode). On the fast
-path `inputs_read`, `source_added` and `outputs_noted` run without that, seeing only plain
+path `source_added` and `outputs_noted` run without that, seeing only plain
 tensors: they may read attributes (``requires_grad``, ``grad_fn``) but call no torch
 function. `module_output` runs at the user's level, where the mode is active: a hook that
 calls torch functions disables them first (``torch._C.DisableTorchFunction()``, as
@@ -45,13 +45,10 @@ from typing import Any, ClassVar, Protocol
 import torch
 
 from lens_widget.capture.func_facts import FuncFacts
-from lens_widget.capture.input_resolution import Inputs
 from lens_widget.capture.tensor_book import TensorBook
 from lens_widget.log.records import OpRecord
-from lens_widget.log.replay import tensor_leaves
 
 Tensor = torch.Tensor
-Parameter = torch.nn.Parameter
 
 
 def plain_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
@@ -63,12 +60,11 @@ class Feature:
     """An optional part of the per-op path. Override only the hooks the feature needs; the
     recorder calls them in this order for each recorded call:
 
-    1. `inputs_read` once the call's inputs are resolved, before the call;
-    2. `call` makes the torch call (careful path; one feature at most);
-    3. `replace_outputs` once the op's record is made, before its outputs are noted (the
+    1. `call` makes the torch call (careful path; one feature at most);
+    2. `replace_outputs` once the op's record is made, before its outputs are noted (the
        outputs of a torch call on the careful path only, not a module's identity op);
-    4. `outputs_noted` once the book has noted the producers and saved values;
-    5. `result` after the record, with the value the user's code gets (careful path).
+    3. `outputs_noted` once the book has noted the producers and saved values;
+    4. `result` after the record, with the value the user's code gets (careful path).
 
     `source_added` runs when a source node is made (a parameter, an input, a constant),
     `module_output` when a module call returns, `grad_noted` when a backward pass hands
@@ -81,9 +77,6 @@ class Feature:
     # Whether a hook reads a record's label, layer or pass during the pass; False lets the
     # trace give them after it (the pass's ops and sources keep their keys till then).
     reads_labels: ClassVar[bool] = True
-
-    def inputs_read(self, tensors: Sequence[Tensor]) -> None:
-        """The tensors the call is about to read (recorded or not)."""
 
     def call(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
         """Make the torch call and return what it returned (careful path)."""
@@ -166,7 +159,6 @@ class Steps:
     def __init__(self, book: TensorBook, features: Sequence[Feature]) -> None:
         self._book = book
         self.careful = any(f.careful for f in features)
-        self._inputs_read = _hooks(features, "inputs_read")
         self._replace_outputs = _hooks(features, "replace_outputs")
         self._outputs_noted = _hooks(features, "outputs_noted")
         self.results = _hooks(features, "result")
@@ -186,28 +178,7 @@ class Steps:
         self.in_call = False
         # Whether a feature hooks these steps (no attribute here holds a bound method of
         # this object: that would be a cycle keeping the book's saved values)
-        self.hooks_inputs = bool(self._inputs_read)
         self.hooks_outputs = bool(self._replace_outputs or self._outputs_noted)
-
-    def resolve_plain(
-        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> Inputs | None:
-        inputs = self._book.resolve_plain_inputs(func, args, kwargs)
-        if inputs is not None:
-            values = (*args, *kwargs.values()) if kwargs else args
-            tensors = [v for v in values if type(v) is Tensor or type(v) is Parameter]
-            for hook in self._inputs_read:
-                hook(tensors)
-        return inputs
-
-    def resolve_any(
-        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> Inputs:
-        inputs = self._book.resolve_any_inputs(func, args, kwargs)
-        tensors = tensor_leaves((args, kwargs or {}))
-        for hook in self._inputs_read:
-            hook(tensors)
-        return inputs
 
     def note_outputs(
         self, node: OpRecord, outputs: tuple[Tensor, ...], base: str, passes: int

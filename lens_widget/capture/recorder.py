@@ -76,7 +76,7 @@ class Recorder(OpRecording, TorchFunctionMode):
     4. **inputs resolved** (before the call: an in-place op moves versions): the book
        (``book``, tensor_book.py) gives the replay template and each tensor argument's
        producer, making source nodes on first use (`add_source`; features:
-       ``source_added``). Features: ``inputs_read`` (gradients).
+       ``source_added``).
        Then the RNG state of a random call and the autocast state are kept (call_state.py);
        on the careful path, saved values about to be overwritten are copied (`_before_call`).
     5. **call**: the torch call itself. Features: ``call`` (timing), careful path only.
@@ -118,6 +118,8 @@ class Recorder(OpRecording, TorchFunctionMode):
         TorchFunctionMode.__init__(self)
         # Which node made each tensor, the saved values, the records made so far
         self.book = book = TensorBook(names, save, track_versions)
+        self._resolve_plain = book.resolve_plain_inputs  # (bound once: read per op)
+        self._resolve_any = book.resolve_any_inputs
         self.save = save
         self.names = names
         self.ops: list[OpRecord] = []  # the nodes of kind "op", in order
@@ -163,9 +165,6 @@ class Recorder(OpRecording, TorchFunctionMode):
         """The hookable steps: the book's own methods, or composed with the features'."""
         book = self.book
         self._steps = steps
-        hooked = steps.hooks_inputs
-        self._resolve_plain = steps.resolve_plain if hooked else book.resolve_plain_inputs
-        self._resolve_any = steps.resolve_any if hooked else book.resolve_any_inputs
         self._note_outputs = steps.note_outputs if steps.hooks_outputs else book.note_outputs
         self._call = steps.call
         self._wraps_result = steps.wraps_result
@@ -275,7 +274,7 @@ class Recorder(OpRecording, TorchFunctionMode):
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
     ) -> Inputs:
         """The call's replay template, its tensor arguments' producers, the params it reads
-        (the book's, with the features' `inputs_read`)."""
+        (the book's)."""
         inputs = self._resolve_plain(func, args, kwargs)
         return inputs if inputs is not None else self._resolve_any(func, args, kwargs)
 

@@ -1,7 +1,7 @@
 """Backward passes run while a section is recorded: per-op gradients, leaves, the nodes.
 
-A Feature of the recorder (features.py: it notes the tensors each op reads, the outputs
-that require grad and the autograd leaves among the sources) and its backward runner
+A Feature of the recorder (features.py: it notes the outputs that require grad and the
+autograd leaves among the sources) and its backward runner
 (``recorder.backward_capture``), it runs each ``Tensor.backward`` / ``torch.autograd.backward`` /
 ``torch.autograd.grad`` call the recorder sees as one backward pass:
 
@@ -11,6 +11,11 @@ that require grad and the autograd leaves among the sources) and its backward ru
   the forward op's outputs as the node runs on them (tensor hooks run before node
   pre-hooks: one hook per node, where a post-hook for these would be a second); all are
   removed right after, also on error;
+- an output that may get its autograd node after its op returned (one made with grad off,
+  as in a custom autograd.Function's forward, which the Function's node then takes; one
+  requiring grad without a node) is watched until the next op recorded with grad on, the
+  backward or the step's end, and its node credited to its op then: the op keeps its
+  gradient and the backward node names it;
 - an error names the node whose pre-hook ran last (the engine raised in it) and so the
   forward op whose saved tensors were involved.
 
@@ -30,8 +35,9 @@ after its log was dropped (memory grew by the size of a step's activations per t
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from functools import partial
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
@@ -68,6 +74,10 @@ if TYPE_CHECKING:
 
 Tensor = torch.Tensor
 _push_mode = torch._C._push_on_torch_function_stack
+_grad_enabled = torch.is_grad_enabled
+# An output watched for the autograd node it may get after its op returned: (the tensor,
+# weakly; the op; which of its outputs)
+Watched = tuple["weakref.ref[Tensor]", OpRecord, int]
 
 
 class BackwardCapture(Feature):
@@ -90,19 +100,22 @@ class BackwardCapture(Feature):
         self._watcher: RecomputeWatcher | None = None
         # Given each op gradient as kept (holder, key): an offload moves it to disk
         self.keep_grad: Callable[[dict[int, Tensor], int], None] | None = None
+        self._watched: list[Watched] = []  # see the module doc and `_credit_watched`
 
     # ---- the feature's hooks (features.py): while forward runs ------------------------
 
-    def inputs_read(self, tensors: Sequence[Tensor]) -> None:
-        if not self._running:
-            self.note_inputs(tensors)
-
     def outputs_noted(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
-        if not self._running:
-            for tensor in outputs:
-                if tensor.requires_grad:
-                    self.note(node, outputs)
-                    break
+        if self._running:
+            return
+        if _grad_enabled():
+            if self._watched:  # a custom Function's apply, if any, has returned since
+                self._credit_watched()
+        else:  # a custom autograd.Function's forward runs so: its node comes after
+            self._watch(node, outputs)
+        for tensor in outputs:
+            if tensor.requires_grad:
+                self.note(node, outputs)
+                break
 
     def source_added(self, tensor: Tensor, node: OpRecord) -> None:
         if not self._running and tensor.requires_grad and tensor.grad_fn is None:
@@ -119,6 +132,9 @@ class BackwardCapture(Feature):
                 continue
             grad_fn = tensor.grad_fn
             if grad_fn is None:  # the op returned a leaf (a parameter, requires_grad=True)
+                # ...or a tensor given a node later: an autograd.Function's output that is
+                # its input (the view_as of a module's full backward hooks)
+                self._watched.append((weakref.ref(tensor), node, i))
                 leaf = self.leaf(tensor, made_by=node)
                 if i == 0 and keep:
                     leaf.ops.append(node)
@@ -128,23 +144,25 @@ class BackwardCapture(Feature):
             if i == 0 and keep:
                 state.by_node.setdefault(grad_fn, []).append((tensor.output_nr, node))
 
-    def note_inputs(self, tensors: Iterable[Tensor]) -> None:
-        """Tensors an op is about to read. One whose autograd node no recorded op made (the
-        output of a custom autograd.Function: its forward ran with grad off, so the op that
-        made the tensor had no node to note) is credited to that op, so the backward node
-        names a forward op and the op keeps its gradient."""
+    def _watch(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
+        self._watched += zip(map(weakref.ref, outputs), repeat(node), range(len(outputs)))
+
+    def _credit_watched(self) -> None:
+        """Watched outputs that got an autograd node no recorded op made (a custom
+        autograd.Function's, given as its apply returned) credit it to their op: the
+        backward node names a forward op and the op keeps its gradient."""
         state = self.state
-        for tensor in tensors:
+        for ref, node, index in self._watched:
+            tensor = ref()
+            if tensor is None:
+                continue
             grad_fn = tensor.grad_fn
             if grad_fn is None or grad_fn in state.forward_op:
                 continue
-            produced = self._book.producer_of(tensor)
-            if produced is None:
-                continue
-            node, index = produced
             state.forward_op[grad_fn] = node
             if index == 0 and node.activations is not None:
                 state.by_node.setdefault(grad_fn, []).append((tensor.output_nr, node))
+        self._watched.clear()
 
     def leaf(
         self, tensor: Tensor, source: OpRecord | None = None, made_by: OpRecord | None = None
@@ -218,6 +236,7 @@ class BackwardCapture(Feature):
         self._running = True
         try:
             with recorder.quiet:
+                self._credit_watched()  # before the nodes get their hooks (by_node)
                 self._hook(call.roots, handles)
             result = recorder._call_quietly(facts, func, args, kwargs, frame)
         except BaseException as err:
@@ -360,6 +379,7 @@ class BackwardCapture(Feature):
         (on their first read when the log leaves them to it); let go of the autograd
         graph now, and of every tensor not kept in the log."""
         with torch._C.DisableTorchFunction():
+            self._credit_watched()
             step = end_step(self.state, log, self._recorder.names)
         self.state = CaptureState()
         # the log's nodes list (reading the log's own fields from its fill would fill it),
