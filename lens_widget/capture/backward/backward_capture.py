@@ -75,6 +75,9 @@ if TYPE_CHECKING:
 Tensor = torch.Tensor
 _push_mode = torch._C._push_on_torch_function_stack
 _grad_enabled = torch.is_grad_enabled
+# made fresh per use: on a GPU the engine runs hooks on several threads, and one shared
+# context object would share the state it saves
+_disabled = torch._C.DisableTorchFunction
 # An output watched for the autograd node it may get after its op returned: (the tensor,
 # weakly; the op; which of its outputs)
 Watched = tuple["weakref.ref[Tensor]", OpRecord, int]
@@ -300,13 +303,16 @@ class BackwardCapture(Feature):
         pass_state, matcher = self._pass, self._matcher
         if pass_state is None or matcher is None:  # a hook of a call that has returned
             return
-        with torch._C.DisableTorchFunction():
+        with _disabled():
             # The node ran (inline: about six nodes run per forward op)
             pass_state.order.append(node)
             state = self.state
             known = state.nodes.get(node)
             if known is None:
-                shapes = tuple([None if g is None else tuple(g.shape) for g in grad_outputs])
+                if len(grad_outputs) == 1 and (first := grad_outputs[0]) is not None:
+                    shapes: tuple[tuple[int, ...] | None, ...] = (tuple(first.shape),)
+                else:  # (most nodes get one gradient: no comprehension's frame for those)
+                    shapes = tuple([None if g is None else tuple(g.shape) for g in grad_outputs])
                 state.nodes[node] = (len(state.nodes), pass_state.index, shapes)
             elif known[1] != pass_state.index:
                 later = state.later_passes.setdefault(node, [])
