@@ -114,16 +114,24 @@ class SavedValues:
         (self.saved if reported else self.unreported).append((node, outputs, version))
 
     def _index_new(self) -> None:
-        by_storage = self._by_storage
+        # Runs before every recorded write (a training step's batch norms write their
+        # running stats: ~1 per op, each after a few values were saved): storage_key
+        # inlined, and a list not walked when nothing was added to it since.
+        by_storage, n_indexed = self._by_storage, self._n_indexed
         guarded = (self.saved, self.unreported) if self.copy_sources else (self.saved,)
         for which, entries in enumerate(guarded):
-            for k in range(self._n_indexed[which], len(entries)):
+            start = n_indexed[which]
+            if start == len(entries):
+                continue
+            n_indexed[which] = len(entries)
+            for k in range(start, len(entries)):
                 node, outputs, _ = entries[k]
                 for i, tensor in enumerate(outputs):
-                    storage = storage_key(tensor)
-                    if storage is not None:
-                        by_storage.setdefault(storage, []).append((node, i))
-            self._n_indexed[which] = len(entries)
+                    try:
+                        storage = tensor.untyped_storage().data_ptr()
+                    except (RuntimeError, NotImplementedError):  # sparse / meta: no storage
+                        continue
+                    by_storage.setdefault(storage, []).append((node, i))
 
     def locate(self, node: OpRecord) -> tuple[list[SavedEntry], int] | None:
         """Where `node`'s entry is, right after it was kept (it is the last of its list)."""
@@ -167,9 +175,8 @@ class SavedValues:
                 if saved is None or storage_key(saved[i]) != storage:
                     continue  # gone, or replaced since (by a copy, or by a value on disk)
                 copy = copies.get(id(saved[i]))
-                if copy is None:
-                    with torch.no_grad():
-                        copy = copies[id(saved[i])] = saved[i].detach().clone()
+                if copy is None:  # (a detached tensor's clone records no autograd node)
+                    copy = copies[id(saved[i])] = saved[i].detach().clone()
                 node.activations = (*saved[:i], copy, *saved[i + 1 :])
 
     def drop_written_sources(self) -> None:
