@@ -336,6 +336,75 @@ def test_a_custom_autograd_function_names_its_forward_op_and_keeps_its_gradient(
     assert torch.equal(cube_op.grad, torch.full((3, 4), 3.0))
 
 
+class Doubled(torch.autograd.Function):
+    """Writes its input in place (mark_dirty): the write inside forward made the output."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return 2 * grad
+
+
+class SumAndScale(torch.autograd.Function):
+    """Two outputs, and an op after them in its forward (the node comes after all three)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        shifted, scaled = x + 1, x * 2
+        shifted.sum()  # recorded after the outputs, still before the Function's node exists
+        return shifted, scaled
+
+    @staticmethod
+    def backward(ctx: Any, g_shifted: torch.Tensor, g_scaled: torch.Tensor) -> torch.Tensor:
+        return g_shifted + 2 * g_scaled
+
+
+def test_a_function_writing_its_input_is_named_after_the_write() -> None:
+    torch.manual_seed(0)
+    fc, x = nn.Linear(4, 4), torch.randn(3, 4)
+    with lw.tracing(fc, grads=True) as section:
+        (Doubled.apply(fc(x).clone()) * 3).sum().backward()
+    log = section.log
+    write = next(op for op in log.ops if op.func == "mul_")
+    nodes = dict(log.backward_graph.nodes(data=True))
+    assert nodes["DoubledBackward_1"]["forward_op"] == write.label
+    assert write.grad is not None
+
+
+def test_a_function_with_an_op_after_its_outputs_is_named_after_its_first_output() -> None:
+    torch.manual_seed(0)
+    fc, x = nn.Linear(4, 4), torch.randn(3, 4)
+    with lw.tracing(fc, grads=True) as section:
+        shifted, scaled = SumAndScale.apply(fc(x))
+        (shifted * 5 + scaled * 7).sum().backward()
+    log = section.log
+    add = next(op for op in log.ops if op.func == "add")
+    nodes = dict(log.backward_graph.nodes(data=True))
+    assert nodes["SumAndScaleBackward_1"]["forward_op"] == add.label
+    assert torch.equal(add.grad, torch.full((3, 4), 5.0))
+
+
+def test_a_long_stretch_without_grad_keeps_no_growing_watch() -> None:
+    """Outputs made with grad off are watched (a Function's node may come after them): the
+    ones already freed are let go, so a no_grad loop in a section stays bounded."""
+    fc = nn.Linear(4, 4)
+    with lw.tracing(fc, grads=True, save=None) as section:
+        with torch.no_grad():
+            x = torch.zeros(2, 4)
+            for _ in range(5_000):
+                x = x + 1
+        capture = section._session.recorder.backward_capture
+        watched = len(capture._watched)
+        fc(x).sum().backward()
+    assert watched < 4_096
+    assert len(section.log.ops) > 5_000
+
+
 def test_the_nodes_of_an_ops_internals_are_within_it() -> None:
     """F.linear on a 3-d input runs view(addmm(bias, view(x), t(weight))): the output's
     node is linear's own; addmm and t are inside linear; the leaves' nodes are no op's."""

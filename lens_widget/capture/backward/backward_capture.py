@@ -81,6 +81,7 @@ _disabled = torch._C.DisableTorchFunction
 # An output watched for the autograd node it may get after its op returned: (the tensor,
 # weakly; the op; which of its outputs)
 Watched = tuple["weakref.ref[Tensor]", OpRecord, int]
+_PRUNE_AT = 4096
 
 
 class BackwardCapture(Feature):
@@ -104,6 +105,7 @@ class BackwardCapture(Feature):
         # Given each op gradient as kept (holder, key): an offload moves it to disk
         self.keep_grad: Callable[[dict[int, Tensor], int], None] | None = None
         self._watched: list[Watched] = []  # see the module doc and `_credit_watched`
+        self._prune_at = _PRUNE_AT  # when to drop the watched tensors that are gone
 
     # ---- the feature's hooks (features.py): while forward runs ------------------------
 
@@ -148,7 +150,11 @@ class BackwardCapture(Feature):
                 state.by_node.setdefault(grad_fn, []).append((tensor.output_nr, node))
 
     def _watch(self, node: OpRecord, outputs: tuple[Tensor, ...]) -> None:
-        self._watched += zip(map(weakref.ref, outputs), repeat(node), range(len(outputs)))
+        watched = self._watched
+        watched += zip(map(weakref.ref, outputs), repeat(node), range(len(outputs)))
+        if len(watched) >= self._prune_at:  # a long stretch with grad off (a no_grad loop)
+            watched[:] = [entry for entry in watched if entry[0]() is not None]
+            self._prune_at = max(_PRUNE_AT, 2 * len(watched))
 
     def _credit_watched(self) -> None:
         """Watched outputs that got an autograd node no recorded op made (a custom
