@@ -2,7 +2,7 @@
 
     python -m bench.instructions [--models gpt2,bert,llama,resnet] [--size issue|bench]
                                  [--baseline REV] [--floors] [--repeats 2] [--cache] [--parts]
-                                 [--by-kind]
+                                 [--by-kind] [--step]
 
 `bench.real_per_op` times each variant (the floors, `trace(save=None)`, `trace(save="all")`,
 a baseline's traces) against a plain forward; on this 2-core VM a whole trace moves 10-20%
@@ -18,6 +18,10 @@ of instructions (or estimated cycles) per recorded op, and ÷ the rows floor's.
 `--parts` counts instead each part of one trace as `bench.trace_parts` takes it apart (the
 walk naming the model, the `Session`, its inputs, `start`, the forward, `finish`, the first
 read of `log.nodes`), per recorded op: what a trace pays once, against what it pays per op.
+
+`--step` counts `bench.training_step`'s contenders instead (a plain training step, its
+floor, `lw.tracing(grads=True)`, a baseline's; the same dropout masks in each run), per
+forward op above the plain step.
 
 `--by-kind` counts instead the plain forward, the log-rows floor and `trace(save=None)` once
 each, keeps callgrind's count per C function, and prints the floor's instructions above plain
@@ -175,6 +179,51 @@ def _measure(counter: Counter, args: argparse.Namespace, baseline: Any, current:
             print(f"  {variant:36s} {runs_text}  {mean / floor:.2f}x", flush=True)
 
 
+def _measure_steps(counter: Counter, args: argparse.Namespace, baseline: Any, current: Any) -> None:
+    """`bench.training_step`'s contenders counted (see --step), per forward op."""
+    import torch
+
+    from .real_per_op import model_case
+    from .training_step import step_runs
+
+    unit = "estimated cycles" if args.cache else "instructions"
+    print(f"callgrind, 1 thread; thousands of {unit} per forward op of a training step "
+          f"above the plain step's, each of {args.repeats} runs; x: ÷ the floor's",
+          flush=True)  # fmt: skip
+
+    def seeded(run: Callable[[], Any], clear_grads: Callable[[], None]) -> Callable[[], Any]:
+        def step() -> Any:  # the same dropout masks in every run
+            clear_grads()
+            torch.manual_seed(0)
+            return run()
+
+        return step
+
+    for name in args.models.split(","):
+        case = model_case(name, args.size)
+        contenders, clear_grads = step_runs(case, current, baseline)
+        runs = {c: seeded(run, clear_grads) for c, run in contenders.items()}
+        with torch.no_grad():
+            n_ops = len(current.trace(case.model, case.args, case.kwargs, save=None).ops)
+
+        for run in runs.values():  # warm: first calls fill caches of Python and torch
+            run()
+        costs = {
+            contender: [cost(counter.count(run), args.cache) for _ in range(args.repeats)]
+            for contender, run in runs.items()
+        }
+        clear_grads()
+        plain = costs.pop("plain")
+        above = {c: [(x - p) / n_ops / 1e3 for x, p in zip(xs, plain, strict=True)]
+                 for c, xs in costs.items()}  # fmt: skip
+        floor = sum(next(iter(above.values()))) / args.repeats
+        print(f"{name}: {n_ops} forward ops, plain step {plain[0] / 1e6:.1f} M {unit}", flush=True)
+        for contender, each in above.items():
+            mean = sum(each) / len(each)
+            runs_text = " ".join(f"{x:7.1f}" for x in each)
+            print(f"  {contender:45s} {runs_text}  {mean / floor:.2f}x", flush=True)
+
+
 def _count_parts(counter: Counter, name: str, args: argparse.Namespace) -> None:
     """Each part of one trace of model `name`, counted (see --parts)."""
     import torch
@@ -255,7 +304,10 @@ def _under_valgrind(args: argparse.Namespace) -> None:
         if args.baseline:  # both sides copies, imported alike (as bench.real_per_op does)
             baseline = package_copy("lens_widget_baseline", Path(tmp) / "a", args.baseline)
             current = package_copy("lens_widget_current", Path(tmp) / "b")
-        _measure(counter, args, baseline, current or lw)
+        if args.step:
+            _measure_steps(counter, args, baseline, current or lw)
+        else:
+            _measure(counter, args, baseline, current or lw)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -269,6 +321,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=2, help="counted runs per variant")
     parser.add_argument("--cache", action="store_true", help="simulate caches: cycle estimate")
     parser.add_argument("--parts", action="store_true", help="count each part of one trace")
+    parser.add_argument(
+        "--step", action="store_true", help="bench.training_step's steps instead of forwards"
+    )
     parser.add_argument(
         "--by-kind", action="store_true",
         help="the floor above plain and the trace above the floor, by kind of work",

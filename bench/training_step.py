@@ -104,6 +104,28 @@ def _lw_step(case: ZooCase, package: ModuleType = lw, read: bool = False) -> Any
 
 
 LW = "lw.tracing(grads=True)"
+FLOOR = "floor (rows + a pre-hook per autograd node)"
+
+
+def step_runs(
+    case: ZooCase, current: ModuleType = lw, baseline: ModuleType | None = None, read: bool = False
+) -> tuple[dict[str, Callable[[], Any]], Callable[[], None]]:
+    """The contenders, by name ("plain" first; "baseline" steps with `baseline`), and what
+    clears the model's gradients before each (model in train mode)."""
+    model = case.model.train()
+    runs: dict[str, Callable[[], Any]] = {
+        "plain": lambda: _loss(model(*case.args, **case.kwargs)).backward(),
+        FLOOR: lambda: _floor_step(case),
+        LW: lambda: _lw_step(case, current, read),
+    }
+    if baseline is not None:
+        runs["baseline"] = lambda: _lw_step(case, baseline, read)
+
+    def clear_grads() -> None:
+        for p in model.parameters():
+            p.grad = None
+
+    return runs, clear_grads
 
 
 def measure(
@@ -116,20 +138,9 @@ def measure(
     """(forward ops, {contender: CPU seconds per round}); "baseline" steps with `baseline`;
     `read`: each traced step's log read after it (its records, modules and gradients)."""
     model = case.model.train()
-    runs: dict[str, Callable[[], Any]] = {
-        "plain": lambda: _loss(model(*case.args, **case.kwargs)).backward(),
-        "floor (rows + a pre-hook per autograd node)": lambda: _floor_step(case),
-        LW: lambda: _lw_step(case, current, read),
-    }
-    if baseline is not None:
-        runs["baseline"] = lambda: _lw_step(case, baseline, read)
+    runs, clear_grads = step_runs(case, current, baseline, read)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-
-    def clear_grads() -> None:
-        for p in model.parameters():
-            p.grad = None
-
     try:
         n_ops = len(lw.trace(model, case.args, case.kwargs, save=None).ops)  # the forward's
         times = interleaved_cpu_times(runs, rounds, clear_grads)

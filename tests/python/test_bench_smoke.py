@@ -444,6 +444,35 @@ def test_bytecodes_of_a_training_step_count_the_backward_capture():
     assert not any(counts["plain"][f] for f in (before_node, step_end, floor_walk))
 
 
+def test_training_step_contenders_step_the_model_alike():
+    """bench.training_step's contenders (what it times and bench.instructions --step
+    counts): plain first, then the floor and the traced step, each leaving the same .grad;
+    the traced one a log of the step, its floor walking every node the loss reaches."""
+    from types import SimpleNamespace
+
+    import torch
+    from torch import nn
+
+    import lens_widget as lw
+    from bench.training_step import FLOOR, LW, _reachable, step_runs
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    case = SimpleNamespace(model=model, args=(torch.randn(3, 4),), kwargs={})
+    runs, clear_grads = step_runs(case, lw)
+    assert list(runs) == ["plain", FLOOR, LW]
+    grads = []
+    for run in runs.values():
+        clear_grads()
+        result = run()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    assert all(torch.equal(a, b) for g in grads[1:] for a, b in zip(grads[0], g, strict=True))
+    assert len(result.leaves) == 4 and len(result.backward_passes) == 1
+    loss = model(*case.args).pow(2).mean()
+    nodes = _reachable(loss.grad_fn)
+    assert len(nodes) == len(set(nodes)) == len(result.backward_graph)  # each ran once
+
+
 def test_monitor_phases_without_stats_replaces_every_statistic_and_puts_them_back():
     """bench.monitor_phases --without-stats: the monitored step's statistics, from the
     worker and from the batch after it, are all the constant; the functions are back after."""
