@@ -119,7 +119,6 @@ class Recorder(OpRecording, TorchFunctionMode):
         # Which node made each tensor, the saved values, the records made so far
         self.book = book = TensorBook(names, save, track_versions)
         self._resolve_plain = book.resolve_plain_inputs  # (bound once: read per op)
-        self._resolve_any = book.resolve_any_inputs
         self.save = save
         self.names = names
         self.ops: list[OpRecord] = []  # the nodes of kind "op", in order
@@ -276,7 +275,7 @@ class Recorder(OpRecording, TorchFunctionMode):
         """The call's replay template, its tensor arguments' producers, the params it reads
         (the book's)."""
         inputs = self._resolve_plain(func, args, kwargs)
-        return inputs if inputs is not None else self._resolve_any(func, args, kwargs)
+        return inputs if inputs is not None else self.book.resolve_any_inputs(func, args, kwargs)
 
     def _before_call(
         self, facts: FuncFacts, args: tuple[Any, ...], kwargs: Any, replay: ReplayCall

@@ -101,4 +101,9 @@ def reachable_nodes(roots: list[Node]) -> list[Node]:
 
 def node_name(node: Node) -> str:
     """The autograd node's class name ("MulBackward0", "AccumulateGrad")."""
-    return node.name().rpartition("::")[2]
+    return short_name(node.name())
+
+
+def short_name(full: str) -> str:
+    """A node's class name from its full name ("torch::autograd::AccumulateGrad")."""
+    return full.rpartition("::")[2]

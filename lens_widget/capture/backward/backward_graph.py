@@ -18,6 +18,7 @@ import networkx as nx
 import torch
 from torch.autograd.graph import Node, get_gradient_edge
 
+from lens_widget.capture.backward.autograd_calls import short_name
 from lens_widget.log.records import OpRecord
 
 # What the capture notes of an autograd node the first time it runs: (its order among the
@@ -68,6 +69,7 @@ class GraphRows:
         )
         self.later = {nodes[node][0]: passes for node, passes in later_passes.items()}
         self._ids: list[str] | None = None
+        self._grad_fns: list[str] = []  # the names' class names, made with the ids
         self._lock = threading.Lock()  # the graph and the passes may be read on two threads
 
     def ids(self) -> list[str]:
@@ -77,8 +79,8 @@ class GraphRows:
             if self._ids is None:
                 counts: dict[str, int] = {}
                 ids = []
-                for full in self.names:
-                    name = full.rpartition("::")[2]
+                self._grad_fns = list(map(short_name, self.names))
+                for name in self._grad_fns:
                     counts[name] = counts.get(name, 0) + 1
                     ids.append(f"{name}_{counts[name]}")
                 self._ids = ids
@@ -88,13 +90,13 @@ class GraphRows:
         """The graph, its leaves named by `leaf_names` (id of the leaf tensor -> name)."""
         ids = self.ids()
         graph = nx.DiGraph()
-        for position, (node_id, full, op, state) in enumerate(
-            zip(ids, self.names, self.ops, self.states, strict=True)
+        for position, (node_id, grad_fn, op, state) in enumerate(
+            zip(ids, self._grad_fns, self.ops, self.states, strict=True)
         ):
             order, first_pass, shapes = state
             leaf = self.leaves.get(position)
             graph.add_node(
-                node_id, grad_fn=full.rpartition("::")[2],
+                node_id, grad_fn=grad_fn,
                 forward_op=op.label if op is not None else None, order=order,
                 backward_pass=first_pass, passes=[first_pass, *self.later.get(position, ())],
                 grad_shapes=shapes, leaf=leaf_names.get(leaf) if leaf else None,

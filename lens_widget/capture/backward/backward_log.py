@@ -138,7 +138,7 @@ def end_step(state: CaptureState, log: ModelLog, names: ModelNames) -> StepEnd:
                 error=p.error,
                 freed_by=p.freed_by if p.error is not None else None,
                 in_transform=p.in_transform,
-            ),  # fmt: skip
+            ),
             positions(state.nodes, p.order),
             state.forward_op.get(p.error_node) if p.error_node else None,
         )
